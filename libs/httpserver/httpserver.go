@@ -1,0 +1,124 @@
+// Package httpserver runs a service's HTTP server the same way everywhere:
+// health and readiness probes, Prometheus metrics, request ids, tracing and
+// a graceful shutdown that lets in-flight requests finish.
+package httpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/esimplatform/esim/libs/telemetry"
+)
+
+// Check reports whether a dependency is usable; readiness runs every check.
+type Check func(ctx context.Context) error
+
+// Routes describes what a service serves besides its application handler.
+type Routes struct {
+	// Name is the service name used for spans.
+	Name string
+	// App serves everything not below the probe and metrics paths.
+	App http.Handler
+	// Metrics serves /metrics.
+	Metrics http.Handler
+	// Ready lists the checks behind /readyz, by name.
+	Ready map[string]Check
+}
+
+// Handler assembles the full handler of a service: /healthz answers while
+// the process runs, /readyz while every dependency answers, /metrics always.
+// Probes and metrics are not traced, to keep traces about real traffic.
+func Handler(r Routes) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
+		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		defer cancel()
+		failed := map[string]string{}
+		for name, check := range r.Ready {
+			if err := check(ctx); err != nil {
+				failed[name] = err.Error()
+			}
+		}
+		if len(failed) > 0 {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failed": failed})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	if r.Metrics != nil {
+		mux.Handle("GET /metrics", r.Metrics)
+	}
+	mux.Handle("/", otelhttp.NewHandler(RequestID(r.App), r.Name))
+	return mux
+}
+
+// RequestID keeps the caller's Request-Id (the gateway sets one for every
+// public request) or makes one, echoes it on the response and puts it in
+// the request context for logs and onward calls.
+func RequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(telemetry.RequestIDHeader)
+		if id == "" || len(id) > 128 {
+			id = NewRequestID()
+		}
+		w.Header().Set(telemetry.RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(telemetry.WithRequestID(r.Context(), id)))
+	})
+}
+
+// NewRequestID returns a fresh request id such as "req_6f1c...".
+func NewRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Serve serves h on ln until ctx is cancelled, then shuts down gracefully:
+// new connections are refused and in-flight requests get up to grace to
+// finish.
+func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", grace.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+// Package postgres connects services to their own Postgres database: a
+// traced pgx pool, creation of the database where the platform is allowed
+// to create it, and embedded migrations run at start.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// Connect opens a pool whose queries are traced as children of the
+// caller's span, and checks that the server answers.
+func Connect(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres at %s is unreachable: %w", Redact(databaseURL), err)
+	}
+	return pool, nil
+}
+
+// EnsureDatabase creates the database named in databaseURL when it does not
+// exist yet, connecting to the server's "postgres" database to do so. It is
+// safe to call concurrently and repeatedly.
+func EnsureDatabase(ctx context.Context, databaseURL string) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	name := cfg.Database
+	if name == "" {
+		return errors.New("database url names no database")
+	}
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("postgres at %s is unreachable: %w", Redact(databaseURL), err)
+	}
+	defer conn.Close(ctx)
+
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %q: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	// 42P04 duplicate_database, 23505 unique_violation: another process won
+	// the race to create it, which is just as good.
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	return nil
+}
+
+// Migrate applies every pending migration in migrations (goose SQL files at
+// its root). A Postgres advisory lock serialises replicas starting at once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Open is what a service does at start: create the database if allowed,
+// connect, migrate.
+func Open(ctx context.Context, databaseURL string, create bool, migrations fs.FS) (*pgxpool.Pool, error) {
+	if create {
+		if err := EnsureDatabase(ctx, databaseURL); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := Connect(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, pool, migrations); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// Redact hides the password of a database URL so it can be logged.
+func Redact(databaseURL string) string {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		// A key=value DSN: drop everything after password=.
+		if i := strings.Index(databaseURL, "password="); i >= 0 {
+			return databaseURL[:i] + "password=xxxxx"
+		}
+		return databaseURL
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,159 @@
+// Package telemetry wires structured logs, OpenTelemetry traces and metrics
+// the same way in every service: JSON logs that carry the request and trace
+// ids, W3C trace context across Twirp calls, Prometheus metrics always and
+// OTLP export when an endpoint is configured.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Config is the part of every service's configuration that telemetry reads.
+type Config struct {
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `env:"LOG_LEVEL, default=info"`
+	// OTLPEndpoint, when set, exports traces and metrics over OTLP/HTTP
+	// (for example http://otel-collector:4318).
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+}
+
+// Telemetry holds what a service needs to log, trace and expose metrics.
+type Telemetry struct {
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	// MetricsHandler serves the Prometheus exposition format at /metrics.
+	MetricsHandler http.Handler
+
+	shutdown []func(context.Context) error
+}
+
+// Setup builds the logger and the trace and meter providers for one service
+// and installs them as the OpenTelemetry globals, so instrumented libraries
+// (otelhttp, otelpgx) pick them up.
+func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer) (*Telemetry, error) {
+	level, err := parseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(&contextHandler{Handler: slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level})}).
+		With("service", service)
+
+	res := resource.NewSchemaless(semconv.ServiceName(service))
+	t := &Telemetry{Logger: logger}
+
+	// Traces are always sampled and recorded so every log line has a trace
+	// id; they leave the process only when an OTLP endpoint is set.
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if cfg.OTLPEndpoint != "" {
+		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/traces"))
+		if err != nil {
+			return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		}
+		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+	}
+	tp := sdktrace.NewTracerProvider(tpOpts...)
+	t.TracerProvider = tp
+	t.shutdown = append(t.shutdown, tp.Shutdown)
+
+	// Each service gets its own registry so two services started in one
+	// process (tests, benchmarks) never clash on metric registration.
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	promExporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExporter)}
+	if cfg.OTLPEndpoint != "" {
+		exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/metrics"))
+		if err != nil {
+			return nil, fmt.Errorf("otlp metric exporter: %w", err)
+		}
+		mpOpts = append(mpOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	mp := sdkmetric.NewMeterProvider(mpOpts...)
+	t.shutdown = append(t.shutdown, mp.Shutdown)
+	t.MetricsHandler = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
+
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	return t, nil
+}
+
+// Shutdown flushes exporters; call it last, after the servers stopped.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, f := range t.shutdown {
+		errs = append(errs, f(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("LOG_LEVEL %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns a context carrying the request id, which every log
+// line and every outgoing service call made with it then carries too.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the request id of ctx, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// RequestIDHeader is the header that carries the request id on public
+// responses and between services.
+const RequestIDHeader = "Request-Id"
+
+// contextHandler adds the request and trace ids found in the context to
+// every record, so logs of one request can be joined across services.
+type contextHandler struct{ slog.Handler }
+
+func (h *contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *contextHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &contextHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h *contextHandler) WithGroup(name string) slog.Handler {
+	return &contextHandler{h.Handler.WithGroup(name)}
+}

@@ -1,0 +1,28 @@
+package server
+
+import (
+	"time"
+
+	"github.com/esimplatform/esim/libs/telemetry"
+)
+
+// Config is everything the gateway reads from its environment.
+// The Helm chart sets exactly these variables (checked by charts tests).
+type Config struct {
+	HTTPAddr        string        `env:"HTTP_ADDR, default=:8080"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT, default=20s"`
+	// AccountsURL and CatalogueURL are the Twirp base URLs of the services.
+	AccountsURL  string `env:"ACCOUNTS_URL, required"`
+	CatalogueURL string `env:"CATALOGUE_URL, required"`
+	// ServiceTimeout bounds every call to another service.
+	ServiceTimeout time.Duration `env:"SERVICE_TIMEOUT, default=5s"`
+	RedisURL       string        `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
+	// RateLimitPerMinute applies to every API key whose account has no
+	// limit of its own.
+	RateLimitPerMinute int `env:"RATE_LIMIT_PER_MINUTE, default=1200"`
+	// AuthCacheTTL is how long an authenticated key is trusted without
+	// asking accounts again; it bounds how late a revocation takes effect,
+	// and the spec allows 5 s.
+	AuthCacheTTL time.Duration `env:"AUTH_CACHE_TTL, default=2s"`
+	Telemetry    telemetry.Config
+}
