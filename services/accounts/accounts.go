@@ -1,0 +1,487 @@
+// Package accounts owns partner accounts, their currency and rate limit, and
+// the API keys partners authenticate with.
+//
+// API key secrets are generated here, shown to the caller once and stored
+// only as a SHA-256 hash. The environment a key grants (sandbox or live) is
+// the key's stored record: the "sk_live_" text a caller presents is only a
+// format check and never decides what the key may do.
+package accounts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Currency is the ISO 4217 code an account is priced and billed in.
+type Currency string
+
+// The currencies the platform sells in.
+const (
+	USD Currency = "USD"
+	EUR Currency = "EUR"
+	GBP Currency = "GBP"
+)
+
+// DefaultCurrency applies when an account is created without one.
+const DefaultCurrency = USD
+
+// Valid reports whether c is a currency the platform sells in.
+func (c Currency) Valid() bool {
+	switch c {
+	case USD, EUR, GBP:
+		return true
+	}
+	return false
+}
+
+// Environment separates test traffic from real money: every key, balance
+// and order belongs to exactly one.
+type Environment string
+
+// The two environments.
+const (
+	Sandbox Environment = "sandbox"
+	Live    Environment = "live"
+)
+
+// Valid reports whether e is sandbox or live.
+func (e Environment) Valid() bool {
+	return e == Sandbox || e == Live
+}
+
+// SecretPrefix is the public start of every secret of this environment,
+// "sk_sandbox_" or "sk_live_". It helps humans and secret scanners tell
+// keys apart; it is never trusted for authorization.
+func (e Environment) SecretPrefix() string {
+	return "sk_" + string(e) + "_"
+}
+
+// Limits on what callers may store.
+const (
+	MaxNameLength    = 120
+	DefaultPageLimit = 20
+	MaxPageLimit     = 100
+)
+
+// Account is a partner of the platform.
+type Account struct {
+	ID       uuid.UUID
+	Name     string
+	Currency Currency
+	// RateLimitPerMinute is requests per minute for each of the account's
+	// keys; 0 means the gateway's default applies.
+	RateLimitPerMinute int32
+	CreatedAt          time.Time
+}
+
+// APIKey is what may be shown about a key: never its secret.
+type APIKey struct {
+	ID          uuid.UUID
+	AccountID   uuid.UUID
+	Environment Environment
+	// Prefix is the environment prefix plus the first characters of the
+	// random part ("sk_live_4fT9xQ"), enough for a partner to recognise a
+	// key in a list and useless for guessing it.
+	Prefix    string
+	Name      string
+	CreatedAt time.Time
+	// RevokedAt is nil while the key is active.
+	RevokedAt *time.Time
+}
+
+// Revoked reports whether the key no longer authenticates.
+func (k APIKey) Revoked() bool { return k.RevokedAt != nil }
+
+// Secret is a plaintext API key secret. It exists only between generation
+// and the response to CreateKey; its String, GoString and LogValue are
+// redacted (as are its JSON and text encodings) so that a stray %v, log
+// attribute or debug dump cannot leak it. Reveal is the one way to read it.
+type Secret string
+
+// Reveal returns the plaintext, for the single response that hands it over.
+func (s Secret) Reveal() string { return string(s) }
+
+const redacted = "[REDACTED]"
+
+// The methods below implement fmt.Stringer, fmt.GoStringer, slog.LogValuer
+// and encoding.TextMarshaler.
+
+func (s Secret) String() string               { return redacted }
+func (s Secret) GoString() string             { return redacted }
+func (s Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
+func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// IssuedKey is a newly created key with its secret, returned exactly once.
+type IssuedKey struct {
+	Key    APIKey
+	Secret Secret
+}
+
+// Principal is who a valid secret speaks for: everything the gateway needs
+// to serve a request without another call.
+type Principal struct {
+	AccountID   uuid.UUID
+	Environment Environment
+	KeyID       uuid.UUID
+	Currency    Currency
+	// RateLimitPerMinute is the account's override; 0 means the default.
+	RateLimitPerMinute int32
+}
+
+// KeyRecord is a stored key as Authenticate needs it: the key, the hash of
+// its secret and the owning account's settings.
+type KeyRecord struct {
+	Key                APIKey
+	SecretHash         []byte
+	Currency           Currency
+	RateLimitPerMinute int32
+}
+
+// Store persists accounts and keys. Implementations return ErrNotFound and
+// ErrConflict as documented and wrap every other failure.
+type Store interface {
+	// InsertAccount returns ErrConflict when the id is taken.
+	InsertAccount(ctx context.Context, a Account) error
+	// Account returns ErrNotFound for an unknown id.
+	Account(ctx context.Context, id uuid.UUID) (Account, error)
+	// ListAccounts returns one page, newest first, and the total count.
+	ListAccounts(ctx context.Context, limit int32, offset int64) ([]Account, int64, error)
+	// SetRateLimit returns the updated account or ErrNotFound.
+	SetRateLimit(ctx context.Context, id uuid.UUID, perMinute int32) (Account, error)
+	// InsertKey returns ErrNotFound when the account does not exist.
+	InsertKey(ctx context.Context, k APIKey, secretHash []byte) error
+	// ListKeys returns the account's keys, newest first, revoked included.
+	ListKeys(ctx context.Context, accountID uuid.UUID) ([]APIKey, error)
+	// RevokeKey sets revoked_at to at unless already set, and returns the
+	// key; ErrNotFound unless the key belongs to the account.
+	RevokeKey(ctx context.Context, accountID, keyID uuid.UUID, at time.Time) (APIKey, error)
+	// KeyByHash returns ErrNotFound when no key has this secret hash.
+	KeyByHash(ctx context.Context, secretHash []byte) (KeyRecord, error)
+}
+
+// Service holds the accounts use cases.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns the use cases over store.
+func NewService(store Store) *Service {
+	return &Service{store: store, now: time.Now}
+}
+
+// timestamp is the current time as Postgres stores it (UTC, microseconds),
+// so what a use case returns equals what a later read returns.
+func (s *Service) timestamp() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+// NewAccount is the input of CreateAccount.
+type NewAccount struct {
+	// ID is optional: operators choose it for imports and seed data; the
+	// zero UUID means "generate one".
+	ID       uuid.UUID
+	Name     string
+	Currency Currency // empty means DefaultCurrency
+	// RateLimitPerMinute: 0 means the gateway's default.
+	RateLimitPerMinute int32
+}
+
+// CreateAccount registers a partner. A caller-chosen id that already exists
+// is ErrConflict, never an overwrite.
+func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (Account, error) {
+	name, err := validName("name", in.Name, true)
+	if err != nil {
+		return Account{}, err
+	}
+	currency := in.Currency
+	if currency == "" {
+		currency = DefaultCurrency
+	}
+	if !currency.Valid() {
+		return Account{}, invalid("currency", "must be one of USD, EUR, GBP")
+	}
+	if err := validRateLimit(in.RateLimitPerMinute); err != nil {
+		return Account{}, err
+	}
+	id := in.ID
+	if id == uuid.Nil {
+		if id, err = uuid.NewV7(); err != nil {
+			return Account{}, fmt.Errorf("new account id: %w", err)
+		}
+	}
+	a := Account{
+		ID:                 id,
+		Name:               name,
+		Currency:           currency,
+		RateLimitPerMinute: in.RateLimitPerMinute,
+		CreatedAt:          s.timestamp(),
+	}
+	if err := s.store.InsertAccount(ctx, a); err != nil {
+		return Account{}, fmt.Errorf("create account %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// GetAccount returns the account or ErrNotFound.
+func (s *Service) GetAccount(ctx context.Context, id uuid.UUID) (Account, error) {
+	a, err := s.store.Account(ctx, id)
+	if err != nil {
+		return Account{}, fmt.Errorf("get account %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// AccountPage is one page of accounts and the total across all pages.
+type AccountPage struct {
+	Accounts []Account
+	Total    int64
+}
+
+// ListAccounts returns accounts newest first. page is 1-based; 0 means 1.
+// limit is 1..MaxPageLimit; 0 means DefaultPageLimit.
+func (s *Service) ListAccounts(ctx context.Context, page, limit int32) (AccountPage, error) {
+	if page == 0 {
+		page = 1
+	}
+	if limit == 0 {
+		limit = DefaultPageLimit
+	}
+	if page < 1 {
+		return AccountPage{}, invalid("page", "must be at least 1")
+	}
+	if limit < 1 || limit > MaxPageLimit {
+		return AccountPage{}, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxPageLimit))
+	}
+	// int64 so that a huge page number cannot overflow into a negative offset.
+	offset := int64(page-1) * int64(limit)
+	list, total, err := s.store.ListAccounts(ctx, limit, offset)
+	if err != nil {
+		return AccountPage{}, fmt.Errorf("list accounts: %w", err)
+	}
+	return AccountPage{Accounts: list, Total: total}, nil
+}
+
+// SetRateLimit overrides the gateway's default for every key of the
+// account; 0 restores the default.
+func (s *Service) SetRateLimit(ctx context.Context, accountID uuid.UUID, perMinute int32) (Account, error) {
+	if err := validRateLimit(perMinute); err != nil {
+		return Account{}, err
+	}
+	a, err := s.store.SetRateLimit(ctx, accountID, perMinute)
+	if err != nil {
+		return Account{}, fmt.Errorf("set rate limit of account %s: %w", accountID, err)
+	}
+	return a, nil
+}
+
+// NewKey is the input of CreateKey.
+type NewKey struct {
+	AccountID   uuid.UUID
+	Environment Environment
+	// Name is an optional label ("booking site production").
+	Name string
+}
+
+// CreateKey issues a key. The returned secret is the only copy anywhere:
+// the store keeps its hash.
+func (s *Service) CreateKey(ctx context.Context, in NewKey) (IssuedKey, error) {
+	if !in.Environment.Valid() {
+		return IssuedKey{}, invalid("environment", "must be sandbox or live")
+	}
+	name, err := validName("name", in.Name, false)
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return IssuedKey{}, fmt.Errorf("new key id: %w", err)
+	}
+	secret, prefix := newSecret(in.Environment)
+	k := APIKey{
+		ID:          id,
+		AccountID:   in.AccountID,
+		Environment: in.Environment,
+		Prefix:      prefix,
+		Name:        name,
+		CreatedAt:   s.timestamp(),
+	}
+	if err := s.store.InsertKey(ctx, k, hashSecret(secret.Reveal())); err != nil {
+		return IssuedKey{}, fmt.Errorf("create key for account %s: %w", in.AccountID, err)
+	}
+	return IssuedKey{Key: k, Secret: secret}, nil
+}
+
+// ListKeys returns the account's keys newest first, revoked ones included
+// so partners can see when a key stopped working. An unknown account is
+// ErrNotFound rather than an empty list.
+func (s *Service) ListKeys(ctx context.Context, accountID uuid.UUID) ([]APIKey, error) {
+	if _, err := s.store.Account(ctx, accountID); err != nil {
+		return nil, fmt.Errorf("list keys of account %s: %w", accountID, err)
+	}
+	keys, err := s.store.ListKeys(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list keys of account %s: %w", accountID, err)
+	}
+	return keys, nil
+}
+
+// RevokeKey stops the key authenticating. It is idempotent: revoking again
+// succeeds and keeps the first revocation time, so retries are safe and the
+// audit trail is not rewritten. A key of another account is ErrNotFound.
+func (s *Service) RevokeKey(ctx context.Context, accountID, keyID uuid.UUID) (APIKey, error) {
+	k, err := s.store.RevokeKey(ctx, accountID, keyID, s.timestamp())
+	if err != nil {
+		return APIKey{}, fmt.Errorf("revoke key %s of account %s: %w", keyID, accountID, err)
+	}
+	return k, nil
+}
+
+// Authenticate resolves a presented secret to the account and environment
+// of its key. Malformed, unknown and revoked secrets all return exactly
+// ErrUnauthenticated. Storage failures are returned wrapped and distinct, so
+// callers answer them as outages rather than as a bad key (and never cache
+// them as one). Neither the secret nor its hash appears in any error.
+func (s *Service) Authenticate(ctx context.Context, presented string) (Principal, error) {
+	// Garbage (scanners, truncated copies, other vendors' keys) is
+	// answered without touching the database.
+	if !wellFormedSecret(presented) {
+		return Principal{}, ErrUnauthenticated
+	}
+	hash := hashSecret(presented)
+	rec, err := s.store.KeyByHash(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("authenticate: look up key: %w", err)
+	}
+	// The index lookup already matched the hash; comparing again in constant
+	// time means the decision itself never depends on a variable-time
+	// comparison, whatever the storage layer did.
+	if subtle.ConstantTimeCompare(rec.SecretHash, hash) != 1 || rec.Key.Revoked() {
+		return Principal{}, ErrUnauthenticated
+	}
+	return Principal{
+		AccountID:          rec.Key.AccountID,
+		Environment:        rec.Key.Environment, // from the record, not the prefix
+		KeyID:              rec.Key.ID,
+		Currency:           rec.Currency,
+		RateLimitPerMinute: rec.RateLimitPerMinute,
+	}, nil
+}
+
+// Secret format: environment prefix, then secretRandomLength characters
+// drawn uniformly from secretAlphabet. 32 characters of a 62-symbol alphabet
+// carry 32 × log2(62) ≈ 190 bits, well above the 128-bit floor, and the
+// alphanumeric form survives copy-paste, URLs and double-click selection.
+const (
+	secretAlphabet      = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	secretRandomLength  = 32
+	displayRandomLength = 6
+)
+
+// newSecret returns a fresh secret for env and its display prefix.
+func newSecret(env Environment) (Secret, string) {
+	random := randomAlphanumeric(secretRandomLength)
+	return Secret(env.SecretPrefix() + random), env.SecretPrefix() + random[:displayRandomLength]
+}
+
+// randomAlphanumeric draws n characters uniformly from secretAlphabet using
+// crypto/rand. Bytes of 248 and above are rejected: 248 is the largest
+// multiple of 62 that fits in a byte, so the kept bytes map onto the
+// alphabet without modulo bias.
+func randomAlphanumeric(n int) string {
+	const limit = 256 - 256%len(secretAlphabet)
+	out := make([]byte, 0, n)
+	// About 3% of bytes are rejected; a little slack avoids a second read
+	// almost always.
+	buf := make([]byte, n+n/4)
+	for len(out) < n {
+		// crypto/rand.Read never fails; it crashes the program instead of
+		// returning predictable bytes.
+		_, _ = rand.Read(buf)
+		for _, b := range buf {
+			if int(b) >= limit {
+				continue
+			}
+			out = append(out, secretAlphabet[int(b)%len(secretAlphabet)])
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return string(out)
+}
+
+// hashSecret is what the store keeps and looks keys up by. A fast,
+// unsalted SHA-256 is the right tool here, unlike for passwords: secrets
+// carry ~190 random bits, so there is no dictionary to attack and no
+// benefit from a slow KDF, while a deterministic hash allows an indexed
+// lookup on every request.
+func hashSecret(secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:]
+}
+
+// wellFormedSecret checks the shape of a presented secret only. Which
+// environment the key grants is read from its record, never from here.
+func wellFormedSecret(s string) bool {
+	var random string
+	switch {
+	case strings.HasPrefix(s, Sandbox.SecretPrefix()):
+		random = s[len(Sandbox.SecretPrefix()):]
+	case strings.HasPrefix(s, Live.SecretPrefix()):
+		random = s[len(Live.SecretPrefix()):]
+	default:
+		return false
+	}
+	if len(random) != secretRandomLength {
+		return false
+	}
+	for i := range len(random) {
+		if !strings.ContainsRune(secretAlphabet, rune(random[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// validName trims surrounding spaces and checks length in characters (not
+// bytes) and that the name is printable text, since names are shown in the
+// portal and the CLI.
+func validName(field, name string, required bool) (string, error) {
+	name = strings.TrimSpace(name)
+	if !utf8.ValidString(name) {
+		return "", invalid(field, "must be valid UTF-8")
+	}
+	n := utf8.RuneCountInString(name)
+	if n == 0 && required {
+		return "", invalid(field, "is required")
+	}
+	if n > MaxNameLength {
+		return "", invalid(field, fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return "", invalid(field, "must not contain control characters")
+	}
+	return name, nil
+}
+
+func validRateLimit(perMinute int32) error {
+	if perMinute < 0 {
+		return invalid("rate_limit_per_minute", "must be 0 (the gateway default) or more")
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+// Command accounts serves partner accounts and API keys over Twirp.
+// It is configured only through environment variables (see server.Config).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/accounts/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "accounts:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; main only binds it to the process, so tests
+// can run it with their own environment and output.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	if len(args) > 1 {
+		return fmt.Errorf("unexpected arguments %q: configure accounts with environment variables", args[1:])
+	}
+
+	// 1. Configuration, parsed once; nothing below reads the environment.
+	var cfg server.Config
+	if err := config.Parse(ctx, getenv, &cfg); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+
+	// 2. Logs, traces and metrics. Flushed last, so the shutdown itself is
+	// still recorded.
+	tel, err := telemetry.Setup(ctx, "accounts", cfg.Telemetry, stdout)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		err = errors.Join(err, tel.Shutdown(sctx))
+	}()
+
+	// 3. The service: database connection and migrations, Twirp handler.
+	srv, err := server.New(ctx, cfg, tel)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	// 4. Listen before serving so a taken port fails the start loudly.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+
+	// 5. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
+	// deferred steps close the pool and flush telemetry afterwards.
+	return httpserver.Serve(ctx, tel.Logger, ln, srv.Handler(), cfg.ShutdownTimeout)
+}

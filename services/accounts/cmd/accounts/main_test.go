@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// TestRunServesUntilCancelled runs the program as a process would, on a
+// free port, and stops it the way SIGTERM does.
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, logs := io.Pipe()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				addr <- rec.Addr
+			}
+		}
+	}()
+
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"accounts"}, env(map[string]string{
+			"DATABASE_URL": pgtest.NewDatabase(t),
+			"HTTP_ADDR":    "127.0.0.1:0",
+		}), logs)
+		logs.Close()
+	}()
+
+	select {
+	case a := <-addr:
+		resp, err := http.Get("http://" + a + "/readyz")
+		if err != nil {
+			t.Fatalf("GET /readyz: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("/readyz = %d, want 200", resp.StatusCode)
+		}
+	case err := <-done:
+		t.Fatalf("run returned before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not start listening within 30s")
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30s of cancellation")
+	}
+}
+
+func TestRunRejectsBadStarts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		vars map[string]string
+		want string
+	}{
+		"no database":   {[]string{"accounts"}, nil, "DATABASE_URL"},
+		"bad log level": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := run(context.Background(), tc.args, env(tc.vars), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("run = %v, want an error mentioning %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+// Package postgres is the accounts Store over Postgres (pgx/v5), with its
+// queries written in SQL and compiled by sqlc into package db.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/esimplatform/esim/services/accounts"
+	"github.com/esimplatform/esim/services/accounts/postgres/db"
+)
+
+// foreignKeyViolation is Postgres's SQLSTATE for a missing referenced row.
+const foreignKeyViolation = "23503"
+
+// Store implements accounts.Store.
+type Store struct {
+	q *db.Queries
+}
+
+var _ accounts.Store = (*Store)(nil)
+
+// NewStore returns a Store over pool; the pool stays the caller's to close.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{q: db.New(pool)}
+}
+
+// InsertAccount implements accounts.Store.
+func (s *Store) InsertAccount(ctx context.Context, a accounts.Account) error {
+	n, err := s.q.InsertAccount(ctx, db.InsertAccountParams{
+		ID:                 a.ID,
+		Name:               a.Name,
+		Currency:           string(a.Currency),
+		RateLimitPerMinute: a.RateLimitPerMinute,
+		CreatedAt:          a.CreatedAt,
+	})
+	if err != nil {
+		return fmt.Errorf("insert account: %w", err)
+	}
+	if n == 0 {
+		return accounts.ErrConflict
+	}
+	return nil
+}
+
+// Account implements accounts.Store.
+func (s *Store) Account(ctx context.Context, id uuid.UUID) (accounts.Account, error) {
+	row, err := s.q.GetAccount(ctx, id)
+	if err != nil {
+		return accounts.Account{}, notFound(err, "select account")
+	}
+	return account(row), nil
+}
+
+// ListAccounts implements accounts.Store. The page and the count are two
+// statements: an account created in between may make the total off by one,
+// which a paginated listing tolerates.
+func (s *Store) ListAccounts(ctx context.Context, limit int32, offset int64) ([]accounts.Account, int64, error) {
+	rows, err := s.q.ListAccounts(ctx, db.ListAccountsParams{RowLimit: limit, RowOffset: offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("select accounts: %w", err)
+	}
+	total, err := s.q.CountAccounts(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count accounts: %w", err)
+	}
+	list := make([]accounts.Account, len(rows))
+	for i, r := range rows {
+		list[i] = account(r)
+	}
+	return list, total, nil
+}
+
+// SetRateLimit implements accounts.Store.
+func (s *Store) SetRateLimit(ctx context.Context, id uuid.UUID, perMinute int32) (accounts.Account, error) {
+	row, err := s.q.SetRateLimit(ctx, db.SetRateLimitParams{ID: id, RateLimitPerMinute: perMinute})
+	if err != nil {
+		return accounts.Account{}, notFound(err, "update rate limit")
+	}
+	return account(row), nil
+}
+
+// InsertKey implements accounts.Store.
+func (s *Store) InsertKey(ctx context.Context, k accounts.APIKey, secretHash []byte) error {
+	err := s.q.InsertKey(ctx, db.InsertKeyParams{
+		ID:          k.ID,
+		AccountID:   k.AccountID,
+		Environment: string(k.Environment),
+		Prefix:      k.Prefix,
+		Name:        k.Name,
+		SecretHash:  secretHash,
+		CreatedAt:   k.CreatedAt,
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
+		return accounts.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("insert key: %w", err)
+	}
+	return nil
+}
+
+// ListKeys implements accounts.Store.
+func (s *Store) ListKeys(ctx context.Context, accountID uuid.UUID) ([]accounts.APIKey, error) {
+	rows, err := s.q.ListKeys(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("select keys: %w", err)
+	}
+	keys := make([]accounts.APIKey, len(rows))
+	for i, r := range rows {
+		keys[i] = apiKey(r)
+	}
+	return keys, nil
+}
+
+// RevokeKey implements accounts.Store.
+func (s *Store) RevokeKey(ctx context.Context, accountID, keyID uuid.UUID, at time.Time) (accounts.APIKey, error) {
+	row, err := s.q.RevokeKey(ctx, db.RevokeKeyParams{ID: keyID, AccountID: accountID, RevokedAt: at})
+	if err != nil {
+		return accounts.APIKey{}, notFound(err, "revoke key")
+	}
+	return apiKey(db.ListKeysRow(row)), nil
+}
+
+// KeyByHash implements accounts.Store.
+func (s *Store) KeyByHash(ctx context.Context, secretHash []byte) (accounts.KeyRecord, error) {
+	row, err := s.q.KeyByHash(ctx, secretHash)
+	if err != nil {
+		return accounts.KeyRecord{}, notFound(err, "select key by hash")
+	}
+	return accounts.KeyRecord{
+		Key: apiKey(db.ListKeysRow{
+			ID:          row.ID,
+			AccountID:   row.AccountID,
+			Environment: row.Environment,
+			Prefix:      row.Prefix,
+			Name:        row.Name,
+			CreatedAt:   row.CreatedAt,
+			RevokedAt:   row.RevokedAt,
+		}),
+		SecretHash:         row.SecretHash,
+		Currency:           accounts.Currency(row.Currency),
+		RateLimitPerMinute: row.RateLimitPerMinute,
+	}, nil
+}
+
+// notFound turns "no row" into the domain's ErrNotFound and wraps anything
+// else with what was being done.
+func notFound(err error, doing string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.ErrNotFound
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
+
+func account(r db.Account) accounts.Account {
+	return accounts.Account{
+		ID:                 r.ID,
+		Name:               r.Name,
+		Currency:           accounts.Currency(r.Currency),
+		RateLimitPerMinute: r.RateLimitPerMinute,
+		// Postgres hands timestamps back in the session's zone; the domain
+		// speaks UTC.
+		CreatedAt: r.CreatedAt.UTC(),
+	}
+}
+
+func apiKey(r db.ListKeysRow) accounts.APIKey {
+	k := accounts.APIKey{
+		ID:          r.ID,
+		AccountID:   r.AccountID,
+		Environment: accounts.Environment(r.Environment),
+		Prefix:      r.Prefix,
+		Name:        r.Name,
+		CreatedAt:   r.CreatedAt.UTC(),
+	}
+	if r.RevokedAt != nil {
+		at := r.RevokedAt.UTC()
+		k.RevokedAt = &at
+	}
+	return k
+}

@@ -1,0 +1,221 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/services/accounts"
+	"github.com/esimplatform/esim/services/accounts/postgres"
+)
+
+func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.New(t, postgres.Migrations)
+	return postgres.NewStore(pool), pool
+}
+
+// at returns a fixed, microsecond-precision UTC instant, as the domain
+// produces them, offset by d.
+func at(d time.Duration) time.Time {
+	return time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC).Add(d)
+}
+
+func hash(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func insertAccount(t *testing.T, s *postgres.Store, created time.Time) accounts.Account {
+	t.Helper()
+	a := accounts.Account{ID: uuid.New(), Name: "Acme Travel", Currency: accounts.EUR, RateLimitPerMinute: 600, CreatedAt: created}
+	if err := s.InsertAccount(context.Background(), a); err != nil {
+		t.Fatalf("InsertAccount: %v", err)
+	}
+	return a
+}
+
+func insertKey(t *testing.T, s *postgres.Store, accountID uuid.UUID, secret string, created time.Time) accounts.APIKey {
+	t.Helper()
+	k := accounts.APIKey{ID: uuid.New(), AccountID: accountID, Environment: accounts.Live, Prefix: "sk_live_abcdef", Name: "prod", CreatedAt: created}
+	if err := s.InsertKey(context.Background(), k, hash(secret)); err != nil {
+		t.Fatalf("InsertKey: %v", err)
+	}
+	return k
+}
+
+func TestAccountRoundTripAndConflict(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := insertAccount(t, s, at(0))
+
+	got, err := s.Account(ctx, a.ID)
+	if err != nil {
+		t.Fatalf("Account: %v", err)
+	}
+	if got != a {
+		t.Errorf("Account = %+v, want %+v", got, a)
+	}
+
+	dup := a
+	dup.Name = "Someone else"
+	if err := s.InsertAccount(ctx, dup); !errors.Is(err, accounts.ErrConflict) {
+		t.Errorf("InsertAccount with a taken id: err = %v, want ErrConflict", err)
+	}
+	if got, _ := s.Account(ctx, a.ID); got.Name != a.Name {
+		t.Errorf("conflicting insert overwrote the name: %q", got.Name)
+	}
+
+	if _, err := s.Account(ctx, uuid.New()); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("Account(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestListAccountsNewestFirstWithTotal(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	var ids []uuid.UUID
+	for i := range 5 {
+		ids = append(ids, insertAccount(t, s, at(time.Duration(i)*time.Second)).ID)
+	}
+
+	page, total, err := s.ListAccounts(ctx, 2, 1)
+	if err != nil {
+		t.Fatalf("ListAccounts: %v", err)
+	}
+	if total != 5 {
+		t.Errorf("total = %d, want 5", total)
+	}
+	// Newest is ids[4]; offset 1 skips it.
+	if len(page) != 2 || page[0].ID != ids[3] || page[1].ID != ids[2] {
+		t.Errorf("page = %v, want ids %v, %v", page, ids[3], ids[2])
+	}
+
+	beyond, total, err := s.ListAccounts(ctx, 2, 10)
+	if err != nil || len(beyond) != 0 || total != 5 {
+		t.Errorf("past the end: %d accounts, total %d, err %v; want none, 5, nil", len(beyond), total, err)
+	}
+}
+
+func TestSetRateLimit(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := insertAccount(t, s, at(0))
+
+	got, err := s.SetRateLimit(ctx, a.ID, 0)
+	if err != nil || got.RateLimitPerMinute != 0 || got.Name != a.Name {
+		t.Errorf("SetRateLimit = %+v, %v; want the account with limit 0", got, err)
+	}
+	if _, err := s.SetRateLimit(ctx, uuid.New(), 10); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("SetRateLimit(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestKeysListRevokeAndLookup(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := insertAccount(t, s, at(0))
+	older := insertKey(t, s, a.ID, "secret-one", at(time.Second))
+	newer := insertKey(t, s, a.ID, "secret-two", at(2*time.Second))
+
+	keys, err := s.ListKeys(ctx, a.ID)
+	if err != nil {
+		t.Fatalf("ListKeys: %v", err)
+	}
+	if len(keys) != 2 || keys[0].ID != newer.ID || keys[1].ID != older.ID {
+		t.Fatalf("ListKeys = %v, want newest first", keys)
+	}
+
+	rec, err := s.KeyByHash(ctx, hash("secret-one"))
+	if err != nil {
+		t.Fatalf("KeyByHash: %v", err)
+	}
+	if rec.Key.ID != older.ID || rec.Key.Environment != accounts.Live || rec.Currency != accounts.EUR ||
+		rec.RateLimitPerMinute != 600 || !bytes.Equal(rec.SecretHash, hash("secret-one")) || rec.Key.Revoked() {
+		t.Errorf("KeyByHash = %+v", rec)
+	}
+	if _, err := s.KeyByHash(ctx, hash("no such secret")); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("KeyByHash(unknown): err = %v, want ErrNotFound", err)
+	}
+
+	first, err := s.RevokeKey(ctx, a.ID, older.ID, at(time.Minute))
+	if err != nil || first.RevokedAt == nil || !first.RevokedAt.Equal(at(time.Minute)) {
+		t.Fatalf("RevokeKey = %+v, %v; want revoked at %v", first, err, at(time.Minute))
+	}
+	again, err := s.RevokeKey(ctx, a.ID, older.ID, at(time.Hour))
+	if err != nil || again.RevokedAt == nil || !again.RevokedAt.Equal(at(time.Minute)) {
+		t.Errorf("second RevokeKey = %+v, %v; want the first revocation time kept", again, err)
+	}
+	rec, err = s.KeyByHash(ctx, hash("secret-one"))
+	if err != nil || !rec.Key.Revoked() {
+		t.Errorf("KeyByHash after revoke = %+v, %v; want a revoked key", rec, err)
+	}
+
+	other := insertAccount(t, s, at(0))
+	if _, err := s.RevokeKey(ctx, other.ID, newer.ID, at(time.Minute)); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("RevokeKey through another account: err = %v, want ErrNotFound", err)
+	}
+	if rec, _ := s.KeyByHash(ctx, hash("secret-two")); rec.Key.Revoked() {
+		t.Error("another account revoked the key")
+	}
+}
+
+func TestInsertKeyRules(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+
+	err := s.InsertKey(ctx, accounts.APIKey{ID: uuid.New(), AccountID: uuid.New(), Environment: accounts.Sandbox, Prefix: "sk_sandbox_abcdef", CreatedAt: at(0)}, hash("x"))
+	if !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("InsertKey for an unknown account: err = %v, want ErrNotFound", err)
+	}
+
+	a := insertAccount(t, s, at(0))
+	insertKey(t, s, a.ID, "same secret", at(time.Second))
+	err = s.InsertKey(ctx, accounts.APIKey{ID: uuid.New(), AccountID: a.ID, Environment: accounts.Sandbox, Prefix: "sk_sandbox_abcdef", CreatedAt: at(0)}, hash("same secret"))
+	if err == nil || errors.Is(err, accounts.ErrNotFound) || errors.Is(err, accounts.ErrConflict) {
+		t.Errorf("InsertKey with a duplicate hash: err = %v, want a plain failure from the unique index", err)
+	}
+}
+
+// The schema defends its invariants even against writers that skip the
+// domain's validation.
+func TestSchemaConstraints(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a := insertAccount(t, s, at(0))
+
+	for name, tc := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"currency":                          {"INSERT INTO accounts (id, name, currency) VALUES ($1, 'x', 'JPY')", []any{uuid.New()}},
+		"empty name":                        {"INSERT INTO accounts (id, name) VALUES ($1, '')", []any{uuid.New()}},
+		"rate limit":                        {"INSERT INTO accounts (id, name, rate_limit_per_minute) VALUES ($1, 'x', -1)", []any{uuid.New()}},
+		"environment":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'staging', 'p', $3)", []any{uuid.New(), a.ID, hash("e")}},
+		"hash length":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'p', 'short')", []any{uuid.New(), a.ID}},
+		"foreign key":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'p', $3)", []any{uuid.New(), uuid.New(), hash("f")}},
+		"default currency is USD, not null": {"INSERT INTO accounts (id, name, currency) VALUES ($1, 'x', NULL)", []any{uuid.New()}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := pool.Exec(ctx, tc.sql, tc.args...)
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code[:2] != "23" {
+				t.Errorf("err = %v, want an integrity constraint violation (class 23)", err)
+			}
+		})
+	}
+
+	var currency string
+	id := uuid.New()
+	if err := pool.QueryRow(ctx, "INSERT INTO accounts (id, name) VALUES ($1, 'x') RETURNING currency", id).Scan(&currency); err != nil || currency != "USD" {
+		t.Errorf("default currency = %q, %v; want USD", currency, err)
+	}
+}

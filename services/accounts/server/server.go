@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twitchtv/twirp"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/telemetry"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/accounts"
+	"github.com/esimplatform/esim/services/accounts/postgres"
+	"github.com/esimplatform/esim/services/accounts/twirpserver"
+)
+
+// Server is the assembled accounts service: its database pool and its HTTP
+// handler. It does not listen; run (or a test) serves Handler on a listener
+// of its choosing, so it can start in-process on port 0.
+type Server struct {
+	pool    *pgxpool.Pool
+	handler http.Handler
+}
+
+// New connects to the accounts database, applies pending migrations and
+// builds the handler. The database must exist: `make run` and the charts
+// create it, so the service needs no rights to create databases.
+func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
+	if tel == nil {
+		return nil, errors.New("accounts server: telemetry is required")
+	}
+	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations)
+	if err != nil {
+		return nil, err
+	}
+	svc := accounts.NewService(postgres.NewStore(pool))
+	twirpHandler := accountsv1.NewAccountsServer(twirpserver.New(svc),
+		twirp.WithServerHooks(errorLogging(tel.Logger)))
+
+	return &Server{
+		pool: pool,
+		handler: httpserver.Handler(httpserver.Routes{
+			Name:    "accounts",
+			App:     twirpHandler,
+			Metrics: tel.MetricsHandler,
+			Ready:   map[string]httpserver.Check{"postgres": pool.Ping},
+		}),
+	}, nil
+}
+
+// Handler serves the Twirp API plus /healthz, /readyz and /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close releases the database pool; call it after the HTTP server stopped.
+func (s *Server) Close() { s.pool.Close() }
+
+// errorLogging logs internal errors with their cause, through the
+// request's context so the line carries its request and trace ids. The
+// caller only ever sees "internal error". Expected outcomes (not found,
+// unauthenticated, invalid argument) are the caller's business and would
+// only be noise here. Causes come from storage and never contain secrets:
+// the domain hashes a secret before it reaches storage.
+func errorLogging(log *slog.Logger) *twirp.ServerHooks {
+	return &twirp.ServerHooks{
+		Error: func(ctx context.Context, twerr twirp.Error) context.Context {
+			if twerr.Code() != twirp.Internal {
+				return ctx
+			}
+			method, _ := twirp.MethodName(ctx)
+			cause := errors.Unwrap(twerr)
+			if cause == nil {
+				cause = twerr
+			}
+			log.ErrorContext(ctx, "twirp internal error", "method", method, "error", cause.Error())
+			return ctx
+		},
+	}
+}

@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/accounts/server"
+)
+
+// syncBuffer collects log output written from request goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// start assembles the service exactly as run and the gateway's tests do.
+func start(t *testing.T) (*server.Server, *httptest.Server, *syncBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	tel, err := telemetry.Setup(ctx, "accounts", telemetry.Config{LogLevel: "debug"}, logs)
+	if err != nil {
+		t.Fatalf("telemetry: %v", err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	srv, err := server.New(ctx, server.Config{DatabaseURL: pgtest.NewDatabase(t)}, tel)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return srv, ts, logs
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestServerServesAPIAndProbes(t *testing.T) {
+	ctx := context.Background()
+	_, ts, logs := start(t)
+
+	for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ok"`, "/metrics": "go_goroutines"} {
+		if code, body := get(t, ts.URL+path); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s = %d %q, want 200 containing %s", path, code, body, want)
+		}
+	}
+
+	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
+	if err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	key, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX})
+	if err != nil {
+		t.Fatalf("CreateKey: %v", err)
+	}
+	auth, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: key.GetSecret()})
+	if err != nil || auth.GetAccountId() != a.GetId() {
+		t.Fatalf("Authenticate = %v, %v", auth, err)
+	}
+	if strings.Contains(logs.String(), key.GetSecret()[len("sk_sandbox_"):]) {
+		t.Errorf("the secret appears in the logs:\n%s", logs)
+	}
+}
+
+func TestServerLogsInternalErrorsWithRequestID(t *testing.T) {
+	ctx := context.Background()
+	srv, ts, logs := start(t)
+	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Closing the pool under a running server is the outage at hand.
+	srv.Close()
+	if code, _ := get(t, ts.URL+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz without a database = %d, want 503", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+accountsv1.AccountsPathPrefix+"GetAccount",
+		strings.NewReader(`{"id":"`+a.GetId()+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(telemetry.RequestIDHeader, "req_test_outage")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), `"internal error"`) {
+		t.Errorf("GetAccount during an outage = %d %s, want 500 internal error", resp.StatusCode, body)
+	}
+
+	var logged map[string]any
+	for line := range strings.Lines(logs.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "twirp internal error" {
+			logged = rec
+		}
+	}
+	if logged == nil {
+		t.Fatalf("no internal error logged:\n%s", logs)
+	}
+	if logged["request_id"] != "req_test_outage" || logged["method"] != "GetAccount" || !strings.Contains(logged["error"].(string), "closed pool") {
+		t.Errorf("logged %v; want the request id, the method and the cause", logged)
+	}
+}
+
+func TestNewFailsWithoutDatabase(t *testing.T) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "accounts", telemetry.Config{LogLevel: "info"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Port 1 on loopback refuses connections at once.
+	_, err = server.New(ctx, server.Config{DatabaseURL: "postgres://postgres:hunter2@127.0.0.1:1/accounts?sslmode=disable&connect_timeout=2"}, tel)
+	if err == nil {
+		t.Fatal("server.New succeeded without a database")
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error reveals the database password: %v", err)
+	}
+	if _, err := server.New(ctx, server.Config{DatabaseURL: pgtest.NewDatabase(t)}, nil); err == nil {
+		t.Error("server.New accepted nil telemetry")
+	}
+}

@@ -1,0 +1,254 @@
+// Package twirpserver serves the accounts Service over Twirp: it translates
+// between the protobuf contract in proto/accounts/v1 and the domain, and
+// nothing else.
+package twirpserver
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/google/uuid"
+	"github.com/twitchtv/twirp"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/accounts"
+)
+
+// Server implements accountsv1.Accounts.
+type Server struct {
+	svc *accounts.Service
+}
+
+var _ accountsv1.Accounts = (*Server)(nil)
+
+// New returns the Twirp implementation over svc.
+func New(svc *accounts.Service) *Server {
+	return &Server{svc: svc}
+}
+
+// CreateAccount implements accountsv1.Accounts.
+func (s *Server) CreateAccount(ctx context.Context, req *accountsv1.CreateAccountRequest) (*accountsv1.Account, error) {
+	var id uuid.UUID
+	if req.GetId() != "" {
+		// The caller is choosing an id, so a bad one is their input error,
+		// not a lookup miss. The nil UUID would silently mean "generate".
+		parsed, err := uuid.Parse(req.GetId())
+		if err != nil || parsed == uuid.Nil {
+			return nil, twirpError(&accounts.ValidationError{Field: "id", Reason: "must be a UUID"})
+		}
+		id = parsed
+	}
+	a, err := s.svc.CreateAccount(ctx, accounts.NewAccount{
+		ID:                 id,
+		Name:               req.GetName(),
+		Currency:           accounts.Currency(req.GetCurrency()),
+		RateLimitPerMinute: req.GetRateLimitPerMinute(),
+	})
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	return accountToProto(a), nil
+}
+
+// GetAccount implements accountsv1.Accounts.
+func (s *Server) GetAccount(ctx context.Context, req *accountsv1.GetAccountRequest) (*accountsv1.Account, error) {
+	id, err := lookupID(req.GetId())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	a, err := s.svc.GetAccount(ctx, id)
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	return accountToProto(a), nil
+}
+
+// ListAccounts implements accountsv1.Accounts.
+func (s *Server) ListAccounts(ctx context.Context, req *accountsv1.ListAccountsRequest) (*accountsv1.ListAccountsResponse, error) {
+	page, err := s.svc.ListAccounts(ctx, req.GetPage(), req.GetLimit())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	resp := &accountsv1.ListAccountsResponse{
+		Accounts: make([]*accountsv1.Account, len(page.Accounts)),
+		// The contract's int32 is ample for partner accounts; saturate
+		// rather than wrap should it ever not be.
+		Total: int32(min(page.Total, math.MaxInt32)),
+	}
+	for i, a := range page.Accounts {
+		resp.Accounts[i] = accountToProto(a)
+	}
+	return resp, nil
+}
+
+// SetRateLimit implements accountsv1.Accounts.
+func (s *Server) SetRateLimit(ctx context.Context, req *accountsv1.SetRateLimitRequest) (*accountsv1.Account, error) {
+	id, err := lookupID(req.GetAccountId())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	a, err := s.svc.SetRateLimit(ctx, id, req.GetRateLimitPerMinute())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	return accountToProto(a), nil
+}
+
+// CreateKey implements accountsv1.Accounts.
+func (s *Server) CreateKey(ctx context.Context, req *accountsv1.CreateKeyRequest) (*accountsv1.CreateKeyResponse, error) {
+	// The account id names an existing account, so a malformed one is a
+	// lookup miss like any unknown id.
+	accountID, err := lookupID(req.GetAccountId())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	issued, err := s.svc.CreateKey(ctx, accounts.NewKey{
+		AccountID:   accountID,
+		Environment: environmentFromProto(req.GetEnvironment()),
+		Name:        req.GetName(),
+	})
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	return &accountsv1.CreateKeyResponse{Key: keyToProto(issued.Key), Secret: issued.Secret.Reveal()}, nil
+}
+
+// ListKeys implements accountsv1.Accounts.
+func (s *Server) ListKeys(ctx context.Context, req *accountsv1.ListKeysRequest) (*accountsv1.ListKeysResponse, error) {
+	accountID, err := lookupID(req.GetAccountId())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	keys, err := s.svc.ListKeys(ctx, accountID)
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	resp := &accountsv1.ListKeysResponse{Keys: make([]*accountsv1.ApiKey, len(keys))}
+	for i, k := range keys {
+		resp.Keys[i] = keyToProto(k)
+	}
+	return resp, nil
+}
+
+// RevokeKey implements accountsv1.Accounts.
+func (s *Server) RevokeKey(ctx context.Context, req *accountsv1.RevokeKeyRequest) (*accountsv1.ApiKey, error) {
+	accountID, err := lookupID(req.GetAccountId())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	keyID, err := lookupID(req.GetKeyId())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	k, err := s.svc.RevokeKey(ctx, accountID, keyID)
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	return keyToProto(k), nil
+}
+
+// Authenticate implements accountsv1.Accounts.
+func (s *Server) Authenticate(ctx context.Context, req *accountsv1.AuthenticateRequest) (*accountsv1.AuthenticateResponse, error) {
+	p, err := s.svc.Authenticate(ctx, req.GetSecret())
+	if err != nil {
+		return nil, twirpError(err)
+	}
+	return &accountsv1.AuthenticateResponse{
+		AccountId:          p.AccountID.String(),
+		Environment:        environmentToProto(p.Environment),
+		KeyId:              p.KeyID.String(),
+		Currency:           string(p.Currency),
+		RateLimitPerMinute: p.RateLimitPerMinute,
+	}, nil
+}
+
+// lookupID parses the id of something that must already exist. A malformed
+// id cannot name anything, so it is ErrNotFound, exactly like an unknown
+// one: callers (the gateway maps it to not_found) need no special case.
+func lookupID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, accounts.ErrNotFound
+	}
+	return id, nil
+}
+
+// errorCodes is the one mapping from the domain's sentinel errors to Twirp
+// codes. ValidationError (InvalidArgument) is handled beside it because it
+// carries a field; everything else is Internal.
+var errorCodes = []struct {
+	err  error
+	code twirp.ErrorCode
+}{
+	{accounts.ErrNotFound, twirp.NotFound},
+	{accounts.ErrConflict, twirp.AlreadyExists},
+	{accounts.ErrUnauthenticated, twirp.Unauthenticated},
+}
+
+// twirpError converts a domain error for the wire. Internal errors reach
+// the caller as a bare "internal error": their cause (SQL, connection
+// details) stays wrapped inside for the server's error hook to log.
+func twirpError(err error) error {
+	var ve *accounts.ValidationError
+	if errors.As(err, &ve) {
+		return twirp.InvalidArgumentError(ve.Field, ve.Reason)
+	}
+	for _, m := range errorCodes {
+		if errors.Is(err, m.err) {
+			// The domain wraps these sentinels with the ids the caller sent
+			// ("revoke key K of account A: not found"), which helps operators
+			// and reveals nothing; ErrUnauthenticated is always bare.
+			return twirp.NewError(m.code, err.Error())
+		}
+	}
+	return twirp.WrapError(twirp.InternalError("internal error"), err)
+}
+
+func accountToProto(a accounts.Account) *accountsv1.Account {
+	return &accountsv1.Account{
+		Id:                 a.ID.String(),
+		Name:               a.Name,
+		Currency:           string(a.Currency),
+		RateLimitPerMinute: a.RateLimitPerMinute,
+		CreatedAt:          timestamppb.New(a.CreatedAt),
+	}
+}
+
+func keyToProto(k accounts.APIKey) *accountsv1.ApiKey {
+	pk := &accountsv1.ApiKey{
+		Id:          k.ID.String(),
+		AccountId:   k.AccountID.String(),
+		Environment: environmentToProto(k.Environment),
+		Prefix:      k.Prefix,
+		Name:        k.Name,
+		CreatedAt:   timestamppb.New(k.CreatedAt),
+	}
+	if k.RevokedAt != nil {
+		pk.RevokedAt = timestamppb.New(*k.RevokedAt)
+	}
+	return pk
+}
+
+// environmentFromProto maps unknown enum values to "", which the domain
+// rejects as a validation error on environment.
+func environmentFromProto(e accountsv1.Environment) accounts.Environment {
+	switch e {
+	case accountsv1.Environment_ENVIRONMENT_SANDBOX:
+		return accounts.Sandbox
+	case accountsv1.Environment_ENVIRONMENT_LIVE:
+		return accounts.Live
+	}
+	return ""
+}
+
+func environmentToProto(e accounts.Environment) accountsv1.Environment {
+	switch e {
+	case accounts.Sandbox:
+		return accountsv1.Environment_ENVIRONMENT_SANDBOX
+	case accounts.Live:
+		return accountsv1.Environment_ENVIRONMENT_LIVE
+	}
+	return accountsv1.Environment_ENVIRONMENT_UNSPECIFIED
+}

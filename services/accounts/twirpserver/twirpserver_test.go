@@ -1,0 +1,339 @@
+package twirpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twitchtv/twirp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/accounts"
+	"github.com/esimplatform/esim/services/accounts/postgres"
+	"github.com/esimplatform/esim/services/accounts/twirpserver"
+)
+
+// newClient serves the Twirp handler over a real HTTP server backed by a
+// fresh database and returns the generated protobuf client for it.
+func newClient(t *testing.T) (accountsv1.Accounts, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.New(t, postgres.Migrations)
+	svc := accounts.NewService(postgres.NewStore(pool))
+	ts := httptest.NewServer(accountsv1.NewAccountsServer(twirpserver.New(svc)))
+	t.Cleanup(ts.Close)
+	return accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client()), pool
+}
+
+// wantTwirp fails unless err is a Twirp error with code (and, for
+// InvalidArgument, naming argument).
+func wantTwirp(t *testing.T, what string, err error, code twirp.ErrorCode, argument string) {
+	t.Helper()
+	var twerr twirp.Error
+	if !errors.As(err, &twerr) {
+		t.Errorf("%s: err = %v, want Twirp %s", what, err, code)
+		return
+	}
+	if twerr.Code() != code {
+		t.Errorf("%s: code = %s (%s), want %s", what, twerr.Code(), twerr.Msg(), code)
+	}
+	if argument != "" && twerr.Meta("argument") != argument {
+		t.Errorf("%s: argument = %q, want %q", what, twerr.Meta("argument"), argument)
+	}
+}
+
+func createAccount(t *testing.T, c accountsv1.Accounts, currency string) *accountsv1.Account {
+	t.Helper()
+	a, err := c.CreateAccount(context.Background(), &accountsv1.CreateAccountRequest{Name: "Acme Travel", Currency: currency})
+	if err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	return a
+}
+
+func TestCreateAndGetAccount(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+
+	a := createAccount(t, c, "")
+	if a.GetCurrency() != "USD" || a.GetRateLimitPerMinute() != 0 || a.GetName() != "Acme Travel" || a.GetCreatedAt() == nil {
+		t.Errorf("created = %v; want USD, limit 0, the name and a creation time", a)
+	}
+	if _, err := uuid.Parse(a.GetId()); err != nil {
+		t.Errorf("id %q is not a UUID", a.GetId())
+	}
+	got, err := c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: a.GetId()})
+	if err != nil || !proto.Equal(got, a) {
+		t.Errorf("GetAccount = %v, %v; want %v", got, err, a)
+	}
+
+	_, err = c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "x", Currency: "JPY"})
+	wantTwirp(t, "bad currency", err, twirp.InvalidArgument, "currency")
+	_, err = c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: " "})
+	wantTwirp(t, "blank name", err, twirp.InvalidArgument, "name")
+	_, err = c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "x", RateLimitPerMinute: -5})
+	wantTwirp(t, "negative rate limit", err, twirp.InvalidArgument, "rate_limit_per_minute")
+	_, err = c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Id: "not-a-uuid", Name: "x"})
+	wantTwirp(t, "malformed chosen id", err, twirp.InvalidArgument, "id")
+	_, err = c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Id: uuid.Nil.String(), Name: "x"})
+	wantTwirp(t, "nil chosen id", err, twirp.InvalidArgument, "id")
+
+	chosen := "0195f0c4-1c2d-7abc-8def-0123456789ab"
+	imported, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Id: chosen, Name: "Demo partner", Currency: "GBP", RateLimitPerMinute: 60})
+	if err != nil || imported.GetId() != chosen || imported.GetCurrency() != "GBP" || imported.GetRateLimitPerMinute() != 60 {
+		t.Fatalf("CreateAccount with a chosen id = %v, %v", imported, err)
+	}
+	_, err = c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Id: chosen, Name: "Demo partner"})
+	wantTwirp(t, "existing id", err, twirp.AlreadyExists, "")
+
+	_, err = c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: uuid.NewString()})
+	wantTwirp(t, "unknown id", err, twirp.NotFound, "")
+	_, err = c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: "../etc/passwd"})
+	wantTwirp(t, "malformed id", err, twirp.NotFound, "")
+}
+
+func TestListAccountsAndSetRateLimit(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	var ids []string
+	for range 3 {
+		ids = append(ids, createAccount(t, c, "EUR").GetId())
+	}
+
+	first, err := c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{Limit: 2})
+	if err != nil {
+		t.Fatalf("ListAccounts: %v", err)
+	}
+	if first.GetTotal() != 3 || len(first.GetAccounts()) != 2 || first.GetAccounts()[0].GetId() != ids[2] || first.GetAccounts()[1].GetId() != ids[1] {
+		t.Errorf("page 1 = %v; want the two newest of %v and total 3", first, ids)
+	}
+	second, err := c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{Page: 2, Limit: 2})
+	if err != nil || len(second.GetAccounts()) != 1 || second.GetAccounts()[0].GetId() != ids[0] {
+		t.Errorf("page 2 = %v, %v; want the oldest account", second, err)
+	}
+	_, err = c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{Limit: 101})
+	wantTwirp(t, "limit 101", err, twirp.InvalidArgument, "limit")
+	_, err = c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{Page: -1})
+	wantTwirp(t, "page -1", err, twirp.InvalidArgument, "page")
+
+	a, err := c.SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: ids[0], RateLimitPerMinute: 120})
+	if err != nil || a.GetRateLimitPerMinute() != 120 || a.GetId() != ids[0] {
+		t.Errorf("SetRateLimit = %v, %v; want limit 120", a, err)
+	}
+	key, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: ids[0], Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	if err != nil {
+		t.Fatalf("CreateKey: %v", err)
+	}
+	auth, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: key.GetSecret()})
+	if err != nil || auth.GetRateLimitPerMinute() != 120 {
+		t.Errorf("Authenticate after SetRateLimit = %v, %v; want limit 120", auth, err)
+	}
+
+	_, err = c.SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: ids[0], RateLimitPerMinute: -1})
+	wantTwirp(t, "negative limit", err, twirp.InvalidArgument, "rate_limit_per_minute")
+	_, err = c.SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: "garbage", RateLimitPerMinute: 1})
+	wantTwirp(t, "malformed account id", err, twirp.NotFound, "")
+	_, err = c.SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: uuid.NewString(), RateLimitPerMinute: 1})
+	wantTwirp(t, "unknown account id", err, twirp.NotFound, "")
+}
+
+func TestKeyPerEnvironmentAuthenticates(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	a := createAccount(t, c, "EUR")
+
+	for env, prefix := range map[accountsv1.Environment]string{
+		accountsv1.Environment_ENVIRONMENT_SANDBOX: "sk_sandbox_",
+		accountsv1.Environment_ENVIRONMENT_LIVE:    "sk_live_",
+	} {
+		created, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: env, Name: "booking site"})
+		if err != nil {
+			t.Fatalf("CreateKey(%s): %v", env, err)
+		}
+		secret := created.GetSecret()
+		if !strings.HasPrefix(secret, prefix) || len(secret) != len(prefix)+32 {
+			t.Errorf("%s secret has the wrong shape (prefix %q, length %d)", env, created.GetKey().GetPrefix(), len(secret))
+		}
+		k := created.GetKey()
+		if k.GetEnvironment() != env || k.GetAccountId() != a.GetId() || k.GetPrefix() != secret[:len(prefix)+6] || k.GetRevokedAt() != nil || k.GetName() != "booking site" {
+			t.Errorf("%s key = %v", env, k)
+		}
+
+		auth, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: secret})
+		if err != nil {
+			t.Fatalf("Authenticate(%s): %v", env, err)
+		}
+		want := &accountsv1.AuthenticateResponse{AccountId: a.GetId(), Environment: env, KeyId: k.GetId(), Currency: "EUR"}
+		if !proto.Equal(auth, want) {
+			t.Errorf("Authenticate(%s) = %v, want %v", env, auth, want)
+		}
+	}
+
+	_, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId()})
+	wantTwirp(t, "unspecified environment", err, twirp.InvalidArgument, "environment")
+	_, err = c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: 7})
+	wantTwirp(t, "unknown environment", err, twirp.InvalidArgument, "environment")
+	_, err = c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: uuid.NewString(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	wantTwirp(t, "unknown account", err, twirp.NotFound, "")
+	_, err = c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: "nope", Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	wantTwirp(t, "malformed account id", err, twirp.NotFound, "")
+}
+
+func TestListShowsPrefixNotSecret(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	a := createAccount(t, c, "")
+	older, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	list, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId()})
+	if err != nil {
+		t.Fatalf("ListKeys: %v", err)
+	}
+	if len(list.GetKeys()) != 2 || list.GetKeys()[0].GetId() != newer.GetKey().GetId() || list.GetKeys()[1].GetId() != older.GetKey().GetId() {
+		t.Fatalf("ListKeys = %v; want both keys newest first", list)
+	}
+	if list.GetKeys()[1].GetPrefix() != older.GetKey().GetPrefix() {
+		t.Errorf("listed prefix %q, want %q", list.GetKeys()[1].GetPrefix(), older.GetKey().GetPrefix())
+	}
+	wire, _ := protojson.Marshal(list)
+	for _, created := range []*accountsv1.CreateKeyResponse{older, newer} {
+		// Anything beyond the display prefix would be a leak.
+		if rest := created.GetSecret()[len(created.GetKey().GetPrefix()):]; bytes.Contains(wire, []byte(rest)) {
+			t.Errorf("ListKeys response contains a secret: %s", wire)
+		}
+	}
+
+	_, err = c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: uuid.NewString()})
+	wantTwirp(t, "unknown account", err, twirp.NotFound, "")
+	_, err = c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: ""})
+	wantTwirp(t, "empty account id", err, twirp.NotFound, "")
+}
+
+func TestRevokeThenAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	a := createAccount(t, c, "")
+	created, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	revoked, err := c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: a.GetId(), KeyId: created.GetKey().GetId()})
+	if err != nil || revoked.GetRevokedAt() == nil {
+		t.Fatalf("RevokeKey = %v, %v; want a revocation time", revoked, err)
+	}
+	_, err = c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: created.GetSecret()})
+	wantTwirp(t, "revoked key", err, twirp.Unauthenticated, "")
+
+	again, err := c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: a.GetId(), KeyId: created.GetKey().GetId()})
+	if err != nil || !again.GetRevokedAt().AsTime().Equal(revoked.GetRevokedAt().AsTime()) {
+		t.Errorf("second RevokeKey = %v, %v; want the first revocation time %v", again, err, revoked.GetRevokedAt().AsTime())
+	}
+	list, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId()})
+	if err != nil || len(list.GetKeys()) != 1 || !list.GetKeys()[0].GetRevokedAt().AsTime().Equal(revoked.GetRevokedAt().AsTime()) {
+		t.Errorf("ListKeys after revoke = %v, %v; want the key with its revocation time", list, err)
+	}
+}
+
+func TestRevokeAnotherAccountsKeyIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	owner := createAccount(t, c, "")
+	intruder := createAccount(t, c, "")
+	created, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: owner.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: intruder.GetId(), KeyId: created.GetKey().GetId()})
+	wantTwirp(t, "another account's key", err, twirp.NotFound, "")
+	_, err = c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: owner.GetId(), KeyId: uuid.NewString()})
+	wantTwirp(t, "unknown key", err, twirp.NotFound, "")
+	_, err = c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: owner.GetId(), KeyId: "sk_live_oops"})
+	wantTwirp(t, "malformed key id", err, twirp.NotFound, "")
+
+	if _, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: created.GetSecret()}); err != nil {
+		t.Errorf("the owner's key stopped working: %v", err)
+	}
+}
+
+func TestAuthenticateRejectsGarbage(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	for name, secret := range map[string]string{
+		"empty":           "",
+		"garbage":         "hunter2",
+		"well formed":     "sk_live_" + strings.Repeat("a", 32),
+		"sandbox unknown": "sk_sandbox_" + strings.Repeat("Z9", 16),
+		"bearer":          "Bearer sk_live_" + strings.Repeat("a", 32),
+	} {
+		_, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: secret})
+		wantTwirp(t, name, err, twirp.Unauthenticated, "")
+		if err != nil && secret != "" && strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error %q echoes the secret", name, err)
+		}
+	}
+}
+
+func TestStoredRowHoldsNoPlaintextSecret(t *testing.T) {
+	ctx := context.Background()
+	c, pool := newClient(t)
+	a := createAccount(t, c, "")
+	created, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Name: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := created.GetSecret()
+	random := secret[len("sk_sandbox_"):]
+
+	// The whole row as text, plus the hash column as raw bytes.
+	var row string
+	var hash []byte
+	if err := pool.QueryRow(ctx, "SELECT row_to_json(k)::text, k.secret_hash FROM api_keys k WHERE k.id = $1", created.GetKey().GetId()).Scan(&row, &hash); err != nil {
+		t.Fatalf("read the key row: %v", err)
+	}
+	if strings.Contains(row, random[6:]) || bytes.Contains(hash, []byte(random)) {
+		t.Errorf("the stored row contains the secret beyond its display prefix: %s", row)
+	}
+	if want := sha256.Sum256([]byte(secret)); !bytes.Equal(hash, want[:]) {
+		t.Errorf("secret_hash is not the SHA-256 of the secret")
+	}
+}
+
+// A storage failure is Internal with a bland message: no SQL, no
+// connection details and not Unauthenticated (callers must not treat an
+// outage as a bad key).
+func TestStorageFailureIsInternal(t *testing.T) {
+	ctx := context.Background()
+	c, pool := newClient(t)
+	a := createAccount(t, c, "")
+	created, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+
+	_, err = c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: created.GetSecret()})
+	wantTwirp(t, "authenticate during an outage", err, twirp.Internal, "")
+	_, err = c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: a.GetId()})
+	wantTwirp(t, "get account during an outage", err, twirp.Internal, "")
+	var twerr twirp.Error
+	if errors.As(err, &twerr) && twerr.Msg() != "internal error" {
+		t.Errorf("internal error message = %q, want the bland %q", twerr.Msg(), "internal error")
+	}
+}
