@@ -1,0 +1,466 @@
+// Package catalogue owns the plans partners can order: what they cover, how
+// much data for how long, their price in each account currency, and whether
+// they are still on sale.
+//
+// It knows nothing of transport or storage; the Twirp adapter and the
+// Postgres store live in the twirpserver and postgres subpackages.
+package catalogue
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// PlanType says how a plan is sold.
+type PlanType string
+
+const (
+	// PlanTypeFixed is a data allowance valid for a number of days.
+	PlanTypeFixed PlanType = "fixed"
+	// PlanTypePerDay is unlimited data priced per day ordered; the eSIM is
+	// valid for the days ordered, so the plan itself has no validity.
+	PlanTypePerDay PlanType = "per_day"
+)
+
+// Scope says how wide a plan's coverage is.
+type Scope string
+
+const (
+	ScopeCountry Scope = "country"
+	ScopeRegion  Scope = "region"
+	ScopeGlobal  Scope = "global"
+)
+
+// Status says whether a plan is on sale.
+type Status string
+
+const (
+	StatusActive Status = "active"
+	// StatusRetired plans are no longer listed and are not_found when
+	// ordered, but stay readable for orders that reference them.
+	StatusRetired Status = "retired"
+)
+
+// Currency is an ISO 4217 code of a currency accounts can hold.
+type Currency string
+
+const (
+	USD Currency = "USD"
+	EUR Currency = "EUR"
+	GBP Currency = "GBP"
+)
+
+// Currencies lists every account currency, in the order prices are kept.
+var Currencies = []Currency{EUR, GBP, USD}
+
+// Valid reports whether accounts can hold c.
+func (c Currency) Valid() bool { return slices.Contains(Currencies, c) }
+
+// Price is the retail price of a plan in one currency, in minor units
+// (cents, pence): money is never a float.
+type Price struct {
+	Currency Currency
+	Amount   int64
+}
+
+// Plan is one product of the catalogue.
+type Plan struct {
+	ID   uuid.UUID
+	Name string
+	Type PlanType
+	// Scope, Countries and Region describe coverage. Countries are ISO
+	// 3166-1 alpha-2 codes, sorted; Region is set only for regional plans.
+	Scope     Scope
+	Countries []string
+	Region    string
+	// Unlimited plans have TotalBytes 0.
+	Unlimited  bool
+	TotalBytes int64
+	// ValidityDays is 0 on per-day plans.
+	ValidityDays int
+	// Prices holds at most one price per currency, sorted by currency; on
+	// per-day plans a price is per day.
+	Prices []Price
+	// Status is empty on plans given to UpsertPlans that leave it to the
+	// catalogue: active when new, unchanged otherwise.
+	Status    Status
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// PriceIn returns the plan's price in c, in minor units.
+func (p Plan) PriceIn(c Currency) (int64, bool) {
+	for _, pr := range p.Prices {
+		if pr.Currency == c {
+			return pr.Amount, true
+		}
+	}
+	return 0, false
+}
+
+// Limits of a plan's fields.
+const (
+	MaxNameLength    = 120
+	MaxRegionLength  = 60
+	MaxValidityDays  = 365
+	MaxUpsertBatch   = 1000
+	DefaultPageLimit = 20
+	MaxPageLimit     = 100
+)
+
+// normalized returns p with the ordering the catalogue promises (countries
+// and prices sorted) and surrounding blanks trimmed, so that equal plans
+// compare equal however the caller ordered them. The slices are copies: the
+// caller's plan is never modified.
+func (p Plan) normalized() Plan {
+	p.Name = strings.TrimSpace(p.Name)
+	p.Region = strings.TrimSpace(p.Region)
+	p.Countries = slices.Clone(p.Countries)
+	slices.Sort(p.Countries)
+	p.Prices = slices.Clone(p.Prices)
+	slices.SortFunc(p.Prices, func(a, b Price) int { return cmp.Compare(a.Currency, b.Currency) })
+	return p
+}
+
+// Validate checks every rule a plan must satisfy to be sold. The first
+// broken rule is reported, naming its field.
+func (p Plan) Validate() error {
+	if p.ID == uuid.Nil {
+		return invalid("id", "is required")
+	}
+	switch n := utf8.RuneCountInString(p.Name); {
+	case strings.TrimSpace(p.Name) == "":
+		return invalid("name", "is required")
+	case n > MaxNameLength:
+		return invalid("name", "must be at most %d characters", MaxNameLength)
+	case !utf8.ValidString(p.Name):
+		return invalid("name", "must be valid UTF-8")
+	}
+
+	switch p.Type {
+	case PlanTypeFixed:
+		if p.Unlimited {
+			return invalid("unlimited", "must be false on a fixed plan")
+		}
+		if p.TotalBytes <= 0 {
+			return invalid("total_bytes", "must be positive on a fixed plan")
+		}
+		if p.ValidityDays <= 0 || p.ValidityDays > MaxValidityDays {
+			return invalid("validity_days", "must be between 1 and %d on a fixed plan", MaxValidityDays)
+		}
+	case PlanTypePerDay:
+		if !p.Unlimited {
+			return invalid("unlimited", "must be true on a per_day plan")
+		}
+		if p.TotalBytes != 0 {
+			return invalid("total_bytes", "must be 0 on a per_day plan")
+		}
+		if p.ValidityDays != 0 {
+			return invalid("validity_days", "must be 0 on a per_day plan: validity is the days ordered")
+		}
+	default:
+		return invalid("type", "must be fixed or per_day")
+	}
+
+	if err := p.validateCoverage(); err != nil {
+		return err
+	}
+	if err := validatePrices(p.Prices); err != nil {
+		return err
+	}
+	switch p.Status {
+	case "", StatusActive, StatusRetired:
+	default:
+		return invalid("status", "must be active or retired")
+	}
+	return nil
+}
+
+func (p Plan) validateCoverage() error {
+	seen := make(map[string]bool, len(p.Countries))
+	for i, c := range p.Countries {
+		if !ValidCountry(c) {
+			return invalid(fmt.Sprintf("countries[%d]", i), "%q is not an upper-case ISO 3166-1 alpha-2 code", c)
+		}
+		if seen[c] {
+			return invalid(fmt.Sprintf("countries[%d]", i), "%s is listed twice", c)
+		}
+		seen[c] = true
+	}
+	switch p.Scope {
+	case ScopeCountry:
+		if len(p.Countries) != 1 {
+			return invalid("countries", "a country plan covers exactly one country")
+		}
+		if p.Region != "" {
+			return invalid("region", "must be empty on a country plan")
+		}
+	case ScopeRegion:
+		if strings.TrimSpace(p.Region) == "" {
+			return invalid("region", "is required on a regional plan")
+		}
+		if utf8.RuneCountInString(p.Region) > MaxRegionLength {
+			return invalid("region", "must be at most %d characters", MaxRegionLength)
+		}
+		if len(p.Countries) < 2 {
+			return invalid("countries", "a regional plan covers at least two countries")
+		}
+	case ScopeGlobal:
+		if len(p.Countries) == 0 {
+			return invalid("countries", "a global plan lists the countries it covers")
+		}
+		if p.Region != "" {
+			return invalid("region", "must be empty on a global plan")
+		}
+	default:
+		return invalid("scope", "must be country, region or global")
+	}
+	return nil
+}
+
+func validatePrices(prices []Price) error {
+	if len(prices) == 0 {
+		return invalid("prices", "at least one price is required")
+	}
+	seen := make(map[Currency]bool, len(prices))
+	for i, pr := range prices {
+		field := fmt.Sprintf("prices[%d]", i)
+		if !pr.Currency.Valid() {
+			return invalid(field+".currency", "must be one of USD, EUR, GBP")
+		}
+		if seen[pr.Currency] {
+			return invalid(field+".currency", "%s is priced twice", pr.Currency)
+		}
+		seen[pr.Currency] = true
+		if pr.Amount <= 0 {
+			return invalid(field+".amount", "must be positive (minor units)")
+		}
+	}
+	return nil
+}
+
+// sameContent reports whether two normalised plans sell the same product at
+// the same prices with the same status; timestamps are not content.
+func sameContent(a, b Plan) bool {
+	return a.ID == b.ID && a.Name == b.Name && a.Type == b.Type &&
+		a.Scope == b.Scope && slices.Equal(a.Countries, b.Countries) && a.Region == b.Region &&
+		a.Unlimited == b.Unlimited && a.TotalBytes == b.TotalBytes && a.ValidityDays == b.ValidityDays &&
+		slices.Equal(a.Prices, b.Prices) && a.Status == b.Status
+}
+
+// ListFilter selects active plans. Zero values mean "any" for the filters
+// and the defaults (page 1, 20 per page) for pagination.
+type ListFilter struct {
+	// Country is an ISO 3166-1 alpha-2 code; plans covering it match.
+	Country string
+	Type    PlanType
+	// Currency keeps only plans priced in it.
+	Currency Currency
+	Page     int
+	Limit    int
+}
+
+// PlanPage is one page of a listing, with what callers need to paginate.
+type PlanPage struct {
+	Plans []Plan
+	// Total counts every plan matching the filter, on all pages.
+	Total int
+	Page  int
+	Limit int
+}
+
+// HasMore reports whether a later page holds more plans.
+func (p PlanPage) HasMore() bool { return p.Page*p.Limit < p.Total }
+
+// ListQuery is a validated ListFilter as the store runs it: active plans
+// only, newest first, ties broken by id so pages never overlap or skip.
+type ListQuery struct {
+	Country  string
+	Type     PlanType
+	Currency Currency
+	Limit    int
+	Offset   int
+}
+
+// UpsertResult counts what an upsert did to each plan it was given.
+type UpsertResult struct {
+	Created   int
+	Updated   int
+	Unchanged int
+}
+
+// Total is the number of plans the upsert was given.
+func (r UpsertResult) Total() int { return r.Created + r.Updated + r.Unchanged }
+
+// MergeFunc decides what to store for an incoming plan given the stored
+// version (nil when the id is new): the plan to write and whether it differs
+// from what is stored. Plans it reports unchanged are not written.
+type MergeFunc func(stored *Plan, incoming Plan) (write Plan, changed bool)
+
+// Store keeps plans. Implementations return ErrNotFound for unknown ids.
+type Store interface {
+	// ListActivePlans returns one page of active plans matching q and the
+	// number of matching plans on all pages, as of one snapshot.
+	ListActivePlans(ctx context.Context, q ListQuery) (plans []Plan, total int, err error)
+	// GetPlan returns the plan whatever its status.
+	GetPlan(ctx context.Context, id uuid.UUID) (Plan, error)
+	// UpsertPlans runs merge for every plan against its stored version and
+	// writes the changed ones, all in one transaction: either every plan is
+	// stored or none is. Stored versions are locked while merge runs, so
+	// concurrent upserts of the same plans serialise.
+	UpsertPlans(ctx context.Context, plans []Plan, merge MergeFunc) (UpsertResult, error)
+	// RetirePlan marks the plan retired at the given time and returns it;
+	// retiring a retired plan returns it unchanged.
+	RetirePlan(ctx context.Context, id uuid.UUID, at time.Time) (Plan, error)
+}
+
+// Service is the catalogue's use cases.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns the catalogue over store. now is the clock (time.Now
+// when nil); tests pass a fixed one.
+func NewService(store Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, now: now}
+}
+
+// clock returns the current time as Postgres stores it (UTC, microseconds),
+// so a plan returned by a write equals the plan read back later.
+func (s *Service) clock() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+// ListPlans returns one page of active plans, newest first.
+func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error) {
+	page, limit := f.Page, f.Limit
+	if page == 0 {
+		page = 1
+	}
+	if limit == 0 {
+		limit = DefaultPageLimit
+	}
+	if page < 1 {
+		return PlanPage{}, invalid("page", "must be at least 1")
+	}
+	if limit < 1 || limit > MaxPageLimit {
+		return PlanPage{}, invalid("limit", "must be between 1 and %d", MaxPageLimit)
+	}
+	q := ListQuery{
+		// Filters come from partners' query strings: accept "jp" for "JP".
+		Country:  strings.ToUpper(strings.TrimSpace(f.Country)),
+		Type:     f.Type,
+		Currency: Currency(strings.ToUpper(strings.TrimSpace(string(f.Currency)))),
+		Limit:    limit,
+		Offset:   (page - 1) * limit,
+	}
+	if q.Country != "" && !ValidCountry(q.Country) {
+		return PlanPage{}, invalid("country", "must be an ISO 3166-1 alpha-2 country code")
+	}
+	switch q.Type {
+	case "", PlanTypeFixed, PlanTypePerDay:
+	default:
+		return PlanPage{}, invalid("type", "must be fixed or per_day")
+	}
+	if q.Currency != "" && !q.Currency.Valid() {
+		return PlanPage{}, invalid("currency", "must be one of USD, EUR, GBP")
+	}
+	plans, total, err := s.store.ListActivePlans(ctx, q)
+	if err != nil {
+		return PlanPage{}, fmt.Errorf("list plans: %w", err)
+	}
+	return PlanPage{Plans: plans, Total: total, Page: page, Limit: limit}, nil
+}
+
+// GetPlan returns an active plan, or a retired one too when includeRetired
+// is set (orders placed before retirement still need to show it).
+func (s *Service) GetPlan(ctx context.Context, id uuid.UUID, includeRetired bool) (Plan, error) {
+	p, err := s.store.GetPlan(ctx, id)
+	if err != nil {
+		return Plan{}, err
+	}
+	if p.Status != StatusActive && !includeRetired {
+		return Plan{}, ErrNotFound
+	}
+	return p, nil
+}
+
+// UpsertPlans creates or replaces plans by id, all or none. A plan whose
+// Status is empty keeps its stored status (active when new), so replaying
+// a catalogue never re-activates a plan an operator retired. Creation time
+// is kept on replace, and a plan given unchanged is not touched at all.
+func (s *Service) UpsertPlans(ctx context.Context, plans []Plan) (UpsertResult, error) {
+	if len(plans) == 0 {
+		return UpsertResult{}, invalid("plans", "at least one plan is required")
+	}
+	if len(plans) > MaxUpsertBatch {
+		return UpsertResult{}, invalid("plans", "at most %d plans per call", MaxUpsertBatch)
+	}
+	batch := make([]Plan, len(plans))
+	seen := make(map[uuid.UUID]int, len(plans))
+	for i, p := range plans {
+		field := fmt.Sprintf("plans[%d]", i)
+		// Validate before normalising so that indexes in field names point
+		// into the caller's lists, not the sorted copies.
+		if err := p.Validate(); err != nil {
+			return UpsertResult{}, inField(field, err)
+		}
+		p = p.normalized()
+		if j, dup := seen[p.ID]; dup {
+			return UpsertResult{}, invalid(field+".id", "repeats plans[%d].id", j)
+		}
+		seen[p.ID] = i
+		batch[i] = p
+	}
+	now := s.clock()
+	res, err := s.store.UpsertPlans(ctx, batch, func(stored *Plan, in Plan) (Plan, bool) {
+		return merge(stored, in, now)
+	})
+	if err != nil {
+		return UpsertResult{}, fmt.Errorf("upsert plans: %w", err)
+	}
+	return res, nil
+}
+
+func merge(stored *Plan, in Plan, now time.Time) (Plan, bool) {
+	if stored == nil {
+		if in.Status == "" {
+			in.Status = StatusActive
+		}
+		in.CreatedAt, in.UpdatedAt = now, now
+		return in, true
+	}
+	if in.Status == "" {
+		in.Status = stored.Status
+	}
+	in.CreatedAt, in.UpdatedAt = stored.CreatedAt, stored.UpdatedAt
+	if sameContent(stored.normalized(), in) {
+		return *stored, false
+	}
+	in.UpdatedAt = now
+	return in, true
+}
+
+// RetirePlan takes a plan off sale. It is idempotent: retiring a retired
+// plan returns it as it is.
+func (s *Service) RetirePlan(ctx context.Context, id uuid.UUID) (Plan, error) {
+	return s.store.RetirePlan(ctx, id, s.clock())
+}
+
+// Seed upserts the bundled catalogue (see seed.go). Seed plans carry no
+// status, so plans an operator retired stay retired, and their ids are
+// stable, so seeding at every start never duplicates a plan.
+func (s *Service) Seed(ctx context.Context) (UpsertResult, error) {
+	return s.UpsertPlans(ctx, SeedPlans())
+}

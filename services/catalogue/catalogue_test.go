@@ -1,0 +1,397 @@
+package catalogue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// memStore is the in-memory Store the domain tests run against; the real
+// one is tested against Postgres in the postgres package.
+type memStore struct {
+	mu        sync.Mutex
+	plans     map[uuid.UUID]Plan
+	lastQuery ListQuery
+}
+
+func newMemStore() *memStore { return &memStore{plans: map[uuid.UUID]Plan{}} }
+
+func (m *memStore) ListActivePlans(_ context.Context, q ListQuery) ([]Plan, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastQuery = q
+	var out []Plan
+	for _, p := range m.plans {
+		if p.Status == StatusActive {
+			out = append(out, p)
+		}
+	}
+	return out, len(out), nil
+}
+
+func (m *memStore) GetPlan(_ context.Context, id uuid.UUID) (Plan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.plans[id]
+	if !ok {
+		return Plan{}, ErrNotFound
+	}
+	return p, nil
+}
+
+func (m *memStore) UpsertPlans(_ context.Context, plans []Plan, merge MergeFunc) (UpsertResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var res UpsertResult
+	for _, in := range plans {
+		var stored *Plan
+		if p, ok := m.plans[in.ID]; ok {
+			stored = &p
+		}
+		w, changed := merge(stored, in)
+		switch {
+		case !changed:
+			res.Unchanged++
+		case stored == nil:
+			res.Created++
+		default:
+			res.Updated++
+		}
+		if changed {
+			m.plans[w.ID] = w
+		}
+	}
+	return res, nil
+}
+
+func (m *memStore) RetirePlan(_ context.Context, id uuid.UUID, at time.Time) (Plan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.plans[id]
+	if !ok {
+		return Plan{}, ErrNotFound
+	}
+	if p.Status != StatusRetired {
+		p.Status, p.UpdatedAt = StatusRetired, at
+		m.plans[id] = p
+	}
+	return p, nil
+}
+
+// fakeClock advances by a minute every time it is read, so each write gets
+// a distinct, predictable time.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time {
+	c.t = c.t.Add(time.Minute)
+	return c.t
+}
+
+func newTestService() (*Service, *memStore, *fakeClock) {
+	st := newMemStore()
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return NewService(st, clk.now), st, clk
+}
+
+func fixedPlan() Plan {
+	return Plan{
+		ID:           uuid.MustParse("0190d3f0-0000-7000-8000-000000000001"),
+		Name:         "Japan 5 GB, 30 days",
+		Type:         PlanTypeFixed,
+		Scope:        ScopeCountry,
+		Countries:    []string{"JP"},
+		TotalBytes:   5 * gigabyte,
+		ValidityDays: 30,
+		Prices:       []Price{{USD, 1650}, {EUR, 1500}, {GBP, 1300}},
+	}
+}
+
+func perDayPlan() Plan {
+	return Plan{
+		ID:        uuid.MustParse("0190d3f0-0000-7000-8000-000000000002"),
+		Name:      "Europe Unlimited, per day",
+		Type:      PlanTypePerDay,
+		Scope:     ScopeRegion,
+		Region:    "Europe",
+		Countries: []string{"FR", "DE", "IT"},
+		Unlimited: true,
+		Prices:    []Price{{EUR, 600}},
+	}
+}
+
+func wantValidation(t *testing.T, err error, field string) {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want *ValidationError on %q", err, field)
+	}
+	if ve.Field != field {
+		t.Fatalf("validation error on %q (%s), want field %q", ve.Field, ve.Reason, field)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := fixedPlan().Validate(); err != nil {
+		t.Fatalf("valid fixed plan: %v", err)
+	}
+	if err := perDayPlan().Validate(); err != nil {
+		t.Fatalf("valid per-day plan: %v", err)
+	}
+	long := make([]rune, MaxNameLength+1)
+	for i := range long {
+		long[i] = 'é'
+	}
+	cases := []struct {
+		name   string
+		base   func() Plan
+		change func(*Plan)
+		field  string
+	}{
+		{"no id", fixedPlan, func(p *Plan) { p.ID = uuid.Nil }, "id"},
+		{"no name", fixedPlan, func(p *Plan) { p.Name = "  " }, "name"},
+		{"name too long", fixedPlan, func(p *Plan) { p.Name = string(long) }, "name"},
+		{"unknown type", fixedPlan, func(p *Plan) { p.Type = "monthly" }, "type"},
+		{"fixed unlimited", fixedPlan, func(p *Plan) { p.Unlimited = true }, "unlimited"},
+		{"fixed without bytes", fixedPlan, func(p *Plan) { p.TotalBytes = 0 }, "total_bytes"},
+		{"fixed without validity", fixedPlan, func(p *Plan) { p.ValidityDays = 0 }, "validity_days"},
+		{"fixed validity too long", fixedPlan, func(p *Plan) { p.ValidityDays = MaxValidityDays + 1 }, "validity_days"},
+		{"per-day limited", perDayPlan, func(p *Plan) { p.Unlimited = false }, "unlimited"},
+		{"per-day with bytes", perDayPlan, func(p *Plan) { p.TotalBytes = gigabyte }, "total_bytes"},
+		{"per-day with validity", perDayPlan, func(p *Plan) { p.ValidityDays = 7 }, "validity_days"},
+		{"country scope two countries", fixedPlan, func(p *Plan) { p.Countries = []string{"JP", "KR"} }, "countries"},
+		{"country scope no country", fixedPlan, func(p *Plan) { p.Countries = nil }, "countries"},
+		{"country scope with region", fixedPlan, func(p *Plan) { p.Region = "Asia" }, "region"},
+		{"lower-case country", fixedPlan, func(p *Plan) { p.Countries = []string{"jp"} }, "countries[0]"},
+		{"unassigned country", fixedPlan, func(p *Plan) { p.Countries = []string{"XK"} }, "countries[0]"},
+		{"alpha-3 country", fixedPlan, func(p *Plan) { p.Countries = []string{"JPN"} }, "countries[0]"},
+		{"region without name", perDayPlan, func(p *Plan) { p.Region = "" }, "region"},
+		{"region one country", perDayPlan, func(p *Plan) { p.Countries = []string{"FR"} }, "countries"},
+		{"region duplicate country", perDayPlan, func(p *Plan) { p.Countries = []string{"FR", "DE", "FR"} }, "countries[2]"},
+		{"global without countries", perDayPlan, func(p *Plan) { p.Scope, p.Region, p.Countries = ScopeGlobal, "", nil }, "countries"},
+		{"global with region", perDayPlan, func(p *Plan) { p.Scope = ScopeGlobal }, "region"},
+		{"unknown scope", fixedPlan, func(p *Plan) { p.Scope = "continent" }, "scope"},
+		{"no prices", fixedPlan, func(p *Plan) { p.Prices = nil }, "prices"},
+		{"zero price", fixedPlan, func(p *Plan) { p.Prices[1].Amount = 0 }, "prices[1].amount"},
+		{"negative price", fixedPlan, func(p *Plan) { p.Prices[0].Amount = -1 }, "prices[0].amount"},
+		{"unsupported currency", fixedPlan, func(p *Plan) { p.Prices[2].Currency = "JPY" }, "prices[2].currency"},
+		{"lower-case currency", fixedPlan, func(p *Plan) { p.Prices[2].Currency = "gbp" }, "prices[2].currency"},
+		{"currency twice", fixedPlan, func(p *Plan) { p.Prices[2].Currency = USD }, "prices[2].currency"},
+		{"unknown status", fixedPlan, func(p *Plan) { p.Status = "paused" }, "status"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.base()
+			tc.change(&p)
+			wantValidation(t, p.Validate(), tc.field)
+		})
+	}
+}
+
+func TestListPlansPagination(t *testing.T) {
+	svc, st, _ := newTestService()
+	ctx := context.Background()
+
+	page, err := svc.ListPlans(ctx, ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Page != 1 || page.Limit != DefaultPageLimit || st.lastQuery.Limit != 20 || st.lastQuery.Offset != 0 {
+		t.Fatalf("defaults: page %d limit %d, store query %+v", page.Page, page.Limit, st.lastQuery)
+	}
+
+	if _, err := svc.ListPlans(ctx, ListFilter{Page: 3, Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if st.lastQuery.Limit != 100 || st.lastQuery.Offset != 200 {
+		t.Fatalf("page 3 of 100: store query %+v", st.lastQuery)
+	}
+
+	for _, tc := range []struct {
+		f     ListFilter
+		field string
+	}{
+		{ListFilter{Page: -1}, "page"},
+		{ListFilter{Limit: -1}, "limit"},
+		{ListFilter{Limit: MaxPageLimit + 1}, "limit"},
+		{ListFilter{Country: "ZZ"}, "country"},
+		{ListFilter{Country: "Japan"}, "country"},
+		{ListFilter{Type: "monthly"}, "type"},
+		{ListFilter{Currency: "JPY"}, "currency"},
+	} {
+		_, err := svc.ListPlans(ctx, tc.f)
+		wantValidation(t, err, tc.field)
+	}
+}
+
+func TestListPlansNormalisesFilters(t *testing.T) {
+	svc, st, _ := newTestService()
+	if _, err := svc.ListPlans(context.Background(), ListFilter{Country: " jp", Currency: "eur", Type: PlanTypePerDay}); err != nil {
+		t.Fatal(err)
+	}
+	want := ListQuery{Country: "JP", Currency: EUR, Type: PlanTypePerDay, Limit: 20}
+	if st.lastQuery != want {
+		t.Fatalf("store query %+v, want %+v", st.lastQuery, want)
+	}
+}
+
+func TestPlanPageHasMore(t *testing.T) {
+	for _, tc := range []struct {
+		page, limit, total int
+		want               bool
+	}{{1, 20, 20, false}, {1, 20, 21, true}, {2, 20, 40, false}, {5, 20, 0, false}} {
+		if got := (PlanPage{Page: tc.page, Limit: tc.limit, Total: tc.total}).HasMore(); got != tc.want {
+			t.Errorf("page %d limit %d total %d: HasMore %v", tc.page, tc.limit, tc.total, got)
+		}
+	}
+}
+
+func TestUpsertCreatesNormalisedActivePlans(t *testing.T) {
+	svc, st, _ := newTestService()
+	ctx := context.Background()
+	in := perDayPlan()
+	in.Name = "  " + in.Name + " "
+	res, err := svc.UpsertPlans(ctx, []Plan{fixedPlan(), in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (UpsertResult{Created: 2}) {
+		t.Fatalf("result %+v", res)
+	}
+	got := st.plans[in.ID]
+	if got.Status != StatusActive || got.CreatedAt.IsZero() || !got.CreatedAt.Equal(got.UpdatedAt) {
+		t.Fatalf("new plan status %q created %v updated %v", got.Status, got.CreatedAt, got.UpdatedAt)
+	}
+	if !slices.Equal(got.Countries, []string{"DE", "FR", "IT"}) || got.Name != "Europe Unlimited, per day" {
+		t.Fatalf("not normalised: %q %v", got.Name, got.Countries)
+	}
+	if !slices.Equal(in.Countries, []string{"FR", "DE", "IT"}) {
+		t.Fatalf("caller's plan was modified: %v", in.Countries)
+	}
+	fx := st.plans[fixedPlan().ID]
+	if !slices.IsSortedFunc(fx.Prices, func(a, b Price) int { return cmp.Compare(a.Currency, b.Currency) }) {
+		t.Fatalf("prices not sorted: %v", fx.Prices)
+	}
+	if amount, ok := fx.PriceIn(GBP); !ok || amount != 1300 {
+		t.Fatalf("PriceIn(GBP) = %d, %v", amount, ok)
+	}
+}
+
+func TestUpsertReplaceKeepsCreationAndStatus(t *testing.T) {
+	svc, st, _ := newTestService()
+	ctx := context.Background()
+	p := fixedPlan()
+	if _, err := svc.UpsertPlans(ctx, []Plan{p}); err != nil {
+		t.Fatal(err)
+	}
+	created := st.plans[p.ID].CreatedAt
+	if _, err := svc.RetirePlan(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	retiredAt := st.plans[p.ID].UpdatedAt
+
+	// The same content again, status left to the catalogue: nothing moves.
+	res, err := svc.UpsertPlans(ctx, []Plan{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (UpsertResult{Unchanged: 1}) || !st.plans[p.ID].UpdatedAt.Equal(retiredAt) || st.plans[p.ID].Status != StatusRetired {
+		t.Fatalf("identical upsert: %+v, stored %+v", res, st.plans[p.ID])
+	}
+	// Prices in another order are the same prices.
+	slices.Reverse(p.Prices)
+	if res, _ := svc.UpsertPlans(ctx, []Plan{p}); res.Unchanged != 1 {
+		t.Fatalf("reordered prices counted as a change: %+v", res)
+	}
+
+	// New content, status still left alone: updated, still retired.
+	p.Prices[0].Amount++
+	res, err = svc.UpsertPlans(ctx, []Plan{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.plans[p.ID]
+	if res != (UpsertResult{Updated: 1}) || got.Status != StatusRetired || !got.CreatedAt.Equal(created) || !got.UpdatedAt.After(retiredAt) {
+		t.Fatalf("changed upsert: %+v, stored %+v", res, got)
+	}
+
+	// An explicit status is the operator's decision and is applied.
+	p.Status = StatusActive
+	if _, err := svc.UpsertPlans(ctx, []Plan{p}); err != nil {
+		t.Fatal(err)
+	}
+	if st.plans[p.ID].Status != StatusActive || !st.plans[p.ID].CreatedAt.Equal(created) {
+		t.Fatalf("re-activation: %+v", st.plans[p.ID])
+	}
+}
+
+func TestUpsertRejectsBadBatches(t *testing.T) {
+	svc, st, _ := newTestService()
+	ctx := context.Background()
+
+	_, err := svc.UpsertPlans(ctx, nil)
+	wantValidation(t, err, "plans")
+
+	bad := perDayPlan()
+	bad.Countries = []string{"FR", "EU"}
+	_, err = svc.UpsertPlans(ctx, []Plan{fixedPlan(), bad})
+	wantValidation(t, err, "plans[1].countries[1]")
+
+	_, err = svc.UpsertPlans(ctx, []Plan{fixedPlan(), perDayPlan(), fixedPlan()})
+	wantValidation(t, err, "plans[2].id")
+
+	if len(st.plans) != 0 {
+		t.Fatalf("a rejected batch stored %d plans", len(st.plans))
+	}
+}
+
+func TestGetAndRetire(t *testing.T) {
+	svc, _, _ := newTestService()
+	ctx := context.Background()
+	p := fixedPlan()
+	if _, err := svc.UpsertPlans(ctx, []Plan{p}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := svc.GetPlan(ctx, p.ID, false); err != nil || got.Status != StatusActive {
+		t.Fatalf("GetPlan active: %+v, %v", got, err)
+	}
+	retired, err := svc.RetirePlan(ctx, p.ID)
+	if err != nil || retired.Status != StatusRetired {
+		t.Fatalf("RetirePlan: %+v, %v", retired, err)
+	}
+	again, err := svc.RetirePlan(ctx, p.ID)
+	if err != nil || !again.UpdatedAt.Equal(retired.UpdatedAt) {
+		t.Fatalf("retiring twice moved the plan: %+v, %v", again, err)
+	}
+	if _, err := svc.GetPlan(ctx, p.ID, false); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetPlan retired: %v, want ErrNotFound", err)
+	}
+	if got, err := svc.GetPlan(ctx, p.ID, true); err != nil || got.Status != StatusRetired {
+		t.Fatalf("GetPlan retired with includeRetired: %+v, %v", got, err)
+	}
+	if _, err := svc.GetPlan(ctx, uuid.New(), true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetPlan unknown: %v", err)
+	}
+	if _, err := svc.RetirePlan(ctx, uuid.New()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("RetirePlan unknown: %v", err)
+	}
+}
+
+func TestServiceClockIsStorable(t *testing.T) {
+	st := newMemStore()
+	svc := NewService(st, func() time.Time {
+		return time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	})
+	if _, err := svc.UpsertPlans(context.Background(), []Plan{fixedPlan()}); err != nil {
+		t.Fatal(err)
+	}
+	got := st.plans[fixedPlan().ID].CreatedAt
+	if got.Location() != time.UTC || got.Nanosecond() != 123456000 {
+		t.Fatalf("created_at %v: want UTC truncated to microseconds", got)
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/catalogue/server"
+)
+
+// run is the whole program with its inputs made explicit, so a test can
+// start it on port 0 with its own environment. It returns when ctx ends
+// (SIGINT, SIGTERM) and the server drained.
+func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) (err error) {
+	// 1. Configuration, read once: nothing below run reads the environment.
+	var cfg server.Config
+	if err := config.Parse(ctx, getenv, &cfg); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+
+	// 2. Logs, traces and metrics.
+	tel, err := telemetry.Setup(ctx, "catalogue", cfg.Telemetry, stdout)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		// Flush exporters last, with a budget of its own: ctx is already
+		// cancelled by the time we get here.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, tel.Shutdown(sctx))
+	}()
+
+	// 3. The service: database, migrations, seed, handler.
+	srv, err := server.New(ctx, cfg, tel)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	// 4. Listen before serving so a bad address fails start-up loudly.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+
+	// 5. Serve until SIGINT/SIGTERM, then let in-flight requests finish.
+	return httpserver.Serve(ctx, tel.Logger, ln, srv.Handler(), cfg.ShutdownTimeout)
+}

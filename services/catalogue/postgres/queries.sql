@@ -1,0 +1,69 @@
+-- Filters are written so the empty value means "any": an empty array is
+-- contained in every array, so countries @> '{}' keeps every plan and the
+-- GIN index still serves countries @> '{JP}'.
+
+-- name: ListActivePlans :many
+SELECT p.*
+FROM plans p
+WHERE p.status = 'active'
+  AND p.countries @> sqlc.arg(countries)::text[]
+  AND (sqlc.arg(plan_type)::text = '' OR p.type = sqlc.arg(plan_type)::text)
+  AND (sqlc.arg(currency)::text = ''
+       OR EXISTS (SELECT 1 FROM plan_prices pp WHERE pp.plan_id = p.id AND pp.currency = sqlc.arg(currency)::text))
+ORDER BY p.created_at DESC, p.id DESC
+LIMIT sqlc.arg(lim) OFFSET sqlc.arg(off);
+
+-- name: CountActivePlans :one
+SELECT count(*)
+FROM plans p
+WHERE p.status = 'active'
+  AND p.countries @> sqlc.arg(countries)::text[]
+  AND (sqlc.arg(plan_type)::text = '' OR p.type = sqlc.arg(plan_type)::text)
+  AND (sqlc.arg(currency)::text = ''
+       OR EXISTS (SELECT 1 FROM plan_prices pp WHERE pp.plan_id = p.id AND pp.currency = sqlc.arg(currency)::text));
+
+-- name: GetPlan :one
+SELECT * FROM plans WHERE id = $1;
+
+-- Locks in id order, so two batches touching the same plans cannot
+-- deadlock.
+-- name: LockPlans :many
+SELECT * FROM plans WHERE id = ANY(sqlc.arg(ids)::uuid[]) ORDER BY id FOR UPDATE;
+
+-- name: PricesOf :many
+SELECT plan_id, currency, amount_minor
+FROM plan_prices
+WHERE plan_id = ANY(sqlc.arg(plan_ids)::uuid[])
+ORDER BY plan_id, currency;
+
+-- created_at is not in the update list: a replaced plan keeps the time it
+-- was first sold, even when two writers race to create it.
+-- name: UpsertPlan :batchexec
+INSERT INTO plans (id, name, type, scope, countries, region, unlimited, total_bytes,
+                   validity_days, status, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (id) DO UPDATE SET
+    name          = EXCLUDED.name,
+    type          = EXCLUDED.type,
+    scope         = EXCLUDED.scope,
+    countries     = EXCLUDED.countries,
+    region        = EXCLUDED.region,
+    unlimited     = EXCLUDED.unlimited,
+    total_bytes   = EXCLUDED.total_bytes,
+    validity_days = EXCLUDED.validity_days,
+    status        = EXCLUDED.status,
+    updated_at    = EXCLUDED.updated_at;
+
+-- name: DeletePrices :exec
+DELETE FROM plan_prices WHERE plan_id = ANY(sqlc.arg(plan_ids)::uuid[]);
+
+-- name: InsertPrices :exec
+INSERT INTO plan_prices (plan_id, currency, amount_minor)
+SELECT unnest(sqlc.arg(plan_ids)::uuid[]), unnest(sqlc.arg(currencies)::text[]), unnest(sqlc.arg(amounts)::bigint[]);
+
+-- Only an active plan is updated, so retiring twice keeps the first
+-- retirement time.
+-- name: RetirePlan :one
+UPDATE plans SET status = 'retired', updated_at = sqlc.arg(updated_at)
+WHERE id = sqlc.arg(id) AND status <> 'retired'
+RETURNING *;

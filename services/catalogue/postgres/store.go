@@ -1,0 +1,260 @@
+// Package postgres is the catalogue's Store on Postgres, through pgx/v5 and
+// the sqlc-generated queries in db.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/esimplatform/esim/services/catalogue"
+	"github.com/esimplatform/esim/services/catalogue/postgres/db"
+)
+
+// Store keeps plans in the catalogue's own database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ catalogue.Store = (*Store)(nil)
+
+// NewStore returns a Store over a pool whose database is migrated with
+// Migrations.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
+}
+
+// ListActivePlans implements catalogue.Store.
+func (s *Store) ListActivePlans(ctx context.Context, q catalogue.ListQuery) ([]catalogue.Plan, int, error) {
+	// Count and page are read from one snapshot: otherwise an upsert
+	// committing between the two statements would make total disagree with
+	// the pages a partner walks through.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, 0, fmt.Errorf("begin: %w", err)
+	}
+	defer rollback(ctx, tx)
+	qs := db.New(tx)
+
+	countries := []string{}
+	if q.Country != "" {
+		countries = []string{q.Country}
+	}
+	total, err := qs.CountActivePlans(ctx, db.CountActivePlansParams{
+		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("count plans: %w", err)
+	}
+	rows, err := qs.ListActivePlans(ctx, db.ListActivePlansParams{
+		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
+		Lim: clampInt32(q.Limit), Off: clampInt32(q.Offset),
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list plans: %w", err)
+	}
+	plans, err := withPrices(ctx, qs, rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, 0, fmt.Errorf("commit: %w", err)
+	}
+	return plans, int(total), nil
+}
+
+// GetPlan implements catalogue.Store.
+func (s *Store) GetPlan(ctx context.Context, id uuid.UUID) (catalogue.Plan, error) {
+	// A snapshot keeps the plan and its prices from two different upserts.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return catalogue.Plan{}, fmt.Errorf("begin: %w", err)
+	}
+	defer rollback(ctx, tx)
+	p, err := getPlan(ctx, db.New(tx), id)
+	if err != nil {
+		return catalogue.Plan{}, err
+	}
+	return p, tx.Commit(ctx)
+}
+
+func getPlan(ctx context.Context, qs *db.Queries, id uuid.UUID) (catalogue.Plan, error) {
+	row, err := qs.GetPlan(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return catalogue.Plan{}, catalogue.ErrNotFound
+	}
+	if err != nil {
+		return catalogue.Plan{}, fmt.Errorf("get plan %s: %w", id, err)
+	}
+	plans, err := withPrices(ctx, qs, []db.Plan{row})
+	if err != nil {
+		return catalogue.Plan{}, err
+	}
+	return plans[0], nil
+}
+
+// UpsertPlans implements catalogue.Store.
+func (s *Store) UpsertPlans(ctx context.Context, plans []catalogue.Plan, merge catalogue.MergeFunc) (catalogue.UpsertResult, error) {
+	var res catalogue.UpsertResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		qs := db.New(tx)
+		ids := make([]uuid.UUID, len(plans))
+		for i, p := range plans {
+			ids[i] = p.ID
+		}
+		locked, err := qs.LockPlans(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("lock plans: %w", err)
+		}
+		storedPlans, err := withPrices(ctx, qs, locked)
+		if err != nil {
+			return err
+		}
+		stored := make(map[uuid.UUID]*catalogue.Plan, len(storedPlans))
+		for i := range storedPlans {
+			stored[storedPlans[i].ID] = &storedPlans[i]
+		}
+
+		var writes []catalogue.Plan
+		for _, in := range plans {
+			old := stored[in.ID]
+			w, changed := merge(old, in)
+			switch {
+			case !changed:
+				res.Unchanged++
+				continue
+			case old == nil:
+				res.Created++
+			default:
+				res.Updated++
+			}
+			writes = append(writes, w)
+		}
+		return writePlans(ctx, qs, writes)
+	})
+	if err != nil {
+		return catalogue.UpsertResult{}, err
+	}
+	return res, nil
+}
+
+// writePlans writes plans and replaces their prices, in three round trips
+// however many plans there are: seeding hundreds of plans at start must not
+// cost hundreds of round trips.
+func writePlans(ctx context.Context, qs *db.Queries, plans []catalogue.Plan) error {
+	if len(plans) == 0 {
+		return nil
+	}
+	// Writing in id order, like LockPlans, keeps two batches that create
+	// the same new plans from deadlocking on each other's inserts.
+	plans = slices.SortedFunc(slices.Values(plans), func(a, b catalogue.Plan) int {
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
+	params := make([]db.UpsertPlanParams, len(plans))
+	ids := make([]uuid.UUID, len(plans))
+	var priceIDs []uuid.UUID
+	var currencies []string
+	var amounts []int64
+	for i, p := range plans {
+		ids[i] = p.ID
+		params[i] = db.UpsertPlanParams{
+			ID: p.ID, Name: p.Name, Type: string(p.Type), Scope: string(p.Scope),
+			Countries: p.Countries, Region: p.Region, Unlimited: p.Unlimited,
+			TotalBytes: p.TotalBytes, ValidityDays: int32(p.ValidityDays), Status: string(p.Status),
+			CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		}
+		for _, pr := range p.Prices {
+			priceIDs = append(priceIDs, p.ID)
+			currencies = append(currencies, string(pr.Currency))
+			amounts = append(amounts, pr.Amount)
+		}
+	}
+	var batchErr error
+	qs.UpsertPlan(ctx, params).Exec(func(i int, err error) {
+		if err != nil && batchErr == nil {
+			batchErr = fmt.Errorf("upsert plan %s: %w", params[i].ID, err)
+		}
+	})
+	if batchErr != nil {
+		return batchErr
+	}
+	// Prices are replaced wholesale: a currency dropped from a plan must
+	// stop being sold, not linger at its old price.
+	if err := qs.DeletePrices(ctx, ids); err != nil {
+		return fmt.Errorf("delete prices: %w", err)
+	}
+	if err := qs.InsertPrices(ctx, db.InsertPricesParams{PlanIds: priceIDs, Currencies: currencies, Amounts: amounts}); err != nil {
+		return fmt.Errorf("insert prices: %w", err)
+	}
+	return nil
+}
+
+// RetirePlan implements catalogue.Store.
+func (s *Store) RetirePlan(ctx context.Context, id uuid.UUID, at time.Time) (catalogue.Plan, error) {
+	var p catalogue.Plan
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		qs := db.New(tx)
+		_, err := qs.RetirePlan(ctx, db.RetirePlanParams{ID: id, UpdatedAt: at})
+		// No row means unknown or already retired; getPlan tells which.
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("retire plan %s: %w", id, err)
+		}
+		p, err = getPlan(ctx, qs, id)
+		return err
+	})
+	if err != nil {
+		return catalogue.Plan{}, err
+	}
+	return p, nil
+}
+
+// withPrices converts rows to domain plans with their prices, fetched in
+// one query for all of them.
+func withPrices(ctx context.Context, qs *db.Queries, rows []db.Plan) ([]catalogue.Plan, error) {
+	plans := make([]catalogue.Plan, len(rows))
+	if len(rows) == 0 {
+		return plans, nil
+	}
+	ids := make([]uuid.UUID, len(rows))
+	index := make(map[uuid.UUID]int, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+		index[r.ID] = i
+		plans[i] = catalogue.Plan{
+			ID: r.ID, Name: r.Name, Type: catalogue.PlanType(r.Type), Scope: catalogue.Scope(r.Scope),
+			Countries: r.Countries, Region: r.Region, Unlimited: r.Unlimited,
+			TotalBytes: r.TotalBytes, ValidityDays: int(r.ValidityDays), Status: catalogue.Status(r.Status),
+			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		}
+	}
+	prices, err := qs.PricesOf(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("plan prices: %w", err)
+	}
+	// Rows come sorted by currency, which is the order Plan.Prices promises.
+	for _, pr := range prices {
+		p := &plans[index[pr.PlanID]]
+		p.Prices = append(p.Prices, catalogue.Price{Currency: catalogue.Currency(pr.Currency), Amount: pr.AmountMinor})
+	}
+	return plans, nil
+}
+
+func rollback(ctx context.Context, tx pgx.Tx) {
+	// After Commit this is a no-op; on an error path the error that matters
+	// is the one already being returned.
+	_ = tx.Rollback(context.WithoutCancel(ctx))
+}
+
+// clampInt32 bounds page arithmetic to what the query parameters hold; an
+// offset beyond every plan simply returns an empty page.
+func clampInt32(n int) int32 {
+	return int32(min(max(n, 0), math.MaxInt32))
+}

@@ -1,0 +1,337 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/services/catalogue"
+	"github.com/esimplatform/esim/services/catalogue/postgres"
+)
+
+// newService returns the catalogue over a fresh database and a clock that
+// moves one minute per reading, so plans written by successive calls have
+// distinct, ordered creation times.
+func newService(t *testing.T) (*catalogue.Service, *postgres.Store) {
+	t.Helper()
+	store := postgres.NewStore(pgtest.New(t, postgres.Migrations))
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return catalogue.NewService(store, func() time.Time {
+		clock = clock.Add(time.Minute)
+		return clock
+	}), store
+}
+
+func countryPlan(n int, country string, typ catalogue.PlanType, prices ...catalogue.Price) catalogue.Plan {
+	p := catalogue.Plan{
+		ID:        uuid.Must(uuid.NewV7()),
+		Name:      fmt.Sprintf("%s plan %d", country, n),
+		Type:      typ,
+		Scope:     catalogue.ScopeCountry,
+		Countries: []string{country},
+		Prices:    prices,
+	}
+	if len(prices) == 0 {
+		p.Prices = []catalogue.Price{{Currency: catalogue.USD, Amount: 500}, {Currency: catalogue.EUR, Amount: 450}, {Currency: catalogue.GBP, Amount: 400}}
+	}
+	if typ == catalogue.PlanTypeFixed {
+		p.TotalBytes, p.ValidityDays = int64(n+1)<<30, 30
+	} else {
+		p.Unlimited = true
+	}
+	return p
+}
+
+func upsert(t *testing.T, svc *catalogue.Service, plans ...catalogue.Plan) catalogue.UpsertResult {
+	t.Helper()
+	res, err := svc.UpsertPlans(context.Background(), plans)
+	if err != nil {
+		t.Fatalf("upsert: %v", err)
+	}
+	return res
+}
+
+func ids(plans []catalogue.Plan) []uuid.UUID {
+	out := make([]uuid.UUID, len(plans))
+	for i, p := range plans {
+		out[i] = p.ID
+	}
+	return out
+}
+
+func TestUpsertThenGetRoundTrips(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	region := catalogue.Plan{
+		ID: uuid.Must(uuid.NewV7()), Name: "Asia Unlimited, per day", Type: catalogue.PlanTypePerDay,
+		Scope: catalogue.ScopeRegion, Region: "Asia", Countries: []string{"TH", "JP", "KR"}, Unlimited: true,
+		Prices: []catalogue.Price{{Currency: catalogue.USD, Amount: 900}, {Currency: catalogue.GBP, Amount: 720}},
+	}
+	if res := upsert(t, svc, region); res.Created != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	got, err := store.GetPlan(ctx, region.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := region
+	want.Countries = []string{"JP", "KR", "TH"}
+	want.Prices = []catalogue.Price{{Currency: catalogue.GBP, Amount: 720}, {Currency: catalogue.USD, Amount: 900}}
+	want.Status = catalogue.StatusActive
+	want.CreatedAt = time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	want.UpdatedAt = want.CreatedAt
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored plan\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := store.GetPlan(ctx, uuid.New()); !errors.Is(err, catalogue.ErrNotFound) {
+		t.Fatalf("unknown id: %v, want ErrNotFound", err)
+	}
+}
+
+func TestUpsertReplacesContentAndPricesButKeepsCreation(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	p := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+	upsert(t, svc, p)
+	first, _ := store.GetPlan(ctx, p.ID)
+
+	p.Name = "Japan 2 GB, 30 days"
+	p.Prices = []catalogue.Price{{Currency: catalogue.EUR, Amount: 990}}
+	if res := upsert(t, svc, p); res.Updated != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	got, err := store.GetPlan(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != p.Name || !slices.Equal(got.Prices, p.Prices) {
+		t.Fatalf("replaced plan %+v", got)
+	}
+	if !got.CreatedAt.Equal(first.CreatedAt) || !got.UpdatedAt.After(first.UpdatedAt) {
+		t.Fatalf("created %v -> %v, updated %v -> %v", first.CreatedAt, got.CreatedAt, first.UpdatedAt, got.UpdatedAt)
+	}
+	// The dropped currencies are no longer sold.
+	page, err := svc.ListPlans(ctx, catalogue.ListFilter{Currency: catalogue.USD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 0 {
+		t.Fatalf("plan still listed in USD: %+v", page)
+	}
+}
+
+func TestUpsertIsAllOrNothing(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	good := countryPlan(1, "FR", catalogue.PlanTypeFixed)
+	// The domain would refuse this plan; the store must not half-write a
+	// batch when the database refuses one, so go around the service.
+	bad := countryPlan(2, "FR", catalogue.PlanTypeFixed, catalogue.Price{Currency: "JPY", Amount: 100})
+	now := time.Now().UTC()
+	_, err := store.UpsertPlans(ctx, []catalogue.Plan{good, bad}, func(_ *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool) {
+		in.Status, in.CreatedAt, in.UpdatedAt = catalogue.StatusActive, now, now
+		return in, true
+	})
+	if err == nil {
+		t.Fatal("a plan priced in JPY was stored")
+	}
+	if _, err := store.GetPlan(ctx, good.ID); !errors.Is(err, catalogue.ErrNotFound) {
+		t.Fatalf("the valid half of a failed batch was stored: %v", err)
+	}
+	if page, _ := svc.ListPlans(ctx, catalogue.ListFilter{}); page.Total != 0 {
+		t.Fatalf("%d plans after a failed batch", page.Total)
+	}
+}
+
+func TestListFiltersNewestFirst(t *testing.T) {
+	svc, _ := newService(t)
+	ctx := context.Background()
+	jpFixed := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+	jpDay := countryPlan(2, "JP", catalogue.PlanTypePerDay)
+	frFixed := countryPlan(3, "FR", catalogue.PlanTypeFixed)
+	eurOnly := countryPlan(4, "DE", catalogue.PlanTypeFixed, catalogue.Price{Currency: catalogue.EUR, Amount: 700})
+	asia := catalogue.Plan{
+		ID: uuid.Must(uuid.NewV7()), Name: "Asia 5 GB", Type: catalogue.PlanTypeFixed, Scope: catalogue.ScopeRegion,
+		Region: "Asia", Countries: []string{"JP", "KR"}, TotalBytes: 5 << 30, ValidityDays: 30,
+		Prices: []catalogue.Price{{Currency: catalogue.USD, Amount: 2000}},
+	}
+	retired := countryPlan(5, "JP", catalogue.PlanTypeFixed)
+	// One upsert per plan: each gets its own creation time, in this order.
+	for _, p := range []catalogue.Plan{jpFixed, jpDay, frFixed, eurOnly, asia, retired} {
+		upsert(t, svc, p)
+	}
+	if _, err := svc.RetirePlan(ctx, retired.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		f    catalogue.ListFilter
+		want []catalogue.Plan
+	}{
+		{"all active, newest first", catalogue.ListFilter{}, []catalogue.Plan{asia, eurOnly, frFixed, jpDay, jpFixed}},
+		{"country JP includes regions covering it", catalogue.ListFilter{Country: "JP"}, []catalogue.Plan{asia, jpDay, jpFixed}},
+		{"country in lower case", catalogue.ListFilter{Country: "kr"}, []catalogue.Plan{asia}},
+		{"country nobody covers", catalogue.ListFilter{Country: "BR"}, nil},
+		{"per-day", catalogue.ListFilter{Type: catalogue.PlanTypePerDay}, []catalogue.Plan{jpDay}},
+		{"JP fixed", catalogue.ListFilter{Country: "JP", Type: catalogue.PlanTypeFixed}, []catalogue.Plan{asia, jpFixed}},
+		{"priced in EUR", catalogue.ListFilter{Currency: catalogue.EUR}, []catalogue.Plan{eurOnly, frFixed, jpDay, jpFixed}},
+		{"priced in GBP in JP", catalogue.ListFilter{Currency: catalogue.GBP, Country: "JP"}, []catalogue.Plan{jpDay, jpFixed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := svc.ListPlans(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(page.Plans), ids(tc.want)) || page.Total != len(tc.want) {
+				t.Fatalf("got %d plans (total %d) %v, want %v", len(page.Plans), page.Total, ids(page.Plans), ids(tc.want))
+			}
+			for _, p := range page.Plans {
+				if len(p.Prices) == 0 || p.Status != catalogue.StatusActive {
+					t.Fatalf("listed plan without prices or not active: %+v", p)
+				}
+			}
+		})
+	}
+}
+
+func TestListPaginatesWithoutGapsOrRepeats(t *testing.T) {
+	svc, _ := newService(t)
+	ctx := context.Background()
+	// One batch: every plan has the same creation time, so only the id
+	// tiebreak keeps pages stable.
+	var batch []catalogue.Plan
+	for i := range 23 {
+		batch = append(batch, countryPlan(i, "IT", catalogue.PlanTypeFixed))
+	}
+	upsert(t, svc, batch...)
+
+	seen := map[uuid.UUID]bool{}
+	var pages [][]uuid.UUID
+	for page := 1; ; page++ {
+		res, err := svc.ListPlans(ctx, catalogue.ListFilter{Country: "IT", Page: page, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != 23 {
+			t.Fatalf("page %d: total %d, want 23", page, res.Total)
+		}
+		pages = append(pages, ids(res.Plans))
+		for _, p := range res.Plans {
+			if seen[p.ID] {
+				t.Fatalf("page %d repeats %s", page, p.ID)
+			}
+			seen[p.ID] = true
+		}
+		if !res.HasMore() {
+			break
+		}
+	}
+	if len(seen) != 23 || len(pages) != 5 || len(pages[4]) != 3 {
+		t.Fatalf("walked %d plans over %d pages", len(seen), len(pages))
+	}
+	// Re-reading a page gives the same plans in the same order.
+	again, err := svc.ListPlans(ctx, catalogue.ListFilter{Country: "IT", Page: 2, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids(again.Plans), pages[1]) {
+		t.Fatal("page 2 changed between two reads")
+	}
+	beyond, err := svc.ListPlans(ctx, catalogue.ListFilter{Country: "IT", Page: 1 << 30, Limit: 100})
+	if err != nil || len(beyond.Plans) != 0 || beyond.Total != 23 {
+		t.Fatalf("far page: %d plans, total %d, %v", len(beyond.Plans), beyond.Total, err)
+	}
+}
+
+func TestRetire(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	p := countryPlan(1, "ES", catalogue.PlanTypePerDay)
+	upsert(t, svc, p)
+
+	retired, err := svc.RetirePlan(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retired.Status != catalogue.StatusRetired || !retired.UpdatedAt.After(retired.CreatedAt) || len(retired.Prices) != 3 {
+		t.Fatalf("retired plan %+v", retired)
+	}
+	again, err := svc.RetirePlan(ctx, p.ID)
+	if err != nil || !again.UpdatedAt.Equal(retired.UpdatedAt) {
+		t.Fatalf("second retirement: %+v, %v", again, err)
+	}
+	if _, err := svc.GetPlan(ctx, p.ID, false); !errors.Is(err, catalogue.ErrNotFound) {
+		t.Fatalf("GetPlan of a retired plan: %v, want ErrNotFound", err)
+	}
+	if got, err := svc.GetPlan(ctx, p.ID, true); err != nil || got.Status != catalogue.StatusRetired {
+		t.Fatalf("GetPlan including retired: %+v, %v", got, err)
+	}
+	if page, _ := svc.ListPlans(ctx, catalogue.ListFilter{Country: "ES"}); page.Total != 0 {
+		t.Fatalf("retired plan still listed: %+v", page)
+	}
+	if _, err := store.RetirePlan(ctx, uuid.New(), time.Now()); !errors.Is(err, catalogue.ErrNotFound) {
+		t.Fatalf("retiring an unknown plan: %v, want ErrNotFound", err)
+	}
+}
+
+func TestSeedIsIdempotentAndKeepsRetiredPlansRetired(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	seed := catalogue.SeedPlans()
+
+	first, err := svc.Seed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Created != len(seed) {
+		t.Fatalf("first seed %+v, want %d created", first, len(seed))
+	}
+	all, err := svc.ListPlans(ctx, catalogue.ListFilter{Limit: 1})
+	if err != nil || all.Total != len(seed) {
+		t.Fatalf("after seeding: total %d, %v", all.Total, err)
+	}
+
+	jpDay := catalogue.SeedPlanID("jp-unlimited-day")
+	before, err := svc.RetirePlan(ctx, jpDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	second, err := svc.Seed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != (catalogue.UpsertResult{Unchanged: len(seed)}) {
+		t.Fatalf("second seed %+v, want everything unchanged", second)
+	}
+	after, err := store.GetPlan(ctx, jpDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status != catalogue.StatusRetired || !after.CreatedAt.Equal(before.CreatedAt) || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("re-seeding changed a retired plan:\nbefore %+v\nafter  %+v", before, after)
+	}
+	again, _ := svc.ListPlans(ctx, catalogue.ListFilter{Limit: 1})
+	if again.Total != len(seed)-1 {
+		t.Fatalf("after re-seeding: %d active plans, want %d", again.Total, len(seed)-1)
+	}
+	jp, err := svc.ListPlans(ctx, catalogue.ListFilter{Country: "JP", Type: catalogue.PlanTypePerDay, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range jp.Plans {
+		if p.ID == jpDay {
+			t.Fatal("the retired JP per-day plan is listed again")
+		}
+	}
+	if jp.Total == 0 {
+		t.Fatal("no regional per-day plan covers JP")
+	}
+}

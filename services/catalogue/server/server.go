@@ -1,0 +1,64 @@
+// Package server assembles the catalogue service: its database, the domain
+// service, the Twirp API and the probes, ready to serve in a process or
+// in-process in another service's tests.
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	pg "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/catalogue"
+	"github.com/esimplatform/esim/services/catalogue/postgres"
+	"github.com/esimplatform/esim/services/catalogue/twirpserver"
+)
+
+// Server is a running catalogue: serve Handler, then Close.
+type Server struct {
+	pool    *pgxpool.Pool
+	handler http.Handler
+}
+
+// New opens and migrates the catalogue's database, seeds the bundled
+// catalogue when cfg.SeedCatalogue is set, and builds the HTTP handler.
+// The database must exist: creating databases is the platform's job, not
+// a service's.
+func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations)
+	if err != nil {
+		return nil, fmt.Errorf("catalogue database: %w", err)
+	}
+	svc := catalogue.NewService(postgres.NewStore(pool), nil)
+
+	if cfg.SeedCatalogue {
+		res, err := svc.Seed(ctx)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("seed catalogue: %w", err)
+		}
+		tel.Logger.InfoContext(ctx, "catalogue seeded",
+			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
+	}
+
+	return &Server{
+		pool: pool,
+		handler: httpserver.Handler(httpserver.Routes{
+			Name:    "catalogue",
+			App:     twirpserver.Handler(svc, tel.Logger),
+			Metrics: tel.MetricsHandler,
+			Ready:   map[string]httpserver.Check{"postgres": pool.Ping},
+		}),
+	}, nil
+}
+
+// Handler serves the Twirp API under /twirp/, plus /healthz, /readyz and
+// /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close releases the database pool; call it once the HTTP server stopped.
+func (s *Server) Close() { s.pool.Close() }

@@ -1,0 +1,91 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry"
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/catalogue"
+	"github.com/esimplatform/esim/services/catalogue/server"
+)
+
+// start runs the catalogue in-process the way other services' tests do.
+func start(t *testing.T, cfg server.Config) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "catalogue", telemetry.Config{LogLevel: "info"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(ctx, cfg, tel)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	return hs
+}
+
+func TestServerServesSeededCatalogueAcrossRestarts(t *testing.T) {
+	cfg := server.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true}
+	ctx := context.Background()
+
+	first := start(t, cfg)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get(first.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	client := cataloguev1.NewCatalogueProtobufClient(first.URL, first.Client())
+	id := catalogue.SeedPlanID("jp-5gb-30d").String()
+	plan, err := client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+	if err != nil {
+		t.Fatalf("seeded plan: %v", err)
+	}
+	if _, err := client.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart re-seeds the same database: nothing is duplicated, and the
+	// retired plan stays retired with its original creation time.
+	second := start(t, cfg)
+	client = cataloguev1.NewCatalogueProtobufClient(second.URL, second.Client())
+	list, err := client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(list.Total) != len(catalogue.SeedPlans())-1 {
+		t.Fatalf("after restart: %d active plans, want %d", list.Total, len(catalogue.SeedPlans())-1)
+	}
+	again, err := client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id, IncludeRetired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != cataloguev1.PlanStatus_PLAN_STATUS_RETIRED || !again.CreatedAt.AsTime().Equal(plan.CreatedAt.AsTime()) {
+		t.Fatalf("after restart the retired plan is %s, created %v (was %v)", again.Status, again.CreatedAt.AsTime(), plan.CreatedAt.AsTime())
+	}
+}
+
+func TestNewFailsOnUnreachableDatabase(t *testing.T) {
+	tel, err := telemetry.Setup(context.Background(), "catalogue", telemetry.Config{LogLevel: "info"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = server.New(context.Background(), server.Config{DatabaseURL: "postgres://postgres@127.0.0.1:1/catalogue?sslmode=disable&connect_timeout=2"}, tel)
+	if err == nil {
+		t.Fatal("New succeeded without a database")
+	}
+}

@@ -1,0 +1,129 @@
+// Package twirpserver serves the catalogue's Twirp contract
+// (proto/catalogue/v1) over the domain Service.
+package twirpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/catalogue"
+)
+
+// Server implements cataloguev1.Catalogue.
+type Server struct {
+	svc *catalogue.Service
+	log *slog.Logger
+}
+
+var _ cataloguev1.Catalogue = (*Server)(nil)
+
+// New returns the Twirp adapter over svc; log records internal errors.
+func New(svc *catalogue.Service, log *slog.Logger) *Server {
+	return &Server{svc: svc, log: log}
+}
+
+// Handler returns the Twirp HTTP handler of the Catalogue service, mounted
+// at its default path prefix (/twirp/esim.catalogue.v1.Catalogue/).
+func Handler(svc *catalogue.Service, log *slog.Logger) http.Handler {
+	return cataloguev1.NewCatalogueServer(New(svc, log))
+}
+
+// ListPlans implements cataloguev1.Catalogue.
+func (s *Server) ListPlans(ctx context.Context, req *cataloguev1.ListPlansRequest) (*cataloguev1.ListPlansResponse, error) {
+	f := catalogue.ListFilter{
+		Country:  req.GetCountry(),
+		Currency: catalogue.Currency(req.GetCurrency()),
+		Page:     int(req.GetPage()),
+		Limit:    int(req.GetLimit()),
+	}
+	if t := req.GetType(); t != cataloguev1.PlanType_PLAN_TYPE_UNSPECIFIED {
+		var known bool
+		if f.Type, known = planTypes[t]; !known {
+			return nil, toTwirp(ctx, s.log, &catalogue.ValidationError{Field: "type", Reason: "must be fixed or per_day"})
+		}
+	}
+	page, err := s.svc.ListPlans(ctx, f)
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	resp := &cataloguev1.ListPlansResponse{
+		Plans: make([]*cataloguev1.Plan, len(page.Plans)),
+		Total: int32(page.Total),
+	}
+	for i, p := range page.Plans {
+		resp.Plans[i] = planToProto(p)
+	}
+	return resp, nil
+}
+
+// GetPlan implements cataloguev1.Catalogue.
+func (s *Server) GetPlan(ctx context.Context, req *cataloguev1.GetPlanRequest) (*cataloguev1.Plan, error) {
+	id, err := planID(req.GetId())
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	p, err := s.svc.GetPlan(ctx, id, req.GetIncludeRetired())
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	return planToProto(p), nil
+}
+
+// UpsertPlans implements cataloguev1.Catalogue. The answer counts every
+// plan of the request: each is now stored as given, whether it was created,
+// replaced or already identical.
+func (s *Server) UpsertPlans(ctx context.Context, req *cataloguev1.UpsertPlansRequest) (*cataloguev1.UpsertPlansResponse, error) {
+	plans := make([]catalogue.Plan, len(req.GetPlans()))
+	for i, pb := range req.GetPlans() {
+		p, err := planFromProto(pb)
+		if err != nil {
+			return nil, toTwirp(ctx, s.log, prefixField(fmt.Sprintf("plans[%d]", i), err))
+		}
+		plans[i] = p
+	}
+	res, err := s.svc.UpsertPlans(ctx, plans)
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	s.log.InfoContext(ctx, "plans upserted", "created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
+	return &cataloguev1.UpsertPlansResponse{Upserted: int32(res.Total())}, nil
+}
+
+// RetirePlan implements cataloguev1.Catalogue.
+func (s *Server) RetirePlan(ctx context.Context, req *cataloguev1.RetirePlanRequest) (*cataloguev1.Plan, error) {
+	id, err := planID(req.GetId())
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	p, err := s.svc.RetirePlan(ctx, id)
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	s.log.InfoContext(ctx, "plan retired", "plan_id", p.ID)
+	return planToProto(p), nil
+}
+
+// planID parses the id of a plan to look up. A string that is not a UUID
+// names no plan, so it is not_found like any unknown id (the public API
+// answers a malformed id in a path the same way).
+func planID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, catalogue.ErrNotFound
+	}
+	return id, nil
+}
+
+func prefixField(prefix string, err error) error {
+	var ve *catalogue.ValidationError
+	if errors.As(err, &ve) {
+		return &catalogue.ValidationError{Field: prefix + "." + ve.Field, Reason: ve.Reason}
+	}
+	return err
+}

@@ -1,0 +1,276 @@
+package twirpserver_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twitchtv/twirp"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/catalogue"
+	"github.com/esimplatform/esim/services/catalogue/postgres"
+	"github.com/esimplatform/esim/services/catalogue/twirpserver"
+)
+
+// syncBuffer collects log lines written by the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type fixture struct {
+	client cataloguev1.Catalogue
+	pool   *pgxpool.Pool
+	logs   *syncBuffer
+}
+
+// newFixture serves a seeded catalogue over real HTTP on a fresh database
+// and returns the generated protobuf client for it.
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	pool := pgtest.New(t, postgres.Migrations)
+	svc := catalogue.NewService(postgres.NewStore(pool), nil)
+	if _, err := svc.Seed(context.Background()); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	logs := &syncBuffer{}
+	srv := httptest.NewServer(twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, nil))))
+	t.Cleanup(srv.Close)
+	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, srv.Client()), pool: pool, logs: logs}
+}
+
+func wantCode(t *testing.T, err error, code twirp.ErrorCode) twirp.Error {
+	t.Helper()
+	var twerr twirp.Error
+	if !errors.As(err, &twerr) {
+		t.Fatalf("err = %v, want a Twirp %s error", err, code)
+	}
+	if twerr.Code() != code {
+		t.Fatalf("code %s (%s), want %s", twerr.Code(), twerr.Msg(), code)
+	}
+	return twerr
+}
+
+func wantInvalidArgument(t *testing.T, err error, field string) {
+	t.Helper()
+	twerr := wantCode(t, err, twirp.InvalidArgument)
+	if got := twerr.Meta("argument"); got != field {
+		t.Fatalf("invalid argument %q (%s), want %q", got, twerr.Msg(), field)
+	}
+	if twerr.Meta("reason") == "" {
+		t.Fatal("invalid argument without a reason")
+	}
+}
+
+func TestListPlansInJapan(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	resp, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Country: "JP", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Total < 5 || int(resp.Total) != len(resp.Plans) {
+		t.Fatalf("JP: total %d, %d plans on the page", resp.Total, len(resp.Plans))
+	}
+	var country, perDay int
+	for _, p := range resp.Plans {
+		if !slices.Contains(p.Countries, "JP") {
+			t.Fatalf("plan %s (%s) does not cover JP: %v", p.Id, p.Name, p.Countries)
+		}
+		if p.Status != cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE || len(p.Prices) != 3 || p.CreatedAt == nil {
+			t.Fatalf("plan %s: status %s, %d prices, created %v", p.Name, p.Status, len(p.Prices), p.CreatedAt)
+		}
+		if p.Scope == cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY {
+			country++
+		}
+		if p.Type == cataloguev1.PlanType_PLAN_TYPE_PER_DAY {
+			perDay++
+		}
+	}
+	if country < 4 || perDay == 0 {
+		t.Fatalf("JP: %d country plans, %d per-day plans", country, perDay)
+	}
+
+	// Paging walks the same plans, the default page size is 20.
+	first, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Country: "jp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Total != resp.Total || len(first.Plans) != min(20, int(resp.Total)) || first.Plans[0].Id != resp.Plans[0].Id {
+		t.Fatalf("default page: total %d, %d plans", first.Total, len(first.Plans))
+	}
+}
+
+func TestListPlansByTypeAndCurrency(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	resp, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Type: cataloguev1.PlanType_PLAN_TYPE_PER_DAY, Currency: "GBP", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Plans) == 0 {
+		t.Fatal("no per-day plans")
+	}
+	for _, p := range resp.Plans {
+		if p.Type != cataloguev1.PlanType_PLAN_TYPE_PER_DAY || !p.Unlimited || p.ValidityDays != 0 || p.TotalBytes != 0 {
+			t.Fatalf("per-day filter returned %+v", p)
+		}
+	}
+	all, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Type: cataloguev1.PlanType_PLAN_TYPE_FIXED, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fixed.Total+resp.Total != all.Total || int(all.Total) != len(catalogue.SeedPlans()) {
+		t.Fatalf("fixed %d + per-day %d != all %d", fixed.Total, resp.Total, all.Total)
+	}
+}
+
+func TestRetiredPlanIsNotFound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := catalogue.SeedPlanID("jp-unlimited-day").String()
+	if _, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id}); err != nil {
+		t.Fatalf("GetPlan before retirement: %v", err)
+	}
+	retired, err := f.client.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retired.Status != cataloguev1.PlanStatus_PLAN_STATUS_RETIRED {
+		t.Fatalf("retired plan has status %s", retired.Status)
+	}
+	_, err = f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+	wantCode(t, err, twirp.NotFound)
+
+	got, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id, IncludeRetired: true})
+	if err != nil || got.Status != cataloguev1.PlanStatus_PLAN_STATUS_RETIRED {
+		t.Fatalf("GetPlan including retired: %v, %v", got, err)
+	}
+	list, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Country: "JP", Type: cataloguev1.PlanType_PLAN_TYPE_PER_DAY, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Plans {
+		if p.Id == id {
+			t.Fatal("retired plan still listed")
+		}
+	}
+}
+
+func TestUnknownAndMalformedIDsAreNotFound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, id := range []string{"0190d3f0-0000-7000-8000-0000000000ff", "not-a-uuid", "", "'; DROP TABLE plans; --"} {
+		_, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+		wantCode(t, err, twirp.NotFound)
+		_, err = f.client.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id})
+		wantCode(t, err, twirp.NotFound)
+	}
+	if strings.Contains(f.logs.String(), "catalogue call failed") {
+		t.Fatalf("not_found was logged as an internal error:\n%s", f.logs)
+	}
+}
+
+func TestInvalidListArgumentsNameTheField(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req   *cataloguev1.ListPlansRequest
+		field string
+	}{
+		{&cataloguev1.ListPlansRequest{Page: -1}, "page"},
+		{&cataloguev1.ListPlansRequest{Limit: 101}, "limit"},
+		{&cataloguev1.ListPlansRequest{Limit: -5}, "limit"},
+		{&cataloguev1.ListPlansRequest{Country: "XX"}, "country"},
+		{&cataloguev1.ListPlansRequest{Currency: "JPY"}, "currency"},
+		{&cataloguev1.ListPlansRequest{Type: cataloguev1.PlanType(7)}, "type"},
+	} {
+		_, err := f.client.ListPlans(ctx, tc.req)
+		wantInvalidArgument(t, err, tc.field)
+	}
+}
+
+func TestUpsertPlans(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	plan := &cataloguev1.Plan{
+		Id:           "0190d3f0-0000-7000-8000-000000000042",
+		Name:         "Japan 50 GB, 30 days",
+		Type:         cataloguev1.PlanType_PLAN_TYPE_FIXED,
+		Scope:        cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY,
+		Countries:    []string{"JP"},
+		TotalBytes:   50 << 30,
+		ValidityDays: 30,
+		Prices:       []*cataloguev1.Money{{AmountMinor: 6900, Currency: "USD"}, {AmountMinor: 6400, Currency: "EUR"}},
+	}
+	resp, err := f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{plan}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Upserted != 1 {
+		t.Fatalf("upserted %d", resp.Upserted)
+	}
+	got, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: plan.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != plan.Name || got.Status != cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE || got.Prices[0].Currency != "EUR" || got.Prices[1].AmountMinor != 6900 {
+		t.Fatalf("stored plan %v", got)
+	}
+	// The newest plan heads the JP listing.
+	list, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Country: "JP", Limit: 1})
+	if err != nil || list.Plans[0].Id != plan.Id {
+		t.Fatalf("newest JP plan: %v, %v", list.GetPlans(), err)
+	}
+
+	bad := &cataloguev1.Plan{Id: "nope"}
+	_, err = f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{plan, bad}})
+	wantInvalidArgument(t, err, "plans[1].id")
+
+	plan.Countries = []string{"Japan"}
+	_, err = f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{plan}})
+	wantInvalidArgument(t, err, "plans[0].countries[0]")
+
+	plan.Countries, plan.Type = []string{"JP"}, cataloguev1.PlanType_PLAN_TYPE_UNSPECIFIED
+	_, err = f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{plan}})
+	wantInvalidArgument(t, err, "plans[0].type")
+}
+
+func TestStorageFailureIsInternalAndLogged(t *testing.T) {
+	f := newFixture(t)
+	f.pool.Close()
+	_, err := f.client.ListPlans(context.Background(), &cataloguev1.ListPlansRequest{})
+	twerr := wantCode(t, err, twirp.Internal)
+	if strings.Contains(twerr.Msg(), "closed") {
+		t.Fatalf("internal error leaks its cause to callers: %q", twerr.Msg())
+	}
+	logs := f.logs.String()
+	if !strings.Contains(logs, "catalogue call failed") || !strings.Contains(logs, "ListPlans") {
+		t.Fatalf("internal error not logged with its method:\n%s", logs)
+	}
+}
