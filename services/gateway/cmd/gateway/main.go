@@ -1,0 +1,55 @@
+// Command gateway serves the public partner API.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/gateway/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
+	// 1. Configuration, parsed once; nothing below reads the environment.
+	var cfg server.Config
+	if err := config.Parse(ctx, getenv, &cfg); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+
+	// 2. Logs, traces and metrics.
+	tel, err := telemetry.Setup(ctx, "gateway", cfg.Telemetry, stdout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tel.Shutdown(context.WithoutCancel(ctx)) }()
+
+	// 3. The gateway itself.
+	srv, err := server.New(ctx, cfg, tel)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	// 4. Serve until SIGINT or SIGTERM, then drain in-flight requests.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	return httpserver.Serve(ctx, tel.Logger, ln, srv.Handler(), cfg.ShutdownTimeout)
+}

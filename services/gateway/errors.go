@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"errors"
+	"strings"
+)
+
+// The gateway's error vocabulary. Adapters translate other services' errors
+// into these; the HTTP layer maps each to one public code and status.
+var (
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrNotFound     = errors.New("not found")
+	ErrRateLimited  = errors.New("rate limited")
+	ErrInvalid      = errors.New("invalid request")
+)
+
+// FieldError names one offending input and why it was refused.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+// ValidationError lists every offending field of a request.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+// Invalid builds a ValidationError for one field.
+func Invalid(field, reason string) *ValidationError {
+	return &ValidationError{Fields: []FieldError{{Field: field, Reason: reason}}}
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Reason
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true for every ValidationError.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }

@@ -1,0 +1,184 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/services/gateway"
+)
+
+// Fakes are allowed here: these tests pin the gateway's own rules, not the
+// stores behind them (those run against real Redis in redis/ and server/).
+
+type countingAccounts struct {
+	calls int
+	valid map[string]gateway.Principal
+	err   error
+}
+
+func (a *countingAccounts) Authenticate(_ context.Context, secret string) (gateway.Principal, error) {
+	a.calls++
+	if a.err != nil {
+		return gateway.Principal{}, a.err
+	}
+	p, ok := a.valid[secret]
+	if !ok {
+		return gateway.Principal{}, gateway.ErrUnauthorized
+	}
+	return p, nil
+}
+
+type mapCache struct {
+	entries map[string]*gateway.Principal
+	broken  bool
+}
+
+func (c *mapCache) Get(_ context.Context, k string) (gateway.Principal, bool, error) {
+	if c.broken {
+		return gateway.Principal{}, false, errors.New("connection refused")
+	}
+	p, ok := c.entries[k]
+	if !ok {
+		return gateway.Principal{}, false, nil
+	}
+	if p == nil {
+		return gateway.Principal{}, false, gateway.ErrUnauthorized
+	}
+	return *p, true, nil
+}
+
+func (c *mapCache) Put(_ context.Context, k string, p *gateway.Principal, _ time.Duration) error {
+	if c.broken {
+		return errors.New("connection refused")
+	}
+	c.entries[k] = p
+	return nil
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newCached(accts *countingAccounts, cache *mapCache) *gateway.CachedAccounts {
+	return &gateway.CachedAccounts{Accounts: accts, Cache: cache, TTL: time.Second, Log: quiet}
+}
+
+func TestCachedAccountsAsksAccountsOncePerKey(t *testing.T) {
+	want := gateway.Principal{AccountID: "a1", Environment: gateway.Sandbox, KeyID: "k1", Currency: "USD"}
+	accts := &countingAccounts{valid: map[string]gateway.Principal{"sk_sandbox_good": want}}
+	c := newCached(accts, &mapCache{entries: map[string]*gateway.Principal{}})
+	for range 3 {
+		got, err := c.Authenticate(context.Background(), "sk_sandbox_good")
+		if err != nil || got != want {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+	}
+	if accts.calls != 1 {
+		t.Fatalf("accounts called %d times, want 1", accts.calls)
+	}
+}
+
+func TestCachedAccountsRemembersRejections(t *testing.T) {
+	accts := &countingAccounts{}
+	c := newCached(accts, &mapCache{entries: map[string]*gateway.Principal{}})
+	for range 2 {
+		if _, err := c.Authenticate(context.Background(), "sk_live_bogus"); !errors.Is(err, gateway.ErrUnauthorized) {
+			t.Fatalf("err = %v, want ErrUnauthorized", err)
+		}
+	}
+	if accts.calls != 1 {
+		t.Fatalf("accounts called %d times, want 1", accts.calls)
+	}
+}
+
+func TestCachedAccountsKeepsWorkingWithoutCache(t *testing.T) {
+	want := gateway.Principal{AccountID: "a1", KeyID: "k1"}
+	accts := &countingAccounts{valid: map[string]gateway.Principal{"sk_live_x": want}}
+	c := newCached(accts, &mapCache{broken: true})
+	for range 2 {
+		got, err := c.Authenticate(context.Background(), "sk_live_x")
+		if err != nil || got != want {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+	}
+	if accts.calls != 2 {
+		t.Fatalf("accounts called %d times, want 2 (no cache)", accts.calls)
+	}
+}
+
+func TestCachedAccountsNeverCachesUpstreamFailures(t *testing.T) {
+	cache := &mapCache{entries: map[string]*gateway.Principal{}}
+	accts := &countingAccounts{err: errors.New("accounts down")}
+	c := newCached(accts, cache)
+	if _, err := c.Authenticate(context.Background(), "sk_live_x"); err == nil || errors.Is(err, gateway.ErrUnauthorized) {
+		t.Fatalf("err = %v, want the upstream failure", err)
+	}
+	if len(cache.entries) != 0 {
+		t.Fatal("an upstream failure must not be cached as a rejection")
+	}
+}
+
+func TestCachedAccountsRejectsEmptyKeyWithoutLookup(t *testing.T) {
+	accts := &countingAccounts{}
+	c := newCached(accts, &mapCache{entries: map[string]*gateway.Principal{}})
+	if _, err := c.Authenticate(context.Background(), ""); !errors.Is(err, gateway.ErrUnauthorized) {
+		t.Fatalf("err = %v", err)
+	}
+	if accts.calls != 0 {
+		t.Fatal("empty key should not reach accounts")
+	}
+}
+
+func TestLocalLimiterAllowsTheLimitThenRefuses(t *testing.T) {
+	l := gateway.NewLocalLimiter()
+	for i := range 3 {
+		d, _ := l.Allow(context.Background(), "k", 3)
+		if !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
+			t.Fatalf("request %d: %+v", i+1, d)
+		}
+	}
+	d, _ := l.Allow(context.Background(), "k", 3)
+	if d.Allowed || d.ResetAfter <= 0 {
+		t.Fatalf("4th request: %+v, want refused with a reset time", d)
+	}
+	if d, _ := l.Allow(context.Background(), "other", 3); !d.Allowed {
+		t.Fatal("keys must not share an allowance")
+	}
+}
+
+type failingLimiter struct{ calls int }
+
+func (f *failingLimiter) Allow(context.Context, string, int) (gateway.RateDecision, error) {
+	f.calls++
+	return gateway.RateDecision{}, errors.New("redis: connection refused")
+}
+
+func TestFailoverLimiterLimitsLocallyAndBacksOff(t *testing.T) {
+	shared := &failingLimiter{}
+	f := &gateway.FailoverLimiter{Shared: shared, Local: gateway.NewLocalLimiter(), Log: quiet, Cooldown: time.Hour}
+	allowed := 0
+	for range 5 {
+		d, err := f.Allow(context.Background(), "k", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 2 {
+		t.Fatalf("allowed %d of 5 with limit 2", allowed)
+	}
+	if shared.calls != 1 {
+		t.Fatalf("shared limiter tried %d times during the cooldown, want 1", shared.calls)
+	}
+}
+
+func TestValidationErrorIsErrInvalid(t *testing.T) {
+	err := error(gateway.Invalid("limit", "too big"))
+	if !errors.Is(err, gateway.ErrInvalid) || err.Error() != "invalid request: limit: too big" {
+		t.Fatalf("got %v", err)
+	}
+}

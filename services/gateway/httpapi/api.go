@@ -1,0 +1,168 @@
+// Package httpapi is the public HTTP/JSON API under /v1. Operations are
+// declared with huma, so the OpenAPI 3.1 document served at
+// /v1/openapi.json is generated from the very types the handlers use.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/esimplatform/esim/services/gateway"
+)
+
+// BasePath is the versioned base of every public endpoint.
+const BasePath = "/v1"
+
+// Deps are what the API needs from the rest of the gateway.
+type Deps struct {
+	Accounts  gateway.Accounts
+	Catalogue gateway.Catalogue
+	Limiter   gateway.RateLimiter
+	// DefaultRateLimit applies to accounts without a limit of their own.
+	DefaultRateLimit int
+	Log              *slog.Logger
+}
+
+// New returns the public API handler and its OpenAPI description.
+func New(d Deps) (http.Handler, *huma.OpenAPI) {
+	mux := http.NewServeMux()
+	api := humago.NewWithPrefix(mux, BasePath, config())
+	a := &handlers{Deps: d, api: api}
+	api.UseMiddleware(a.authenticate)
+	a.registerPlans(api)
+	a.registerOpenAPI(api)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, http.StatusNotFound, "No such endpoint. The API lives under "+BasePath+"; see "+BasePath+"/openapi.json.")
+	})
+	return mux, api.OpenAPI()
+}
+
+const securityScheme = "apiKey"
+
+var bearerAuth = []map[string][]string{{securityScheme: {}}}
+
+func config() huma.Config {
+	c := huma.DefaultConfig("eSIM Ordering API", "1.0.0")
+	c.Info.Description = "Buy travel eSIMs from a prepaid balance. Every request carries `Authorization: Bearer <API_KEY>`; the key decides the environment (sandbox or live)."
+	c.Servers = []*huma.Server{{URL: BasePath}}
+	// No $schema links in bodies, no docs or schema routes: the contract is
+	// exactly the endpoints below plus the document itself.
+	c.CreateHooks = nil
+	c.DocsPath = ""
+	c.SchemasPath = ""
+	// The document is served by an operation of its own (see openapi.go) so
+	// that it lists itself: the contract names every endpoint there is.
+	c.OpenAPIPath = ""
+	// A misspelt filter (?countyr=JP) would otherwise silently list all.
+	c.RejectUnknownQueryParameters = true
+	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		securityScheme: {Type: "http", Scheme: "bearer", Description: "API key: sk_sandbox_... or sk_live_..."},
+	}
+	c.OnAddOperation = append(c.OnAddOperation, documentHeaders)
+	return c
+}
+
+// documentHeaders declares the headers every response carries.
+func documentHeaders(_ *huma.OpenAPI, op *huma.Operation) {
+	str := &huma.Schema{Type: huma.TypeString}
+	integer := &huma.Schema{Type: huma.TypeInteger}
+	for status, resp := range op.Responses {
+		if resp.Headers == nil {
+			resp.Headers = map[string]*huma.Param{}
+		}
+		resp.Headers["Request-Id"] = &huma.Param{Description: "Unique id of this request.", Schema: str}
+		if len(op.Security) == 0 {
+			continue
+		}
+		resp.Headers["RateLimit-Limit"] = &huma.Param{Description: "Requests allowed per minute for this key.", Schema: integer}
+		resp.Headers["RateLimit-Remaining"] = &huma.Param{Description: "Requests left in the current window.", Schema: integer}
+		resp.Headers["RateLimit-Reset"] = &huma.Param{Description: "Seconds until the full allowance is back.", Schema: integer}
+		if status == "429" {
+			resp.Headers["Retry-After"] = &huma.Param{Description: "Seconds to wait: 60.", Schema: integer}
+		}
+	}
+}
+
+type handlers struct {
+	Deps
+	api huma.API
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) gateway.Principal {
+	p, _ := ctx.Value(principalKey{}).(gateway.Principal)
+	return p
+}
+
+// retryAfter is the spec's fixed back-off for rate_limited.
+const retryAfter = "60"
+
+// authenticate runs before every operation that declares bearer security:
+// it resolves the key, then charges the request to the key's rate limit and
+// sets the RateLimit-* headers.
+func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
+	if len(ctx.Operation().Security) == 0 {
+		next(ctx)
+		return
+	}
+	scheme, secret, _ := strings.Cut(ctx.Header("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		secret = ""
+	}
+	p, err := a.Accounts.Authenticate(ctx.Context(), strings.TrimSpace(secret))
+	if err != nil {
+		ctx.SetHeader("WWW-Authenticate", `Bearer realm="esim"`)
+		a.fail(ctx, err)
+		return
+	}
+
+	limit := p.RateLimitPerMinute
+	if limit <= 0 {
+		limit = a.DefaultRateLimit
+	}
+	d, err := a.Limiter.Allow(ctx.Context(), p.KeyID, limit)
+	if err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	ctx.SetHeader("RateLimit-Limit", strconv.Itoa(d.Limit))
+	ctx.SetHeader("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	ctx.SetHeader("RateLimit-Reset", strconv.Itoa(int((d.ResetAfter+time.Second-1)/time.Second)))
+	if !d.Allowed {
+		ctx.SetHeader("Retry-After", retryAfter)
+		a.fail(ctx, gateway.ErrRateLimited)
+		return
+	}
+	next(huma.WithValue(ctx, principalKey{}, p))
+}
+
+func (a *handlers) fail(ctx huma.Context, err error) {
+	a.logInternal(ctx.Context(), err)
+	e := fromDomain(ctx.Context(), err).(*Error)
+	_ = huma.WriteErr(a.api, ctx, e.status, e.Body.Message)
+}
+
+// problem turns a use-case error into the response error, logging the ones
+// that are our fault.
+func (a *handlers) problem(ctx context.Context, err error) error {
+	a.logInternal(ctx, err)
+	return fromDomain(ctx, err)
+}
+
+func (a *handlers) logInternal(ctx context.Context, err error) {
+	for _, e := range publicErrors {
+		if errors.Is(err, e.err) {
+			return
+		}
+	}
+	a.Log.ErrorContext(ctx, "request failed", "err", err)
+}

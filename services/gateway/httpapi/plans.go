@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/biter777/countries"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/services/gateway"
+)
+
+// Plan is a catalogue plan priced in the caller's account currency.
+type Plan struct {
+	ID       string   `json:"id" format:"uuid"`
+	Name     string   `json:"name" example:"Japan 5 GB, 30 days"`
+	Type     string   `json:"type" enum:"fixed,per_day" doc:"fixed: a data amount valid for validity_days; per_day: unlimited data priced per day ordered."`
+	Coverage Coverage `json:"coverage"`
+	Data     PlanData `json:"data"`
+	// Pointers because the contract says null, not 0, where a value does
+	// not apply.
+	ValidityDays *int   `json:"validity_days" nullable:"true" doc:"Days the eSIM stays valid; null on per-day plans, where it is the days ordered."`
+	Price        Price  `json:"price"`
+	Status       string `json:"status" enum:"active"`
+}
+
+// Coverage says where a plan works.
+type Coverage struct {
+	Scope     string   `json:"scope" enum:"country,region,global"`
+	Countries []string `json:"countries" doc:"ISO 3166-1 alpha-2 codes."`
+	Region    *string  `json:"region" nullable:"true" doc:"Region name on regional plans, otherwise null." example:"Europe"`
+}
+
+// PlanData is the data allowance.
+type PlanData struct {
+	Unlimited  bool   `json:"unlimited"`
+	TotalBytes *int64 `json:"total_bytes" nullable:"true" doc:"null when unlimited."`
+}
+
+// Price is the plan's price; per day on per-day plans.
+type Price struct {
+	Amount   Amount `json:"amount"`
+	Currency string `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+// Pagination describes one page of a list.
+type Pagination struct {
+	Page    int  `json:"page"`
+	Limit   int  `json:"limit"`
+	Total   int  `json:"total"`
+	HasMore bool `json:"has_more"`
+}
+
+// Envelope wraps every successful payload.
+type Envelope[T any] struct {
+	Data T `json:"data"`
+}
+
+// ListEnvelope wraps a page of a list.
+type ListEnvelope[T any] struct {
+	Data       []T        `json:"data"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// PageParams are the paging query parameters of every list.
+type PageParams struct {
+	Page  int `query:"page" minimum:"1" default:"1" doc:"1-based page number."`
+	Limit int `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Items per page, 1 to 100."`
+}
+
+func (p PageParams) pagination(total int) Pagination {
+	return Pagination{Page: p.Page, Limit: p.Limit, Total: total, HasMore: p.Page*p.Limit < total}
+}
+
+type listPlansInput struct {
+	PageParams
+	Country string `query:"country" doc:"ISO 3166-1 alpha-2 code: only plans that cover this country." example:"JP"`
+	Type    string `query:"type" enum:"fixed,per_day" doc:"Only plans of this type."`
+}
+
+type listPlansOutput struct {
+	Body ListEnvelope[Plan]
+}
+
+type getPlanInput struct {
+	ID string `path:"id" doc:"Plan id (UUID) from GET /plans."`
+}
+
+type getPlanOutput struct {
+	Body Envelope[Plan]
+}
+
+var readErrors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusInternalServerError}
+
+func (a *handlers) registerPlans(api huma.API) {
+	huma.Register(api, huma.Operation{
+		OperationID: "list-plans",
+		Method:      http.MethodGet,
+		Path:        "/plans",
+		Summary:     "List plans",
+		Description: "Active plans priced in the account's currency, newest first.",
+		Tags:        []string{"Plans"},
+		Security:    bearerAuth,
+		Errors:      readErrors,
+	}, a.listPlans)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-plan",
+		Method:      http.MethodGet,
+		Path:        "/plans/{id}",
+		Summary:     "Get a plan",
+		Description: "A retired or unknown plan, or a malformed id, is not_found.",
+		Tags:        []string{"Plans"},
+		Security:    bearerAuth,
+		Errors:      append([]int{http.StatusNotFound}, readErrors...),
+	}, a.getPlan)
+}
+
+func (a *handlers) listPlans(ctx context.Context, in *listPlansInput) (*listPlansOutput, error) {
+	p := principalFrom(ctx)
+	country := ""
+	if in.Country != "" {
+		country = strings.ToUpper(in.Country)
+		if len(country) != 2 || countries.ByName(country) == countries.Unknown {
+			return nil, a.problem(ctx, gateway.Invalid("country", "must be an ISO 3166-1 alpha-2 country code such as JP"))
+		}
+	}
+	plans, total, err := a.Catalogue.ListPlans(ctx, gateway.PlanQuery{
+		Country:  country,
+		Type:     gateway.PlanType(in.Type),
+		Currency: p.Currency,
+		Page:     in.Page,
+		Limit:    in.Limit,
+	})
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	out := &listPlansOutput{Body: ListEnvelope[Plan]{Data: make([]Plan, len(plans)), Pagination: in.pagination(total)}}
+	for i, plan := range plans {
+		out.Body.Data[i] = toPlan(plan)
+	}
+	return out, nil
+}
+
+func (a *handlers) getPlan(ctx context.Context, in *getPlanInput) (*getPlanOutput, error) {
+	// A malformed id can name no plan: not_found, like an unknown one.
+	id, err := uuid.Parse(in.ID)
+	if err != nil {
+		return nil, a.problem(ctx, gateway.ErrNotFound)
+	}
+	plan, err := a.Catalogue.GetPlan(ctx, id.String(), principalFrom(ctx).Currency)
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	return &getPlanOutput{Body: Envelope[Plan]{Data: toPlan(plan)}}, nil
+}
+
+func toPlan(p gateway.Plan) Plan {
+	out := Plan{
+		ID:       p.ID,
+		Name:     p.Name,
+		Type:     string(p.Type),
+		Coverage: Coverage{Scope: p.Scope, Countries: p.Countries},
+		Data:     PlanData{Unlimited: p.Unlimited},
+		Price:    Price{Amount: Amount(p.PriceMinor), Currency: p.Currency},
+		Status:   p.Status,
+	}
+	if out.Coverage.Countries == nil {
+		out.Coverage.Countries = []string{}
+	}
+	if p.Region != "" {
+		out.Coverage.Region = &p.Region
+	}
+	if !p.Unlimited {
+		out.Data.TotalBytes = &p.TotalBytes
+	}
+	if p.Type != gateway.PerDay {
+		out.ValidityDays = &p.ValidityDays
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+// Package server assembles the gateway from its configuration, so that
+// main, tests and the benchmark start the very same thing.
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/gateway"
+	"github.com/esimplatform/esim/services/gateway/httpapi"
+	"github.com/esimplatform/esim/services/gateway/redis"
+	"github.com/esimplatform/esim/services/gateway/twirpclient"
+)
+
+// Server is an assembled gateway.
+type Server struct {
+	handler http.Handler
+	openAPI *huma.OpenAPI
+	redis   *goredis.Client
+}
+
+// New wires the gateway. It does not fail when Redis is down: the gateway
+// then authenticates without its cache and rate-limits per replica (see
+// gateway.FailoverLimiter), and says so in its logs.
+func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
+	if cfg.AuthCacheTTL <= 0 || cfg.AuthCacheTTL >= 5*time.Second {
+		return nil, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and below 5s, the promised revocation delay", cfg.AuthCacheTTL)
+	}
+	if cfg.RateLimitPerMinute <= 0 {
+		return nil, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", cfg.RateLimitPerMinute)
+	}
+	log := tel.Logger
+
+	// 1. Redis: rate-limit counters and the auth cache.
+	rdb, err := redis.Connect(cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		log.WarnContext(ctx, "redis unreachable at start; running degraded until it answers", "err", err)
+	}
+
+	// 2. The services the gateway fronts, over Twirp.
+	hc := telemetry.HTTPClient(cfg.ServiceTimeout)
+	accounts := &gateway.CachedAccounts{
+		Accounts: twirpclient.NewAccounts(cfg.AccountsURL, hc),
+		Cache:    redis.NewAuthCache(rdb),
+		TTL:      cfg.AuthCacheTTL,
+		Log:      log,
+	}
+	limiter := &gateway.FailoverLimiter{
+		Shared:   redis.NewRateLimiter(rdb),
+		Local:    gateway.NewLocalLimiter(),
+		Log:      log,
+		Cooldown: time.Second,
+	}
+
+	// 3. The public API.
+	api, doc := httpapi.New(httpapi.Deps{
+		Accounts:         accounts,
+		Catalogue:        twirpclient.NewCatalogue(cfg.CatalogueURL, hc),
+		Limiter:          limiter,
+		DefaultRateLimit: cfg.RateLimitPerMinute,
+		Log:              log,
+	})
+	return &Server{
+		// Readiness has no checks on purpose: with Redis down the gateway
+		// still serves, and with accounts or catalogue down it answers with
+		// proper JSON errors rather than vanishing from the load balancer.
+		handler: freshRequestID(httpserver.Handler(httpserver.Routes{
+			Name:    "gateway",
+			App:     api,
+			Metrics: tel.MetricsHandler,
+		})),
+		openAPI: doc,
+		redis:   rdb,
+	}, nil
+}
+
+// Handler serves the public API, probes and metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// OpenAPI is the generated contract, for tests that validate responses.
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.openAPI }
+
+// Close releases the Redis connections.
+func (s *Server) Close() { _ = s.redis.Close() }
+
+// freshRequestID drops any Request-Id a partner sent: ids on the public
+// surface are ours, so support can trust them.
+func freshRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(telemetry.RequestIDHeader)
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,568 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	accountsserver "github.com/esimplatform/esim/services/accounts/server"
+	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
+	"github.com/esimplatform/esim/services/gateway/server"
+)
+
+func init() {
+	// Plan and key ids are UUID v7 or v5; RFC 9562 covers both.
+	openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
+}
+
+// platform is a gateway in front of real accounts and catalogue servers,
+// each a real HTTP server on loopback with its own Postgres database, and
+// the real Redis.
+type platform struct {
+	t         *testing.T
+	gateway   string
+	accounts  accountsv1.Accounts
+	catalogue cataloguev1.Catalogue
+	router    routers.Router
+	spec      []byte
+}
+
+type options struct {
+	redisURL         string
+	defaultRateLimit int
+}
+
+func redisURL() string {
+	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+func start(t *testing.T, opt options) *platform {
+	t.Helper()
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "test", telemetry.Config{LogLevel: "error"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	acc, err := accountsserver.New(ctx, accountsserver.Config{DatabaseURL: pgtest.NewDatabase(t)}, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(acc.Close)
+	accSrv := httptest.NewServer(acc.Handler())
+	t.Cleanup(accSrv.Close)
+
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true}, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cat.Close)
+	catSrv := httptest.NewServer(cat.Handler())
+	t.Cleanup(catSrv.Close)
+
+	if opt.redisURL == "" {
+		opt.redisURL = redisURL()
+	}
+	if opt.defaultRateLimit == 0 {
+		opt.defaultRateLimit = 1200
+	}
+	gw, err := server.New(ctx, server.Config{
+		AccountsURL:        accSrv.URL,
+		CatalogueURL:       catSrv.URL,
+		ServiceTimeout:     5 * time.Second,
+		RedisURL:           opt.redisURL,
+		RateLimitPerMinute: opt.defaultRateLimit,
+		AuthCacheTTL:       2 * time.Second,
+	}, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	gwSrv := httptest.NewServer(gw.Handler())
+	t.Cleanup(gwSrv.Close)
+
+	p := &platform{
+		t:         t,
+		gateway:   gwSrv.URL,
+		accounts:  accountsv1.NewAccountsProtobufClient(accSrv.URL, http.DefaultClient),
+		catalogue: cataloguev1.NewCatalogueProtobufClient(catSrv.URL, http.DefaultClient),
+	}
+	p.loadSpec()
+	return p
+}
+
+// loadSpec fetches the served OpenAPI document and prepares a router that
+// every later response is validated against.
+func (p *platform) loadSpec() {
+	resp, err := http.Get(p.gateway + "/v1/openapi.json")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p.spec, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("openapi.json: %d %s", resp.StatusCode, p.spec)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(p.spec)
+	if err != nil {
+		p.t.Fatalf("load openapi: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		p.t.Fatalf("openapi document is invalid: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: p.gateway + "/v1"}}
+	p.router, err = gorillamux.NewRouter(doc)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// account creates an account and a key in env; it returns both ids and the
+// secret.
+func (p *platform) account(currency string, env accountsv1.Environment) (accountID, keyID, secret string) {
+	p.t.Helper()
+	ctx := context.Background()
+	a, err := p.accounts.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Test Travel " + currency, Currency: currency})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	k, err := p.accounts.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: env, Name: "test"})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return a.GetId(), k.GetKey().GetId(), k.GetSecret()
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// get sends a GET with the given Authorization header value (none when
+// empty) and validates the response against the OpenAPI document.
+func (p *platform) get(path, authorization string) response {
+	p.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, p.gateway+path, nil)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, body: body}
+	p.validate(req, r)
+	if r.header.Get("Request-Id") == "" {
+		p.t.Errorf("GET %s: no Request-Id header", path)
+	}
+	return r
+}
+
+func (p *platform) validate(req *http.Request, r response) {
+	p.t.Helper()
+	route, params, err := p.router.FindRoute(req)
+	if err != nil {
+		// Only paths outside the contract may miss; they must still answer
+		// with the error body.
+		if r.status != http.StatusNotFound {
+			p.t.Errorf("%s %s is not in the OpenAPI document but answered %d", req.Method, req.URL.Path, r.status)
+		}
+		return
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 r.status,
+		Header:                 r.header,
+		Body:                   io.NopCloser(bytes.NewReader(r.body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	})
+	if err != nil {
+		p.t.Errorf("%s %s -> %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL, r.status, err, r.body)
+	}
+}
+
+type planJSON struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Coverage struct {
+		Scope     string   `json:"scope"`
+		Countries []string `json:"countries"`
+	} `json:"coverage"`
+	Data struct {
+		Unlimited  bool   `json:"unlimited"`
+		TotalBytes *int64 `json:"total_bytes"`
+	} `json:"data"`
+	ValidityDays *int `json:"validity_days"`
+	Price        struct {
+		Amount   json.Number `json:"amount"`
+		Currency string      `json:"currency"`
+	} `json:"price"`
+}
+
+type planList struct {
+	Data       []planJSON `json:"data"`
+	Pagination struct {
+		Page    int  `json:"page"`
+		Limit   int  `json:"limit"`
+		Total   int  `json:"total"`
+		HasMore bool `json:"has_more"`
+	} `json:"pagination"`
+}
+
+type errorJSON struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Details []struct {
+			Field  string `json:"field"`
+			Reason string `json:"reason"`
+		} `json:"details"`
+		RequestID string `json:"request_id"`
+	} `json:"error"`
+}
+
+func (p *platform) expectError(r response, status int, code string) errorJSON {
+	p.t.Helper()
+	if r.status != status {
+		p.t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	}
+	var e errorJSON
+	r.json(p.t, &e)
+	if e.Error.Code != code || e.Error.Message == "" {
+		p.t.Fatalf("error %+v, want code %s with a message", e.Error, code)
+	}
+	if e.Error.RequestID == "" || e.Error.RequestID != r.header.Get("Request-Id") {
+		p.t.Fatalf("request_id %q does not match the Request-Id header %q", e.Error.RequestID, r.header.Get("Request-Id"))
+	}
+	return e
+}
+
+func bearer(secret string) string { return "Bearer " + secret }
+
+var twoDecimals = regexp.MustCompile(`"amount":\d+\.\d\d[,}]`)
+
+func TestListPlansByCountryIsPagedAndCovered(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+
+	r := p.get("/v1/plans?country=JP&limit=5", bearer(key))
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var list planList
+	r.json(t, &list)
+	if len(list.Data) == 0 || len(list.Data) > 5 {
+		t.Fatalf("%d plans, want 1..5", len(list.Data))
+	}
+	if pg := list.Pagination; pg.Total <= 0 || pg.Page != 1 || pg.Limit != 5 || pg.HasMore != (pg.Total > 5) {
+		t.Fatalf("pagination %+v", pg)
+	}
+	for _, plan := range list.Data {
+		if !slices.Contains(plan.Coverage.Countries, "JP") {
+			t.Errorf("plan %s does not cover JP: %v", plan.ID, plan.Coverage.Countries)
+		}
+		if plan.Price.Currency != "USD" {
+			t.Errorf("plan %s priced in %s, want the account's USD", plan.ID, plan.Price.Currency)
+		}
+	}
+	if !twoDecimals.Match(r.body) {
+		t.Errorf("amounts must carry two decimals: %s", r.body)
+	}
+	for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} {
+		if r.header.Get(h) == "" {
+			t.Errorf("missing %s header", h)
+		}
+	}
+
+	// Lower-case codes are accepted, and the next page holds other plans.
+	if list.Pagination.HasMore {
+		r2 := p.get("/v1/plans?country=jp&limit=5&page=2", bearer(key))
+		var page2 planList
+		r2.json(t, &page2)
+		if r2.status != http.StatusOK || len(page2.Data) == 0 || page2.Pagination.Total != list.Pagination.Total {
+			t.Fatalf("page 2: %d %s", r2.status, r2.body)
+		}
+		for _, a := range page2.Data {
+			for _, b := range list.Data {
+				if a.ID == b.ID {
+					t.Fatalf("plan %s on both pages", a.ID)
+				}
+			}
+		}
+	}
+}
+
+func TestListPlansByTypeAndCurrency(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("EUR", accountsv1.Environment_ENVIRONMENT_LIVE)
+
+	r := p.get("/v1/plans?type=per_day&limit=100", bearer(key))
+	var list planList
+	r.json(t, &list)
+	if r.status != http.StatusOK || len(list.Data) == 0 {
+		t.Fatalf("status %d, %d plans", r.status, len(list.Data))
+	}
+	for _, plan := range list.Data {
+		if plan.Type != "per_day" || !plan.Data.Unlimited || plan.Data.TotalBytes != nil || plan.ValidityDays != nil {
+			t.Errorf("plan %s is not a per-day plan as the contract shows one: %+v", plan.ID, plan)
+		}
+		if plan.Price.Currency != "EUR" {
+			t.Errorf("plan %s priced in %s, want EUR", plan.ID, plan.Price.Currency)
+		}
+	}
+
+	r = p.get("/v1/plans?type=fixed&limit=100", bearer(key))
+	r.json(t, &list)
+	for _, plan := range list.Data {
+		if plan.Type != "fixed" || plan.Data.TotalBytes == nil || plan.ValidityDays == nil {
+			t.Errorf("plan %s: %+v, want a fixed plan with bytes and validity", plan.ID, plan)
+		}
+	}
+}
+
+func TestBadQueryParametersNameTheParameter(t *testing.T) {
+	p := start(t, options{})
+	accountID, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	_ = accountID
+	for _, tc := range []struct{ query, field string }{
+		{"limit=101", "limit"},
+		{"limit=0", "limit"},
+		{"limit=abc", "limit"},
+		{"page=0", "page"},
+		{"page=-3", "page"},
+		{"country=ZZZ", "country"},
+		{"country=ZZ", "country"},
+		{"country=1", "country"},
+		{"type=bundle", "type"},
+		{"countyr=JP", "countyr"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			r := p.get("/v1/plans?"+tc.query, bearer(key))
+			e := p.expectError(r, http.StatusBadRequest, "invalid_request")
+			if len(e.Error.Details) == 0 || e.Error.Details[0].Field != tc.field || e.Error.Details[0].Reason == "" {
+				t.Fatalf("details %+v, want the field %q with a reason", e.Error.Details, tc.field)
+			}
+		})
+	}
+}
+
+func TestUnauthorizedRequests(t *testing.T) {
+	p := start(t, options{})
+	for name, auth := range map[string]string{
+		"no header":        "",
+		"nonsense":         "Bearer nonsense",
+		"wrong scheme":     "Basic c2tfc2FuZGJveF94",
+		"empty bearer":     "Bearer ",
+		"well-formed fake": "Bearer sk_live_0123456789abcdefghijABCDEFGHIJ0123456789ab",
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := p.get("/v1/plans", auth)
+			p.expectError(r, http.StatusUnauthorized, "unauthorized")
+			if r.header.Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+}
+
+func TestRevokedKeyStopsWorkingWithinFiveSeconds(t *testing.T) {
+	p := start(t, options{})
+	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+
+	// Warm the auth cache, so the revocation has to beat a cached answer.
+	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
+		t.Fatalf("before revoke: %d %s", r.status, r.body)
+	}
+	if _, err := p.accounts.RevokeKey(context.Background(), &accountsv1.RevokeKeyRequest{AccountId: accountID, KeyId: keyID}); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Now()
+	for {
+		r := p.get("/v1/plans?limit=1", bearer(key))
+		if r.status == http.StatusUnauthorized {
+			p.expectError(r, http.StatusUnauthorized, "unauthorized")
+			break
+		}
+		if time.Since(revokedAt) > 5*time.Second {
+			t.Fatalf("revoked key still answered %d after 5 s", r.status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestPlanByID(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("GBP", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+
+	var list planList
+	p.get("/v1/plans?country=JP&limit=1", bearer(key)).json(t, &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("no JP plan to fetch")
+	}
+	id := list.Data[0].ID
+
+	r := p.get("/v1/plans/"+id, bearer(key))
+	var one struct{ Data planJSON }
+	r.json(t, &one)
+	if r.status != http.StatusOK || one.Data.ID != id || one.Data.Price.Currency != "GBP" {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+
+	// Retired: gone from GET /plans/{id} and from the list.
+	if _, err := p.catalogue.RetirePlan(context.Background(), &cataloguev1.RetirePlanRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	p.expectError(p.get("/v1/plans/"+id, bearer(key)), http.StatusNotFound, "not_found")
+	var after planList
+	p.get("/v1/plans?country=JP&limit=100", bearer(key)).json(t, &after)
+	for _, plan := range after.Data {
+		if plan.ID == id {
+			t.Fatal("retired plan still listed")
+		}
+	}
+	if after.Pagination.Total != list.Pagination.Total-1 {
+		t.Fatalf("total %d after retiring one of %d", after.Pagination.Total, list.Pagination.Total)
+	}
+
+	for _, bad := range []string{"0190b7a4-0000-7000-8000-000000000000", "not-a-uuid", "123", url.PathEscape("'; DROP TABLE plans; --")} {
+		p.expectError(p.get("/v1/plans/"+bad, bearer(key)), http.StatusNotFound, "not_found")
+	}
+}
+
+func TestRateLimitPerKey(t *testing.T) {
+	p := start(t, options{})
+	accountID, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	if _, err := p.accounts.SetRateLimit(context.Background(), &accountsv1.SetRateLimitRequest{AccountId: accountID, RateLimitPerMinute: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// The account's limit reaches the gateway with the next authentication;
+	// a fresh key avoids waiting for the cached one to expire.
+	k, err := p.accounts.CreateKey(context.Background(), &accountsv1.CreateKeyRequest{AccountId: accountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = key
+	for i := range 3 {
+		r := p.get("/v1/plans?limit=1", bearer(k.GetSecret()))
+		if r.status != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, r.status, r.body)
+		}
+		if got, want := r.header.Get("RateLimit-Remaining"), fmt.Sprint(2-i); got != want || r.header.Get("RateLimit-Limit") != "3" {
+			t.Fatalf("request %d: RateLimit-Limit %s Remaining %s, want 3 and %s", i+1, r.header.Get("RateLimit-Limit"), got, want)
+		}
+	}
+	r := p.get("/v1/plans?limit=1", bearer(k.GetSecret()))
+	p.expectError(r, http.StatusTooManyRequests, "rate_limited")
+	if r.header.Get("Retry-After") != "60" || r.header.Get("RateLimit-Remaining") != "0" {
+		t.Fatalf("Retry-After %q Remaining %q", r.header.Get("Retry-After"), r.header.Get("RateLimit-Remaining"))
+	}
+}
+
+func TestDefaultRateLimitAndRedisOutage(t *testing.T) {
+	for name, redis := range map[string]string{"redis up": "", "redis down": "redis://127.0.0.1:1/0"} {
+		t.Run(name, func(t *testing.T) {
+			p := start(t, options{redisURL: redis, defaultRateLimit: 2})
+			_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+			for i := range 2 {
+				if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
+					t.Fatalf("request %d: %d %s", i+1, r.status, r.body)
+				}
+			}
+			r := p.get("/v1/plans?limit=1", bearer(key))
+			p.expectError(r, http.StatusTooManyRequests, "rate_limited")
+			if r.header.Get("Retry-After") != "60" {
+				t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+			}
+		})
+	}
+}
+
+func TestOpenAPIDocumentListsExactlyTheImplementedEndpoints(t *testing.T) {
+	p := start(t, options{})
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(p.spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q, want 3.1.0", doc.OpenAPI)
+	}
+	var got []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			got = append(got, strings.ToUpper(method)+" "+path)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"GET /openapi.json", "GET /plans", "GET /plans/{id}"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("documented %v, want %v", got, want)
+	}
+	// Each documented endpoint answers (none is a paper route).
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	for _, path := range []string{"/v1/openapi.json", "/v1/plans"} {
+		if r := p.get(path, bearer(key)); r.status != http.StatusOK {
+			t.Errorf("%s: %d", path, r.status)
+		}
+	}
+}
+
+func TestRequestIDsAreOursAndUnknownRoutesAnswerJSON(t *testing.T) {
+	p := start(t, options{})
+	req, _ := http.NewRequest(http.MethodGet, p.gateway+"/v1/plans", nil)
+	req.Header.Set("Request-Id", "spoofed")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if id := resp.Header.Get("Request-Id"); id == "spoofed" || !strings.HasPrefix(id, "req_") {
+		t.Fatalf("Request-Id %q: the gateway must issue its own", id)
+	}
+	seen := map[string]bool{}
+	for _, path := range []string{"/v1/nope", "/", "/v2/plans"} {
+		r := p.get(path, "")
+		e := p.expectError(r, http.StatusNotFound, "not_found")
+		if seen[e.Error.RequestID] {
+			t.Fatal("request ids repeat")
+		}
+		seen[e.Error.RequestID] = true
+	}
+}

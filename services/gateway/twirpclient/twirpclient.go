@@ -1,0 +1,163 @@
+// Package twirpclient adapts the accounts and catalogue Twirp services to
+// the gateway's interfaces. It is the one place Twirp error codes become
+// gateway errors.
+package twirpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/twitchtv/twirp"
+
+	"github.com/esimplatform/esim/services/gateway"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+)
+
+// translate maps a Twirp error from a service to the gateway's vocabulary.
+// Anything not listed is the platform's fault and stays an internal error.
+func translate(service string, err error) error {
+	var terr twirp.Error
+	if !errors.As(err, &terr) {
+		return fmt.Errorf("%s: %w", service, err)
+	}
+	switch terr.Code() {
+	case twirp.Unauthenticated:
+		return gateway.ErrUnauthorized
+	case twirp.NotFound:
+		return gateway.ErrNotFound
+	case twirp.InvalidArgument:
+		field := terr.Meta("argument")
+		if field == "" {
+			field = "request"
+		}
+		return gateway.Invalid(field, terr.Msg())
+	default:
+		return fmt.Errorf("%s: %s: %w", service, terr.Code(), err)
+	}
+}
+
+// Accounts authenticates keys with the accounts service.
+type Accounts struct {
+	client accountsv1.Accounts
+}
+
+// NewAccounts returns a client of the accounts service at baseURL.
+func NewAccounts(baseURL string, hc *http.Client) *Accounts {
+	return &Accounts{client: accountsv1.NewAccountsProtobufClient(baseURL, hc)}
+}
+
+var environments = map[accountsv1.Environment]gateway.Environment{
+	accountsv1.Environment_ENVIRONMENT_SANDBOX: gateway.Sandbox,
+	accountsv1.Environment_ENVIRONMENT_LIVE:    gateway.Live,
+}
+
+func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Principal, error) {
+	res, err := a.client.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: secret})
+	if err != nil {
+		return gateway.Principal{}, translate("accounts", err)
+	}
+	env, ok := environments[res.GetEnvironment()]
+	if !ok {
+		return gateway.Principal{}, fmt.Errorf("accounts: key %s has no environment", res.GetKeyId())
+	}
+	return gateway.Principal{
+		AccountID:          res.GetAccountId(),
+		Environment:        env,
+		KeyID:              res.GetKeyId(),
+		Currency:           res.GetCurrency(),
+		RateLimitPerMinute: int(res.GetRateLimitPerMinute()),
+	}, nil
+}
+
+// Catalogue reads plans from the catalogue service.
+type Catalogue struct {
+	client cataloguev1.Catalogue
+}
+
+// NewCatalogue returns a client of the catalogue service at baseURL.
+func NewCatalogue(baseURL string, hc *http.Client) *Catalogue {
+	return &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc)}
+}
+
+var planTypes = map[gateway.PlanType]cataloguev1.PlanType{
+	gateway.Fixed:  cataloguev1.PlanType_PLAN_TYPE_FIXED,
+	gateway.PerDay: cataloguev1.PlanType_PLAN_TYPE_PER_DAY,
+}
+
+func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gateway.Plan, int, error) {
+	res, err := c.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{
+		Country:  q.Country,
+		Type:     planTypes[q.Type],
+		Page:     int32(q.Page),
+		Limit:    int32(q.Limit),
+		Currency: q.Currency,
+	})
+	if err != nil {
+		return nil, 0, translate("catalogue", err)
+	}
+	plans := make([]gateway.Plan, 0, len(res.GetPlans()))
+	for _, p := range res.GetPlans() {
+		plan, ok := fromProto(p, q.Currency)
+		if !ok {
+			return nil, 0, fmt.Errorf("catalogue: plan %s listed without a %s price", p.GetId(), q.Currency)
+		}
+		plans = append(plans, plan)
+	}
+	return plans, int(res.GetTotal()), nil
+}
+
+func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.Plan, error) {
+	p, err := c.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+	if err != nil {
+		return gateway.Plan{}, translate("catalogue", err)
+	}
+	plan, ok := fromProto(p, currency)
+	if !ok {
+		// Not sold in the caller's currency: to this caller it does not exist.
+		return gateway.Plan{}, gateway.ErrNotFound
+	}
+	return plan, nil
+}
+
+var (
+	typeNames = map[cataloguev1.PlanType]gateway.PlanType{
+		cataloguev1.PlanType_PLAN_TYPE_FIXED:   gateway.Fixed,
+		cataloguev1.PlanType_PLAN_TYPE_PER_DAY: gateway.PerDay,
+	}
+	scopeNames = map[cataloguev1.CoverageScope]string{
+		cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY: "country",
+		cataloguev1.CoverageScope_COVERAGE_SCOPE_REGION:  "region",
+		cataloguev1.CoverageScope_COVERAGE_SCOPE_GLOBAL:  "global",
+	}
+	statusNames = map[cataloguev1.PlanStatus]string{
+		cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE:  "active",
+		cataloguev1.PlanStatus_PLAN_STATUS_RETIRED: "retired",
+	}
+)
+
+// fromProto picks the price in currency; ok is false when there is none.
+func fromProto(p *cataloguev1.Plan, currency string) (gateway.Plan, bool) {
+	for _, price := range p.GetPrices() {
+		if price.GetCurrency() != currency {
+			continue
+		}
+		return gateway.Plan{
+			ID:           p.GetId(),
+			Name:         p.GetName(),
+			Type:         typeNames[p.GetType()],
+			Scope:        scopeNames[p.GetScope()],
+			Countries:    p.GetCountries(),
+			Region:       p.GetRegion(),
+			Unlimited:    p.GetUnlimited(),
+			TotalBytes:   p.GetTotalBytes(),
+			ValidityDays: int(p.GetValidityDays()),
+			PriceMinor:   price.GetAmountMinor(),
+			Currency:     currency,
+			Status:       statusNames[p.GetStatus()],
+		}, true
+	}
+	return gateway.Plan{}, false
+}
