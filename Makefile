@@ -4,7 +4,8 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 # Every module of the workspace, from go.work.
-MODULES := $(shell sed -n 's/^[[:space:]]*\.\/\([^ )]*\)$$/\1/p' go.work)
+MODULES := $(shell go list -m -f '{{.Dir}}' | sed 's|^$(CURDIR)/||')
+PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 SERVICES := accounts catalogue gateway
 COMMANDS := esimctl platform bench
 TOOLS_BIN := $(CURDIR)/.bin
@@ -52,7 +53,7 @@ verify: generate ## fail when committed generated code is stale
 .PHONY: lint
 lint: ## gofmt, go vet and chart lint
 	@out=$$(gofmt -l $(MODULES) tools 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
-	go vet $(addprefix ./,$(addsuffix /...,$(MODULES)))
+	go vet $(PACKAGES)
 
 .PHONY: build
 build: ## build every binary into bin/
@@ -62,7 +63,7 @@ build: ## build every binary into bin/
 
 .PHONY: test
 test: ## run every test against the local Postgres and Redis
-	go test -count=1 $(addprefix ./,$(addsuffix /...,$(MODULES)))
+	go test -count=1 $(PACKAGES)
 
 .PHONY: run
 run: build ## start the whole platform on loopback
