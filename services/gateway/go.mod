@@ -13,7 +13,6 @@ replace (
 )
 
 require (
-	github.com/biter777/countries v1.7.5
 	github.com/danielgtaylor/huma/v2 v2.37.2
 	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/biter777/countries"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
@@ -119,18 +118,12 @@ func (a *handlers) registerPlans(api huma.API) {
 }
 
 func (a *handlers) listPlans(ctx context.Context, in *listPlansInput) (*listPlansOutput, error) {
-	p := principalFrom(ctx)
-	country := ""
-	if in.Country != "" {
-		country = strings.ToUpper(in.Country)
-		if len(country) != 2 || countries.ByName(country) == countries.Unknown {
-			return nil, a.problem(ctx, gateway.Invalid("country", "must be an ISO 3166-1 alpha-2 country code such as JP"))
-		}
-	}
+	// The catalogue owns the list of country codes and names a bad one as
+	// an invalid "country" argument.
 	plans, total, err := a.Catalogue.ListPlans(ctx, gateway.PlanQuery{
-		Country:  country,
+		Country:  strings.ToUpper(in.Country),
 		Type:     gateway.PlanType(in.Type),
-		Currency: p.Currency,
+		Currency: principalFrom(ctx).Currency,
 		Page:     in.Page,
 		Limit:    in.Limit,
 	})

@@ -11,9 +11,9 @@ import (
 
 	"github.com/twitchtv/twirp"
 
-	"github.com/esimplatform/esim/services/gateway"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/gateway"
 )
 
 // translate maps a Twirp error from a service to the gateway's vocabulary.
@@ -29,11 +29,14 @@ func translate(service string, err error) error {
 	case twirp.NotFound:
 		return gateway.ErrNotFound
 	case twirp.InvalidArgument:
-		field := terr.Meta("argument")
+		field, reason := terr.Meta("argument"), terr.Meta("reason")
 		if field == "" {
 			field = "request"
 		}
-		return gateway.Invalid(field, terr.Msg())
+		if reason == "" {
+			reason = terr.Msg()
+		}
+		return gateway.Invalid(field, reason)
 	default:
 		return fmt.Errorf("%s: %s: %w", service, terr.Code(), err)
 	}
