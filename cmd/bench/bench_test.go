@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// flaky answers 500 to every fourth request and takes about 1 ms.
+func flaky() (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk_test" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		time.Sleep(time.Millisecond)
+		if n.Add(1)%4 == 0 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	}))
+	return srv, &n
+}
+
+func TestClosedLoopCountsNon2xxAsErrors(t *testing.T) {
+	srv, served := flaky()
+	defer srv.Close()
+	res := closedLoop(context.Background(), newTarget("flaky", srv.URL, "sk_test", 4), 4, 500*time.Millisecond)
+	if res.Requests < 100 || int64(res.Requests) != served.Load() {
+		t.Fatalf("requests %d, server saw %d", res.Requests, served.Load())
+	}
+	if want := res.Requests / 4; res.Errors < want-4 || res.Errors > want+4 || !strings.Contains(res.FirstErr, "HTTP 500") {
+		t.Errorf("errors %d (%q), want about %d", res.Errors, res.FirstErr, want)
+	}
+	if res.P50 < time.Millisecond || res.P99 < res.P50 {
+		t.Errorf("p50 %s p99 %s", res.P50, res.P99)
+	}
+	if rps := res.RPS(); rps <= 0 || rps > float64(res.Requests)/0.5 {
+		t.Errorf("RPS %.0f from %d requests in %s", rps, res.Requests, res.Elapsed)
+	}
+
+	unauthorized := closedLoop(context.Background(), newTarget("no key", srv.URL, "", 1), 1, 100*time.Millisecond)
+	if unauthorized.Errors != unauthorized.Requests || unauthorized.RPS() != 0 {
+		t.Errorf("401s must all be errors: %+v", unauthorized)
+	}
+}
+
+func TestOpenLoopOffersTheRequestedRate(t *testing.T) {
+	srv, served := flaky()
+	defer srv.Close()
+	res := openLoop(context.Background(), newTarget("flaky", srv.URL, "sk_test", 16), 400, 16, time.Second)
+	if res.Requests != 400 || served.Load() != 400 {
+		t.Fatalf("sent %d, server saw %d, want 400", res.Requests, served.Load())
+	}
+	if res.Elapsed < 900*time.Millisecond || res.Elapsed > 2*time.Second {
+		t.Errorf("400 requests at 400/s took %s", res.Elapsed)
+	}
+	if res.Errors != 100 {
+		t.Errorf("errors %d, want 100", res.Errors)
+	}
+}
+
+// An overloaded target must show its queueing in the open-loop latency.
+func TestOpenLoopMeasuresFromTheScheduledTime(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(10 * time.Millisecond)
+	}))
+	defer srv.Close()
+	// One worker can do about 100/s; 300/s are offered for half a second.
+	res := openLoop(context.Background(), newTarget("slow", srv.URL, "", 1), 300, 1, 500*time.Millisecond)
+	if res.P99 < 500*time.Millisecond {
+		t.Errorf("p99 %s hides the queue of a target serving a third of the offered rate", res.P99)
+	}
+}
+
+func TestReportMarksTargets(t *testing.T) {
+	r := report{
+		cfg: config{duration: time.Second, concurrency: 8}, cpus: 2, goVersion: "go1.26",
+		rows: []measurement{
+			{name: "gateway", closed: result{Requests: 300, Elapsed: time.Second}, open: result{Requests: 150, Rate: 150, P99: 4 * time.Millisecond, Elapsed: time.Second}},
+			{name: "bare net/http", closed: result{Requests: 1000, Elapsed: time.Second}, open: result{Requests: 500, Rate: 500, Elapsed: time.Second}},
+		},
+		mem: []memory{{name: "gateway", pid: 1, hwm: "20.0 MiB"}},
+	}
+	md := r.markdown()
+	for _, want := range []string{
+		"Throughput ratio gateway / bare: **0.30**",
+		"| gateway / bare throughput ratio >= 0.25 | 0.30 | met |",
+		"| gateway p99 at half of max < 10.00 ms | 4.00 ms | met |",
+		"| gateway | 300 |", "| gateway | 1 | 20.0 MiB |", "nproc): 2",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	r.rows[0].closed.Requests = 200
+	r.rows[0].open.P99 = 12 * time.Millisecond
+	md = r.markdown()
+	for _, want := range []string{"| 0.20 | not met |", "| 12.00 ms | not met |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+// Command bench measures what the gateway costs: it starts the platform the
+// way `make run` does and loads GET /v1/plans/{id} through the gateway (real
+// key, auth cache, rate limiter, Twirp, Postgres) side by side with a bare
+// net/http handler serving the same body, then writes BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/esimplatform/esim/cmd/internal/platform"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	out         string
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency int
+	pgURL       string
+	redisURL    string
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	envOr := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	var cfg config
+	var bareBody string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.out, "out", "BENCHMARKS.md", "write the markdown report to this `file` (empty: stdout only)")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each measured phase (4 phases in all)")
+	fs.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "unmeasured load before each target's phases")
+	fs.IntVar(&cfg.concurrency, "concurrency", 16, "closed-loop workers, each with its own keep-alive connection")
+	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
+	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
+	// Internal: the baseline server is this binary re-executed.
+	fs.StringVar(&bareBody, serveBareFlag, "", "internal: serve the body in `file` as the bare baseline")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if bareBody != "" {
+		return serveBare(ctx, bareBody, stdout, os.Stdin)
+	}
+	if cfg.concurrency < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
+		return fmt.Errorf("-concurrency must be >= 1 and -duration > 0")
+	}
+	return benchmark(ctx, cfg, stdout, stderr)
+}
+
+func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	say := func(format string, args ...any) { fmt.Fprintf(stderr, "==> "+format+"\n", args...) }
+	started := time.Now().UTC()
+
+	// 1. The platform as `make run` starts it, with the rate limit far above
+	// anything two cores can produce so the limiter is exercised but never
+	// rejects, and quiet logs so logging does not dominate.
+	const rateLimit = 1_000_000_000
+	quiet := []string{"LOG_LEVEL=warn"}
+	p, err := platform.Start(ctx, platform.Options{
+		PGURL:    cfg.pgURL,
+		RedisURL: cfg.redisURL,
+		RunDir:   filepath.Join(".run", "bench"),
+		KeyName:  "bench",
+		Env: map[string][]string{
+			platform.Gateway:   append([]string{"RATE_LIMIT_PER_MINUTE=" + strconv.Itoa(rateLimit)}, quiet...),
+			platform.Accounts:  quiet,
+			platform.Catalogue: quiet,
+		},
+		Progress: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		// The benchmark's key must not outlive it in the shared database.
+		err = errors.Join(err, p.RevokeSandboxKey(stopCtx), p.Stop(stopCtx))
+	}()
+
+	// 2. A real plan and its real body, so the baseline serves the same
+	// bytes the gateway does.
+	planID, body, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey)
+	if err != nil {
+		return err
+	}
+	bodyFile := filepath.Join(".run", "bench", "plan.json")
+	if err := os.WriteFile(bodyFile, body, 0o644); err != nil {
+		return err
+	}
+	bare, err := startBare(bodyFile)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = bare.stop() }()
+
+	pool := cfg.concurrency * 4
+	targets := []target{
+		newTarget("gateway", p.APIBaseURL+"/plans/"+planID, p.SandboxKey, pool),
+		newTarget("bare net/http", bare.url+"/v1/plans/"+planID, "", pool),
+	}
+
+	// 3. For each target: warm up, find the maximum with a closed loop, then
+	// offer half of it open-loop to see latency under a sustainable load.
+	rows := make([]measurement, 0, len(targets))
+	for _, t := range targets {
+		if cfg.warmup > 0 {
+			say("%s: warming up for %s", t.name, cfg.warmup)
+			closedLoop(ctx, t, cfg.concurrency, cfg.warmup)
+		}
+		say("%s: closed loop, %d workers, %s", t.name, cfg.concurrency, cfg.duration)
+		peak := closedLoop(ctx, t, cfg.concurrency, cfg.duration)
+		say("%s: %.0f req/s, p50 %s, p99 %s, %d errors", t.name, peak.RPS(), ms(peak.P50), ms(peak.P99), peak.Errors)
+		half := peak.RPS() / 2
+		if half < 1 {
+			return fmt.Errorf("%s: measured throughput %.1f req/s is too low to run the open loop (first error: %s)", t.name, peak.RPS(), peak.FirstErr)
+		}
+		say("%s: open loop at %.0f req/s, %s", t.name, half, cfg.duration)
+		open := openLoop(ctx, t, half, pool, cfg.duration)
+		say("%s: p50 %s, p99 %s, %d errors", t.name, ms(open.P50), ms(open.P99), open.Errors)
+		rows = append(rows, measurement{name: t.name, closed: peak, open: open})
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted: %w", err)
+		}
+	}
+
+	// 4. Peak memory while everything is still running.
+	var mem []memory
+	for _, s := range p.Services() {
+		mem = append(mem, memory{name: s.Name, pid: s.PID, hwm: peakRSS(s.PID)})
+	}
+	mem = append(mem, memory{name: "bare net/http", pid: bare.pid(), hwm: peakRSS(bare.pid())})
+
+	rep := report{
+		started: started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
+		goVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+		planID:    planID, bodyBytes: len(body), rows: rows, mem: mem,
+	}
+	md := rep.markdown()
+	fmt.Fprint(stdout, md)
+	if cfg.out != "" {
+		if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		say("wrote %s", cfg.out)
+	}
+	for _, r := range rows {
+		if r.closed.Errors+r.open.Errors > 0 {
+			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", r.name, r.closed.Errors+r.open.Errors, firstNonEmpty(r.closed.FirstErr, r.open.FirstErr))
+		}
+	}
+	return nil
+}
+
+// pickPlan finds a plan through the public API with the key, as a partner
+// would, and returns its id and the gateway's answer for it.
+func pickPlan(ctx context.Context, apiBase, key string) (string, []byte, error) {
+	get := func(url string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+		}
+		return body, nil
+	}
+	list, err := get(apiBase + "/plans?limit=1")
+	if err != nil {
+		return "", nil, fmt.Errorf("pick a plan: %w", err)
+	}
+	var plans struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(list, &plans); err != nil {
+		return "", nil, fmt.Errorf("pick a plan: decode GET /v1/plans: %w", err)
+	}
+	if len(plans.Data) == 0 || plans.Data[0].ID == "" {
+		return "", nil, errors.New("pick a plan: GET /v1/plans?limit=1 returned no plan; is the catalogue seeded?")
+	}
+	id := plans.Data[0].ID
+	body, err := get(apiBase + "/plans/" + id)
+	if err != nil {
+		return "", nil, fmt.Errorf("fetch plan %s: %w", id, err)
+	}
+	return id, body, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+)
+
+// accountView is an account in --json output.
+type accountView struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Currency string `json:"currency"`
+	// 0 means the gateway's default limit applies.
+	RateLimitPerMinute int32   `json:"rate_limit_per_minute"`
+	CreatedAt          *string `json:"created_at"`
+}
+
+func viewAccount(a *accountsv1.Account) accountView {
+	return accountView{
+		ID: a.GetId(), Name: a.GetName(), Currency: a.GetCurrency(),
+		RateLimitPerMinute: a.GetRateLimitPerMinute(), CreatedAt: timestamp(a.GetCreatedAt()),
+	}
+}
+
+func rateLimitText(n int32) string {
+	if n == 0 {
+		return "default"
+	}
+	return fmt.Sprintf("%d/min", n)
+}
+
+func (c *cli) accountsCommand() *cobra.Command {
+	return group("accounts", "Create, inspect and tune partner accounts",
+		c.accountsCreateCommand(), c.accountsGetCommand(), c.accountsListCommand(), c.accountsSetRateLimitCommand())
+}
+
+func (c *cli) accountsCreateCommand() *cobra.Command {
+	var name, currency string
+	var rateLimit int32
+	cmd := &cobra.Command{
+		Use:   "create --name NAME [--currency USD|EUR|GBP] [--rate-limit N]",
+		Short: "Register a partner account",
+		Long: `Register a partner account. The currency is fixed for the account's life:
+plans are priced and balances kept in it.`,
+		Example: `  esimctl accounts create --name "Acme Travel" --currency EUR`,
+		Args:    exactArgs(),
+	}
+	cmd.Flags().StringVar(&name, "name", "", "display name of the partner (required)")
+	cmd.Flags().StringVar(&currency, "currency", "USD", "account currency: USD, EUR or GBP")
+	cmd.Flags().Int32Var(&rateLimit, "rate-limit", 0, "requests per minute for each API key (0: the gateway's default)")
+	_ = cmd.MarkFlagRequired("name")
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		if strings.TrimSpace(name) == "" {
+			return usagef("--name must not be empty")
+		}
+		cur, err := parseCurrency(currency)
+		if err != nil {
+			return err
+		}
+		if rateLimit < 0 {
+			return usagef("--rate-limit must be 0 or more, got %d", rateLimit)
+		}
+		a, err := c.accounts().CreateAccount(ctx, &accountsv1.CreateAccountRequest{
+			Name: name, Currency: cur, RateLimitPerMinute: rateLimit,
+		})
+		if err != nil {
+			return c.callFailed("create account", "accounts", err)
+		}
+		if c.json {
+			return c.printJSON(viewAccount(a), nil)
+		}
+		fmt.Fprintf(c.stdout, "created account %s (%s, %s, rate limit %s)\n", a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()))
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) accountsGetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get ACCOUNT_ID",
+		Short: "Show one account",
+		Args:  exactArgs("ACCOUNT_ID"),
+	}
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
+		a, err := c.accounts().GetAccount(ctx, &accountsv1.GetAccountRequest{Id: args[0]})
+		if err != nil {
+			return c.callFailed("get account "+args[0], "accounts", err)
+		}
+		if c.json {
+			return c.printJSON(viewAccount(a), nil)
+		}
+		tw := table(c.stdout)
+		row(tw, "id:", a.GetId())
+		row(tw, "name:", a.GetName())
+		row(tw, "currency:", a.GetCurrency())
+		row(tw, "rate limit:", rateLimitText(a.GetRateLimitPerMinute()))
+		row(tw, "created:", when(a.GetCreatedAt()))
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (c *cli) accountsListCommand() *cobra.Command {
+	var page, limit int32
+	cmd := &cobra.Command{
+		Use:   "list [--page N] [--limit N]",
+		Short: "List partner accounts, newest first",
+		Args:  exactArgs(),
+	}
+	addPaging(cmd, &page, &limit)
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		if err := checkPaging(page, limit); err != nil {
+			return err
+		}
+		resp, err := c.accounts().ListAccounts(ctx, &accountsv1.ListAccountsRequest{Page: page, Limit: limit})
+		if err != nil {
+			return c.callFailed("list accounts", "accounts", err)
+		}
+		if c.json {
+			views := make([]accountView, 0, len(resp.GetAccounts()))
+			for _, a := range resp.GetAccounts() {
+				views = append(views, viewAccount(a))
+			}
+			return c.printJSON(views, newPagination(page, limit, resp.GetTotal()))
+		}
+		tw := table(c.stdout, "ID", "NAME", "CURRENCY", "RATE LIMIT", "CREATED")
+		for _, a := range resp.GetAccounts() {
+			row(tw, a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), when(a.GetCreatedAt()))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		c.pageFooter(page, limit, resp.GetTotal(), len(resp.GetAccounts()), "accounts")
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
+	var account string
+	var perMinute int32
+	cmd := &cobra.Command{
+		Use:   "set-rate-limit --account ID --per-minute N",
+		Short: "Set the requests per minute allowed to each API key of an account",
+		Long: `Set the requests per minute allowed to each API key of an account.
+0 goes back to the gateway's default (RATE_LIMIT_PER_MINUTE, 1200 unless configured).`,
+		Example: `  esimctl accounts set-rate-limit --account 0193... --per-minute 6000`,
+		Args:    exactArgs(),
+	}
+	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, "requests per minute per key; 0 for the default (required)")
+	_ = cmd.MarkFlagRequired("account")
+	_ = cmd.MarkFlagRequired("per-minute")
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		if perMinute < 0 {
+			return usagef("--per-minute must be 0 or more, got %d", perMinute)
+		}
+		a, err := c.accounts().SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: account, RateLimitPerMinute: perMinute})
+		if err != nil {
+			return c.callFailed("set rate limit of account "+account, "accounts", err)
+		}
+		if c.json {
+			return c.printJSON(viewAccount(a), nil)
+		}
+		fmt.Fprintf(c.stdout, "account %s: rate limit %s\n", a.GetId(), rateLimitText(a.GetRateLimitPerMinute()))
+		return nil
+	})
+	return cmd
+}
+
+// parseCurrency accepts the currencies the platform prices in; checking here
+// gives a usage error before any call is made.
+func parseCurrency(s string) (string, error) {
+	cur := strings.ToUpper(strings.TrimSpace(s))
+	switch cur {
+	case "USD", "EUR", "GBP":
+		return cur, nil
+	}
+	return "", usagef("invalid --currency %q: want USD, EUR or GBP", s)
+}
+
+func addPaging(cmd *cobra.Command, page, limit *int32) {
+	cmd.Flags().Int32Var(page, "page", 1, "page number, from 1")
+	cmd.Flags().Int32Var(limit, "limit", 20, "items per page, 1 to 100")
+}
+
+func checkPaging(page, limit int32) error {
+	if page < 1 {
+		return usagef("invalid --page %d: want 1 or more", page)
+	}
+	if limit < 1 || limit > 100 {
+		return usagef("invalid --limit %d: want 1 to 100", limit)
+	}
+	return nil
+}
+
+// pageFooter tells a human there is more than one page; scripts use --json.
+func (c *cli) pageFooter(page, limit, total int32, shown int, noun string) {
+	if shown == 0 {
+		fmt.Fprintf(c.stdout, "no %s on page %d (%d in total)\n", noun, page, total)
+		return
+	}
+	pages := (int64(total) + int64(limit) - 1) / int64(limit)
+	if pages > 1 {
+		fmt.Fprintf(c.stdout, "page %d of %d (%d %s; --page for more)\n", page, pages, total, noun)
+	}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+)
+
+// keyView is an API key in --json output. It never carries the secret: the
+// secret exists only in the answer to keys create.
+type keyView struct {
+	ID          string  `json:"id"`
+	AccountID   string  `json:"account_id"`
+	Environment string  `json:"environment"`
+	Prefix      string  `json:"prefix"`
+	Name        string  `json:"name"`
+	Status      string  `json:"status"`
+	CreatedAt   *string `json:"created_at"`
+	RevokedAt   *string `json:"revoked_at"`
+}
+
+type createdKeyView struct {
+	keyView
+	Secret string `json:"secret"`
+}
+
+func viewKey(k *accountsv1.ApiKey) keyView {
+	status := "active"
+	if k.GetRevokedAt() != nil {
+		status = "revoked"
+	}
+	return keyView{
+		ID: k.GetId(), AccountID: k.GetAccountId(), Environment: envName(k.GetEnvironment()),
+		Prefix: k.GetPrefix(), Name: k.GetName(), Status: status,
+		CreatedAt: timestamp(k.GetCreatedAt()), RevokedAt: timestamp(k.GetRevokedAt()),
+	}
+}
+
+func envName(e accountsv1.Environment) string {
+	switch e {
+	case accountsv1.Environment_ENVIRONMENT_SANDBOX:
+		return "sandbox"
+	case accountsv1.Environment_ENVIRONMENT_LIVE:
+		return "live"
+	}
+	return "unspecified"
+}
+
+func parseEnv(s string) (accountsv1.Environment, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "sandbox":
+		return accountsv1.Environment_ENVIRONMENT_SANDBOX, nil
+	case "live":
+		return accountsv1.Environment_ENVIRONMENT_LIVE, nil
+	}
+	return 0, usagef("invalid --env %q: want sandbox or live", s)
+}
+
+func (c *cli) keysCommand() *cobra.Command {
+	return group("keys", "Create, list and revoke partners' API keys",
+		c.keysCreateCommand(), c.keysListCommand(), c.keysRevokeCommand())
+}
+
+func (c *cli) keysCreateCommand() *cobra.Command {
+	var account, env, name string
+	cmd := &cobra.Command{
+		Use:   "create --account ID --env sandbox|live [--name NAME]",
+		Short: "Create an API key and print its secret once",
+		Long: `Create an API key. The secret is printed once and only its hash is stored:
+hand it to the partner over a secure channel now; it cannot be shown again.`,
+		Example: `  esimctl keys create --account 0193... --env sandbox --name "staging server"`,
+		Args:    exactArgs(),
+	}
+	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&env, "env", "", "environment the key runs in: sandbox or live (required)")
+	cmd.Flags().StringVar(&name, "name", "", "a label to recognise the key by")
+	_ = cmd.MarkFlagRequired("account")
+	_ = cmd.MarkFlagRequired("env")
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		environment, err := parseEnv(env)
+		if err != nil {
+			return err
+		}
+		resp, err := c.accounts().CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: account, Environment: environment, Name: name})
+		if err != nil {
+			return c.callFailed("create key for account "+account, "accounts", err)
+		}
+		// On stderr so it never pollutes what a script captures, yet an
+		// operator at a terminal always sees it.
+		fmt.Fprintln(c.stderr, "esimctl: store this secret now: it is shown only once and cannot be recovered.")
+		if c.json {
+			return c.printJSON(createdKeyView{keyView: viewKey(resp.GetKey()), Secret: resp.GetSecret()}, nil)
+		}
+		k := resp.GetKey()
+		fmt.Fprintf(c.stdout, "created %s key %s (%s) for account %s\n", envName(k.GetEnvironment()), k.GetId(), k.GetPrefix(), k.GetAccountId())
+		fmt.Fprintf(c.stdout, "secret: %s\n", resp.GetSecret())
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) keysListCommand() *cobra.Command {
+	var account string
+	cmd := &cobra.Command{
+		Use:   "list --account ID",
+		Short: "List an account's API keys (prefixes only, never secrets)",
+		Args:  exactArgs(),
+	}
+	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	_ = cmd.MarkFlagRequired("account")
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		resp, err := c.accounts().ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: account})
+		if err != nil {
+			return c.callFailed("list keys of account "+account, "accounts", err)
+		}
+		if c.json {
+			views := make([]keyView, 0, len(resp.GetKeys()))
+			for _, k := range resp.GetKeys() {
+				views = append(views, viewKey(k))
+			}
+			return c.printJSON(views, nil)
+		}
+		if len(resp.GetKeys()) == 0 {
+			fmt.Fprintf(c.stdout, "account %s has no API keys\n", account)
+			return nil
+		}
+		tw := table(c.stdout, "ID", "ENV", "PREFIX", "NAME", "STATUS", "CREATED", "REVOKED")
+		for _, k := range resp.GetKeys() {
+			v := viewKey(k)
+			row(tw, v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, when(k.GetCreatedAt()), when(k.GetRevokedAt()))
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (c *cli) keysRevokeCommand() *cobra.Command {
+	var account, key string
+	cmd := &cobra.Command{
+		Use:   "revoke --account ID --key KEY_ID",
+		Short: "Revoke an API key (the gateway stops accepting it within seconds)",
+		Args:  exactArgs(),
+	}
+	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&key, "key", "", "key id, as shown by keys list (required)")
+	_ = cmd.MarkFlagRequired("account")
+	_ = cmd.MarkFlagRequired("key")
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		k, err := c.accounts().RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: account, KeyId: key})
+		if err != nil {
+			return c.callFailed("revoke key "+key+" of account "+account, "accounts", err)
+		}
+		if c.json {
+			return c.printJSON(viewKey(k), nil)
+		}
+		fmt.Fprintf(c.stdout, "revoked %s key %s (%s) at %s\n", envName(k.GetEnvironment()), k.GetId(), k.GetPrefix(), when(k.GetRevokedAt()))
+		return nil
+	})
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

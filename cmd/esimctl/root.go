@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twitchtv/twirp"
+
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+)
+
+// Exit codes, as scripts (and kubectl, gh) expect them.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// The addresses of `make run`.
+const (
+	defaultAccountsURL  = "http://127.0.0.1:8081"
+	defaultCatalogueURL = "http://127.0.0.1:8082"
+)
+
+// cli holds what every command shares: where the services are, the output
+// mode and the streams. Nothing in it is global, so tests run it in-process.
+type cli struct {
+	stdout, stderr io.Writer
+
+	accountsURL  string
+	catalogueURL string
+	timeout      time.Duration
+	json         bool
+}
+
+// run executes one esimctl invocation and returns the process exit code:
+// 0 on success, 1 when the operation failed, 2 when the command line was
+// wrong.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
+	root := c.rootCommand(getenv)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var f *failure
+	if errors.As(err, &f) {
+		fmt.Fprintf(stderr, "esimctl: %s\n", f.msg)
+		return exitFailure
+	}
+	// Whatever cobra itself rejects (unknown flags and commands, missing
+	// required flags, argument counts) is a usage error, like our own.
+	fmt.Fprintf(stderr, "esimctl: %s\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
+	return exitUsage
+}
+
+func (c *cli) rootCommand(getenv func(string) string) *cobra.Command {
+	envOr := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	root := &cobra.Command{
+		Use:   "esimctl",
+		Short: "Operate the eSIM platform: partner accounts, API keys and the plan catalogue",
+		Long: `esimctl operates the eSIM platform over the services' internal APIs.
+
+Service addresses default to those of ` + "`make run`" + ` and can be set with flags or
+ESIM_ACCOUNTS_URL and ESIM_CATALOGUE_URL. With --json every command prints
+exactly one JSON object on stdout ({"data": ...}); errors always go to stderr
+with a non-zero exit status (1: the operation failed, 2: usage error).`,
+		Args:          noSubcommand,
+		RunE:          showHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&c.accountsURL, "accounts-url", envOr("ESIM_ACCOUNTS_URL", defaultAccountsURL), "accounts service base URL (env ESIM_ACCOUNTS_URL)")
+	pf.StringVar(&c.catalogueURL, "catalogue-url", envOr("ESIM_CATALOGUE_URL", defaultCatalogueURL), "catalogue service base URL (env ESIM_CATALOGUE_URL)")
+	pf.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a service call after this long")
+	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand())
+	return root
+}
+
+// group returns a command that only holds subcommands.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: showHelp}
+	g.AddCommand(subs...)
+	return g
+}
+
+// noSubcommand turns stray words after a group into a usage error; cobra
+// would otherwise print the help and exit 0, which hides typos in scripts.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+// exactArgs is cobra.ExactArgs with the argument names in the message.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) && len(names) == 0 {
+			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		}
+		if len(args) != len(names) {
+			return usagef("%s takes %d argument(s): %s (got %d)", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}
+
+// usageError is a command line that cannot work: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// failure is an operation that was attempted and failed: exit status 1.
+type failure struct{ msg string }
+
+func (e *failure) Error() string { return e.msg }
+
+// action adapts a command body: it bounds the whole command by --timeout and
+// keeps usage errors apart from failures.
+func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if c.timeout <= 0 {
+			return usagef("invalid --timeout %s: want a positive duration such as 10s", c.timeout)
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
+		defer cancel()
+		err := fn(ctx, cmd, args)
+		var u *usageError
+		var f *failure
+		if err == nil || errors.As(err, &u) || errors.As(err, &f) {
+			return err
+		}
+		return &failure{msg: err.Error()}
+	}
+}
+
+func (c *cli) accounts() accountsv1.Accounts {
+	return accountsv1.NewAccountsProtobufClient(c.accountsURL, &http.Client{})
+}
+
+func (c *cli) catalogue() cataloguev1.Catalogue {
+	return cataloguev1.NewCatalogueProtobufClient(c.catalogueURL, &http.Client{})
+}
+
+// callFailed words a failed service call for an operator: what was being
+// done, then the service's own message, or where the service was expected
+// and how to start it when it cannot be reached at all.
+func (c *cli) callFailed(what, service string, err error) error {
+	base, flag, env := c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL"
+	if service == "catalogue" {
+		base, flag, env = c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL"
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &failure{msg: fmt.Sprintf("%s: cannot reach the %s service at %s (connection refused); start the platform with `make run` or set %s / %s",
+			what, service, base, flag, env)}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s within %s (--timeout)", what, service, base, c.timeout)}
+	case errors.Is(err, context.Canceled):
+		return &failure{msg: fmt.Sprintf("%s: interrupted", what)}
+	}
+	var twerr twirp.Error
+	if errors.As(err, &twerr) {
+		msg := twerr.Msg()
+		if msg == "" {
+			msg = string(twerr.Code())
+		}
+		return &failure{msg: fmt.Sprintf("%s: %s", what, msg)}
+	}
+	return &failure{msg: fmt.Sprintf("%s: %v", what, err)}
+}

@@ -1,0 +1,362 @@
+// Package platform starts the whole eSIM platform on one machine: it checks
+// that the local Postgres and Redis answer, creates the services' databases,
+// runs every service binary as a child process on loopback, waits until each
+// is ready and hands back a demo partner with a working sandbox key. Both
+// `make run` (cmd/platform) and the benchmark (cmd/bench) start it this way,
+// so what is measured is what developers run.
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twitchtv/twirp"
+
+	"github.com/esimplatform/esim/libs/postgres"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+)
+
+// Service names, which are also the binary names in bin/ and the log file
+// names.
+const (
+	Accounts  = "accounts"
+	Catalogue = "catalogue"
+	Gateway   = "gateway"
+)
+
+// DemoAccountID is the demo partner of `make run`. It is fixed so reruns
+// find the same partner (and its orders) instead of creating a new one.
+const DemoAccountID = "de300000-0000-4000-8000-00000000d3e0"
+
+// DemoAccountName is the display name of the demo partner.
+const DemoAccountName = "Demo Partner"
+
+// Defaults of Options. The ports are those every document and the esimctl
+// defaults assume.
+const (
+	DefaultPGURL         = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	DefaultRedisURL      = "redis://127.0.0.1:6379/0"
+	DefaultGatewayAddr   = "127.0.0.1:8080"
+	DefaultAccountsAddr  = "127.0.0.1:8081"
+	DefaultCatalogueAddr = "127.0.0.1:8082"
+	DefaultKeyName       = "make run"
+)
+
+// How to start the dependencies on the machines of this project; printed
+// when a preflight check fails.
+const (
+	postgresStartHint = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+	redisStartHint    = `redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no`
+)
+
+// Options configure Start. The zero value starts the platform of `make run`.
+type Options struct {
+	// PGURL is the Postgres server (any database on it): the services'
+	// databases are created next to it.
+	PGURL string
+	// RedisURL is the Redis the gateway uses for rate limits and its cache.
+	RedisURL string
+	// Listen addresses of the services; loopback by default.
+	GatewayAddr, AccountsAddr, CatalogueAddr string
+	// BinDir holds the service binaries; by default the directory of the
+	// running executable, since `make build` puts every binary in bin/.
+	BinDir string
+	// RunDir receives logs/<service>.log; ".run" by default.
+	RunDir string
+	// Env adds or overrides environment variables of one service, keyed by
+	// service name ("gateway": {"RATE_LIMIT_PER_MINUTE=100000000"}).
+	Env map[string][]string
+	// KeyName names the sandbox key created at every start; earlier active
+	// keys of the demo account with this name are revoked.
+	KeyName string
+	// ReadyTimeout bounds the wait for each service's /readyz. The first
+	// start migrates and seeds, so it is generous by default (90 s).
+	ReadyTimeout time.Duration
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL (15 s).
+	StopGrace time.Duration
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	set := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	set(&o.PGURL, DefaultPGURL)
+	set(&o.RedisURL, DefaultRedisURL)
+	set(&o.GatewayAddr, DefaultGatewayAddr)
+	set(&o.AccountsAddr, DefaultAccountsAddr)
+	set(&o.CatalogueAddr, DefaultCatalogueAddr)
+	set(&o.RunDir, ".run")
+	set(&o.KeyName, DefaultKeyName)
+	if o.BinDir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("locate the running executable to find the service binaries next to it: %w", err)
+		}
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+		o.BinDir = filepath.Dir(exe)
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 90 * time.Second
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 15 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}
+
+// Service describes one running child.
+type Service struct {
+	Name string
+	// URL is the service's base URL (Twirp base URL for accounts and
+	// catalogue).
+	URL     string
+	PID     int
+	LogPath string
+}
+
+// Platform is a started platform. Stop it with Stop.
+type Platform struct {
+	// APIBaseURL is the public API, e.g. http://127.0.0.1:8080/v1.
+	APIBaseURL   string
+	GatewayURL   string
+	AccountsURL  string
+	CatalogueURL string
+	// DemoAccountID is the demo partner's account.
+	DemoAccountID string
+	// SandboxKey is a fresh secret of the demo partner, created by this start.
+	SandboxKey string
+	// SandboxKeyID identifies SandboxKey (for revocation).
+	SandboxKeyID string
+	LogDir       string
+
+	children []*child // in start order: accounts, catalogue, gateway
+	grace    time.Duration
+	exited   chan error
+}
+
+// Services lists the running children in start order.
+func (p *Platform) Services() []Service {
+	out := make([]Service, 0, len(p.children))
+	for _, c := range p.children {
+		out = append(out, Service{Name: c.name, URL: c.url, PID: c.pid(), LogPath: c.logPath})
+	}
+	return out
+}
+
+// Exited reports the first child that stops without being asked to, so a
+// caller that stays up (make run) does not keep advertising a dead platform.
+func (p *Platform) Exited() <-chan error { return p.exited }
+
+// Start brings the platform up. On error nothing it started is left running.
+func Start(ctx context.Context, opts Options) (*Platform, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(opts.Progress, "==> "+format+"\n", args...) }
+
+	// Everything that can be checked before starting a process is checked
+	// first, so a missing dependency gives one clear message instead of
+	// three services failing their readiness probes.
+	say("checking Postgres at %s and Redis at %s", postgres.Redact(opts.PGURL), redactRedis(opts.RedisURL))
+	if err := preflight(ctx, opts); err != nil {
+		return nil, err
+	}
+
+	accountsDB, err := databaseURL(opts.PGURL, "esim_accounts")
+	if err != nil {
+		return nil, err
+	}
+	catalogueDB, err := databaseURL(opts.PGURL, "esim_catalogue")
+	if err != nil {
+		return nil, err
+	}
+	for _, db := range []string{accountsDB, catalogueDB} {
+		if err := postgres.EnsureDatabase(ctx, db); err != nil {
+			return nil, fmt.Errorf("create database: %w", err)
+		}
+	}
+
+	logDir := filepath.Join(opts.RunDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+
+	accountsURL := "http://" + opts.AccountsAddr
+	catalogueURL := "http://" + opts.CatalogueAddr
+	gatewayURL := "http://" + opts.GatewayAddr
+	// SHUTDOWN_TIMEOUT is below StopGrace so a service drains on its own
+	// before Stop resorts to SIGKILL.
+	shutdown := (opts.StopGrace * 2 / 3).String()
+	common := []string{"SHUTDOWN_TIMEOUT=" + shutdown, "LOG_LEVEL=info"}
+	specs := []childSpec{
+		{name: Accounts, addr: opts.AccountsAddr, env: append(append([]string{}, common...),
+			"HTTP_ADDR="+opts.AccountsAddr, "DATABASE_URL="+accountsDB)},
+		{name: Catalogue, addr: opts.CatalogueAddr, env: append(append([]string{}, common...),
+			"HTTP_ADDR="+opts.CatalogueAddr, "DATABASE_URL="+catalogueDB, "SEED_CATALOGUE=true")},
+		{name: Gateway, addr: opts.GatewayAddr, env: append(append([]string{}, common...),
+			"HTTP_ADDR="+opts.GatewayAddr, "ACCOUNTS_URL="+accountsURL, "CATALOGUE_URL="+catalogueURL,
+			"REDIS_URL="+opts.RedisURL)},
+	}
+	for i := range specs {
+		specs[i].bin = filepath.Join(opts.BinDir, specs[i].name)
+		specs[i].logPath = filepath.Join(logDir, specs[i].name+".log")
+		specs[i].url = "http://" + specs[i].addr
+		specs[i].env = append(specs[i].env, opts.Env[specs[i].name]...)
+		if _, err := os.Stat(specs[i].bin); err != nil {
+			return nil, fmt.Errorf("service binary %s not found (build it with `make build`): %w", specs[i].bin, err)
+		}
+	}
+
+	p := &Platform{
+		APIBaseURL:   gatewayURL + "/v1",
+		GatewayURL:   gatewayURL,
+		AccountsURL:  accountsURL,
+		CatalogueURL: catalogueURL,
+		LogDir:       logDir,
+		grace:        opts.StopGrace,
+		exited:       make(chan error, len(specs)),
+	}
+	fail := func(err error) (*Platform, error) {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.StopGrace+5*time.Second)
+		defer cancel()
+		_ = p.Stop(stopCtx)
+		return nil, err
+	}
+
+	// Accounts and catalogue first: the gateway's readiness depends on them,
+	// and migrations on a first start take a while.
+	for _, group := range [][]childSpec{specs[:2], specs[2:]} {
+		for _, s := range group {
+			say("starting %s on %s (log: %s)", s.name, s.addr, s.logPath)
+			c, err := startChild(s, p.exited)
+			if err != nil {
+				return fail(err)
+			}
+			p.children = append(p.children, c)
+		}
+		errs := make(chan error, len(group))
+		for _, c := range p.children[len(p.children)-len(group):] {
+			go func() { errs <- c.waitReady(ctx, opts.ReadyTimeout) }()
+		}
+		var all []error
+		for range group {
+			all = append(all, <-errs)
+		}
+		if err := errors.Join(all...); err != nil {
+			return fail(err)
+		}
+	}
+
+	say("ensuring demo partner %s and a fresh sandbox key", DemoAccountID)
+	httpClient := &http.Client{Timeout: 10 * time.Second}
+	accounts := accountsv1.NewAccountsProtobufClient(accountsURL, httpClient)
+	if err := p.ensureDemo(ctx, accounts, opts.KeyName); err != nil {
+		return fail(err)
+	}
+	return p, nil
+}
+
+// ensureDemo makes the demo partner exist and gives it a new sandbox key.
+// Secrets are shown only once, so every start mints a new key rather than
+// trying to reuse one; the previous keys of the same name are revoked so
+// reruns do not pile up live credentials.
+func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts, keyName string) error {
+	acct, err := accounts.CreateAccount(ctx, &accountsv1.CreateAccountRequest{
+		Id: DemoAccountID, Name: DemoAccountName, Currency: "USD",
+	})
+	var twerr twirp.Error
+	if errors.As(err, &twerr) && twerr.Code() == twirp.AlreadyExists {
+		acct, err = accounts.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: DemoAccountID})
+	}
+	if err != nil {
+		return fmt.Errorf("ensure demo account %s: %w", DemoAccountID, err)
+	}
+	p.DemoAccountID = acct.GetId()
+
+	created, err := accounts.CreateKey(ctx, &accountsv1.CreateKeyRequest{
+		AccountId: acct.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Name: keyName,
+	})
+	if err != nil {
+		return fmt.Errorf("create sandbox key for the demo account: %w", err)
+	}
+	p.SandboxKey = created.GetSecret()
+	p.SandboxKeyID = created.GetKey().GetId()
+
+	// Revoked after the new key exists, so a failure here still leaves a
+	// working key.
+	keys, err := accounts.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: acct.GetId()})
+	if err != nil {
+		return fmt.Errorf("list the demo account's keys: %w", err)
+	}
+	for _, k := range keys.GetKeys() {
+		if k.GetName() != keyName || k.GetId() == p.SandboxKeyID || k.GetRevokedAt() != nil {
+			continue
+		}
+		if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: acct.GetId(), KeyId: k.GetId()}); err != nil {
+			return fmt.Errorf("revoke previous %q key %s: %w", keyName, k.GetId(), err)
+		}
+	}
+	return nil
+}
+
+// RevokeSandboxKey revokes the key this start minted, for callers (the
+// benchmark) whose key must not outlive them.
+func (p *Platform) RevokeSandboxKey(ctx context.Context) error {
+	accounts := accountsv1.NewAccountsProtobufClient(p.AccountsURL, &http.Client{Timeout: 10 * time.Second})
+	if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: p.DemoAccountID, KeyId: p.SandboxKeyID}); err != nil {
+		return fmt.Errorf("revoke sandbox key %s: %w", p.SandboxKeyID, err)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM to every child, gateway first so it stops taking
+// traffic before its backends go, and waits for them; a child still running
+// after the grace period is killed. It returns an error naming each child
+// that did not stop cleanly.
+func (p *Platform) Stop(ctx context.Context) error {
+	var errs []error
+	for i := len(p.children) - 1; i >= 0; i-- {
+		if err := p.children[i].stop(ctx, p.grace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// databaseURL returns serverURL pointing at database name instead.
+func databaseURL(serverURL, name string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("PG_URL %q is not a postgres:// URL", postgres.Redact(serverURL))
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// checkPortFree fails when addr is taken, which almost always means another
+// `make run` is still up: its services would answer our readiness probes and
+// hide that ours could not bind.
+func checkPortFree(name, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s address %s is not free (is another `make run` or bench still running?): %w", name, addr, err)
+	}
+	return ln.Close()
+}

@@ -1,0 +1,107 @@
+// Command platform is `make run`: the whole eSIM platform on loopback, with
+// a demo partner and a fresh sandbox key, until Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/esimplatform/esim/cmd/internal/platform"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "platform:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	// 1. Flags, with the environment as fallback so `PG_URL=... make run`
+	// works without editing the Makefile.
+	envOr := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	fs := flag.NewFlagSet("platform", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var opts platform.Options
+	fs.StringVar(&opts.PGURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL); the services' databases are created on it")
+	fs.StringVar(&opts.RedisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
+	fs.StringVar(&opts.GatewayAddr, "gateway-addr", platform.DefaultGatewayAddr, "gateway listen `address`")
+	fs.StringVar(&opts.AccountsAddr, "accounts-addr", platform.DefaultAccountsAddr, "accounts listen `address`")
+	fs.StringVar(&opts.CatalogueAddr, "catalogue-addr", platform.DefaultCatalogueAddr, "catalogue listen `address`")
+	fs.StringVar(&opts.RunDir, "run-dir", ".run", "`directory` for logs/<service>.log")
+	fs.StringVar(&opts.KeyName, "key-name", platform.DefaultKeyName, "`name` of the sandbox key minted at start; earlier active keys of that name are revoked")
+	fs.StringVar(&opts.BinDir, "bin-dir", "", "`directory` of the service binaries (default: next to this executable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (see -help)", fs.Args())
+	}
+	opts.Progress = stdout
+
+	// 2. Start everything; Start cleans up after itself on failure.
+	p, err := platform.Start(ctx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C during start is a request, not a failure.
+			fmt.Fprintln(stdout, "==> interrupted; stopped")
+			return nil
+		}
+		return err
+	}
+
+	// 3. Tell the developer what is where.
+	printSummary(stdout, p)
+
+	// 4. Stay up until asked to stop or until a service dies.
+	var exitErr error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "\n==> stopping")
+	case exitErr = <-p.Exited():
+		fmt.Fprintln(stdout, "\n==> a service stopped; stopping the others")
+	}
+
+	// 5. Stop with a fresh context: ctx is already cancelled.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := p.Stop(stopCtx); err != nil {
+		exitErr = errors.Join(exitErr, err)
+	}
+	if exitErr == nil {
+		fmt.Fprintln(stdout, "==> stopped")
+	}
+	return exitErr
+}
+
+func printSummary(w io.Writer, p *platform.Platform) {
+	fmt.Fprintf(w, "\nThe eSIM platform is running.\n\n")
+	fmt.Fprintf(w, "  API base URL:  %s\n", p.APIBaseURL)
+	fmt.Fprintf(w, "  OpenAPI:       %s/openapi.json\n", p.APIBaseURL)
+	for _, s := range p.Services() {
+		fmt.Fprintf(w, "  %-14s %s (pid %d)\n", s.Name+":", s.URL, s.PID)
+	}
+	fmt.Fprintf(w, "  demo account:  %s (USD)\n", p.DemoAccountID)
+	fmt.Fprintf(w, "  logs:          %s/<service>.log\n\n", p.LogDir)
+	// Kept exactly in this form: scripts and docs grep for it.
+	fmt.Fprintf(w, "sandbox key: %s\n\n", p.SandboxKey)
+	fmt.Fprintf(w, "The key is shown once; every start prints a new one and revokes the previous.\n")
+	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n\n", p.SandboxKey, p.APIBaseURL)
+	fmt.Fprintf(w, "Operator CLI: ./bin/esimctl accounts get %s\n", p.DemoAccountID)
+	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+}

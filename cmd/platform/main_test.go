@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/cmd/internal/platform"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestRejectsStrayArguments(t *testing.T) {
+	err := run(context.Background(), []string{"now"}, func(string) string { return "" }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `unexpected arguments ["now"]`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestRunPrintsAWorkingKeyAndStopsCleanly is `make run` end to end: the
+// printed key works against the printed API URL, and cancelling (Ctrl-C)
+// makes run return nil after stopping everything.
+func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
+	bin := t.TempDir()
+	for _, svc := range []string{"accounts", "catalogue", "gateway"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, svc), "./services/"+svc+"/cmd/"+svc)
+		build.Dir = "../.."
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", svc, err, out)
+		}
+	}
+	gateway, accounts := freeAddr(t), freeAddr(t)
+	// Its own key name, so a developer's running `make run` key survives.
+	const keyName = "platform main test"
+	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-gateway-addr", gateway,
+		"-accounts-addr", accounts, "-catalogue-addr", freeAddr(t)}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, args, func(string) string { return "" }, w)
+		w.Close()
+	}()
+
+	var key, printed string
+	lines := bufio.NewScanner(out)
+	deadline := time.AfterFunc(90*time.Second, func() { out.CloseWithError(io.ErrUnexpectedEOF) })
+	for lines.Scan() {
+		printed += lines.Text() + "\n"
+		if k, ok := strings.CutPrefix(lines.Text(), "sandbox key: "); ok {
+			key = k
+		}
+		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
+			break
+		}
+	}
+	deadline.Stop()
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	if !strings.HasPrefix(key, "sk_sandbox_") {
+		t.Fatalf("no `sandbox key: sk_sandbox_...` line in:\n%s", printed)
+	}
+	api := "http://" + gateway + "/v1"
+	for _, want := range []string{api, api + "/openapi.json", "curl -s -H 'Authorization: Bearer " + key + "'", "logs/<service>.log"} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("output lacks %q:\n%s", want, printed)
+		}
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, api+"/plans?country=JP&limit=3", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/plans with the printed key: %s", resp.Status)
+	}
+
+	// Leave no working test key behind in the shared demo account.
+	client := accountsv1.NewAccountsProtobufClient("http://"+accounts, http.DefaultClient)
+	keys, err := client.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: platform.DemoAccountID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys.GetKeys() {
+		if k.GetName() == keyName && k.GetRevokedAt() == nil {
+			if _, err := client.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: platform.DemoAccountID, KeyId: k.GetId()}); err != nil {
+				t.Errorf("revoke test key: %v", err)
+			}
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after Ctrl-C: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return within 30 s of Ctrl-C")
+	}
+	if _, err := http.Get("http://" + gateway + "/healthz"); err == nil {
+		t.Error("the gateway still answers after run returned")
+	}
+}
