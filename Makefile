@@ -72,3 +72,21 @@ run: build ## start the whole platform on loopback
 .PHONY: bench
 bench: build ## gateway vs bare net/http benchmark, writes BENCHMARKS.md
 	./bin/bench -out BENCHMARKS.md
+
+# Service images, built by ko with no Docker daemon and no network: static
+# binaries (CGO_ENABLED=0) on the nonroot base image that tools/imagebase
+# writes into KOCACHE, pinned by digest in .ko.yaml. One OCI image layout per
+# service under bin/images/<svc> (git-ignored); the digests are printed.
+KOCACHE := $(CURDIR)/.kocache
+IMAGE_REPO ?= ghcr.io/esimplatform
+
+.PHONY: images
+images: tools ## build every service image into bin/images/ and print digests
+	@mkdir -p $(KOCACHE) bin/images
+	cd tools && GOWORK=off go run ./imagebase -layout $(KOCACHE)/img -verify ../.ko.yaml
+	@for s in $(SERVICES); do \
+	  rm -rf bin/images/$$s; \
+	  ref=$$(KOCACHE=$(KOCACHE) KO_DOCKER_REPO=$(IMAGE_REPO) ko build --push=false --base-import-paths \
+	    --oci-layout-path=bin/images/$$s ./services/$$s/cmd/$$s); \
+	  echo "image $$s: $(IMAGE_REPO)/$$s@$${ref##*@} (bin/images/$$s)"; \
+	done

@@ -1,0 +1,148 @@
+{{- define "library.service" -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "library.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+  {{- with .Values.service.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  type: {{ .Values.service.type }}
+  selector:
+    {{- include "library.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: http
+      port: {{ .Values.service.port }}
+      targetPort: http
+      protocol: TCP
+      {{- if and (eq .Values.service.type "NodePort") .Values.service.nodePort }}
+      nodePort: {{ .Values.service.nodePort }}
+      {{- end }}
+{{- end }}
+
+{{- define "library.serviceaccount" -}}
+{{- if .Values.serviceAccount.create }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "library.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+  {{- with .Values.serviceAccount.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+# A dedicated account with no token: a compromised pod gets no API access.
+automountServiceAccountToken: false
+{{- end }}
+{{- end }}
+
+{{- define "library.hpa" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- if lt (int .Values.autoscaling.minReplicas) 2 }}
+{{- fail "autoscaling.minReplicas must be at least 2: one replica cannot survive a node drain" }}
+{{- end }}
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ include "library.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ include "library.fullname" . }}
+  minReplicas: {{ .Values.autoscaling.minReplicas }}
+  maxReplicas: {{ .Values.autoscaling.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: {{ .Values.autoscaling.targetCPUUtilizationPercentage }}
+  behavior:
+    # Scale up fast on load, down slowly so a short lull does not cause
+    # churn (and cold connection pools) right before the next burst.
+    scaleDown:
+      stabilizationWindowSeconds: 300
+      policies:
+        - type: Percent
+          value: 50
+          periodSeconds: 60
+{{- end }}
+{{- end }}
+
+{{- define "library.pdb" -}}
+{{- if .Values.podDisruptionBudget.enabled }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "library.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+spec:
+  # maxUnavailable (not minAvailable) so a drain never deadlocks when the
+  # service runs a single replica.
+  maxUnavailable: {{ .Values.podDisruptionBudget.maxUnavailable }}
+  selector:
+    matchLabels:
+      {{- include "library.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- end }}
+
+{{- define "library.networkpolicy" -}}
+{{- if .Values.networkPolicy.enabled }}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "library.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "library.selectorLabels" . | nindent 6 }}
+  policyTypes:
+    - Ingress
+  ingress:
+    # Only the HTTP port is reachable, and (when listed) only from the
+    # callers named in values: the services behind the gateway are not
+    # public.
+    - ports:
+        - port: http
+          protocol: TCP
+      {{- with .Values.networkPolicy.from }}
+      from:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Development only: production Secrets come from the cluster's secret
+manager and are referenced by name in secretEnv. */}}
+{{- define "library.devsecret" -}}
+{{- if .Values.devSecret.create }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ required "devSecret.name is required" .Values.devSecret.name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+type: Opaque
+stringData:
+  {{- range $k, $v := .Values.devSecret.stringData }}
+  {{ $k }}: {{ $v | toString | quote }}
+  {{- end }}
+{{- end }}
+{{- end }}
