@@ -33,6 +33,14 @@ type Routes struct {
 	Metrics http.Handler
 	// Ready lists the checks behind /readyz, by name.
 	Ready map[string]Check
+	// SpanName names the server span of a request. The default, method and
+	// path, suits Twirp services whose paths are their methods; a public
+	// API with ids in its paths names spans after its routes instead.
+	SpanName func(*http.Request) string
+	// Public marks an endpoint that faces the internet: a trace context
+	// sent by a caller is linked, not continued, so outsiders cannot join
+	// or steer our traces.
+	Public bool
 }
 
 // Handler assembles the full handler of a service: /healthz answers while
@@ -61,7 +69,15 @@ func Handler(r Routes) http.Handler {
 	if r.Metrics != nil {
 		mux.Handle("GET /metrics", r.Metrics)
 	}
-	mux.Handle("/", otelhttp.NewHandler(RequestID(r.App), r.Name))
+	spanName := r.SpanName
+	if spanName == nil {
+		spanName = func(req *http.Request) string { return req.Method + " " + req.URL.Path }
+	}
+	opts := []otelhttp.Option{otelhttp.WithSpanNameFormatter(func(_ string, req *http.Request) string { return spanName(req) })}
+	if r.Public {
+		opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
+	}
+	mux.Handle("/", otelhttp.NewHandler(RequestID(r.App), r.Name, opts...))
 	return mux
 }
 

@@ -50,7 +50,11 @@ type Telemetry struct {
 // Setup builds the logger and the trace and meter providers for one service
 // and installs them as the OpenTelemetry globals, so instrumented libraries
 // (otelhttp, otelpgx) pick them up.
-func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer) (*Telemetry, error) {
+func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, opts ...Option) (*Telemetry, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	level, err := parseLevel(cfg.LogLevel)
 	if err != nil {
 		return nil, err
@@ -61,9 +65,17 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer) (*
 	res := resource.NewSchemaless(semconv.ServiceName(service))
 	t := &Telemetry{Logger: logger}
 
-	// Traces are always sampled and recorded so every log line has a trace
-	// id; they leave the process only when an OTLP endpoint is set.
-	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	// Without an exporter spans are not recorded (recording costs a few
+	// allocations per span on the hot path for nothing) but still get ids,
+	// so every log line carries a trace id that joins it across services.
+	sampler := sdktrace.ParentBased(sdktrace.NeverSample())
+	if cfg.OTLPEndpoint != "" || o.spanExporter != nil {
+		sampler = sdktrace.ParentBased(sdktrace.AlwaysSample())
+	}
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler)}
+	if o.spanExporter != nil {
+		tpOpts = append(tpOpts, sdktrace.WithSyncer(o.spanExporter))
+	}
 	if cfg.OTLPEndpoint != "" {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/traces"))
 		if err != nil {
@@ -99,6 +111,19 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer) (*
 	otel.SetMeterProvider(mp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
+}
+
+// Option adjusts Setup beyond what configuration can say.
+type Option func(*options)
+
+type options struct {
+	spanExporter sdktrace.SpanExporter
+}
+
+// WithSpanExporter records every span synchronously into exp; tests use it
+// to see a request's spans across services.
+func WithSpanExporter(exp sdktrace.SpanExporter) Option {
+	return func(o *options) { o.spanExporter = exp }
 }
 
 // Shutdown flushes exporters; call it last, after the servers stopped.

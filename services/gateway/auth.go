@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -19,16 +20,26 @@ type AuthCache interface {
 	Put(ctx context.Context, keyHash string, p *Principal, ttl time.Duration) error
 }
 
-// CachedAccounts authenticates through a short-lived cache in front of the
-// accounts service. The TTL bounds how late a revocation takes effect, so it
-// must stay below the 5 s the platform promises. A cache that fails is
-// bypassed: authentication then costs a call to accounts but keeps working.
+// CachedAccounts authenticates through two short-lived caches in front of
+// the accounts service: one in this process, which saves the Redis round
+// trip on a busy key, and the shared one (Redis), which saves the call to
+// accounts. An answer can be as old as both TTLs together, so their sum
+// bounds how late a revocation takes effect and must stay below the 5 s the
+// platform promises. A shared cache that fails is bypassed: authentication
+// then costs a call to accounts but keeps working.
 type CachedAccounts struct {
 	Accounts Accounts
 	Cache    AuthCache
 	TTL      time.Duration
+	// LocalTTL is how long this process trusts an answer by itself.
+	LocalTTL time.Duration
 	Log      *slog.Logger
+
+	local localAuthCache
 }
+
+// MaxStaleness is the longest a revoked key can keep working.
+func (c *CachedAccounts) MaxStaleness() time.Duration { return c.TTL + c.LocalTTL }
 
 func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if secret == "" {
@@ -37,6 +48,17 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 	sum := sha256.Sum256([]byte(secret))
 	keyHash := hex.EncodeToString(sum[:])
 
+	if p, err, ok := c.local.get(keyHash, time.Now()); ok {
+		return p, err
+	}
+	p, err := c.authenticate(ctx, secret, keyHash)
+	if err == nil || errors.Is(err, ErrUnauthorized) {
+		c.local.put(keyHash, p, err, time.Now().Add(c.LocalTTL))
+	}
+	return p, err
+}
+
+func (c *CachedAccounts) authenticate(ctx context.Context, secret, keyHash string) (Principal, error) {
 	p, ok, err := c.Cache.Get(ctx, keyHash)
 	switch {
 	case errors.Is(err, ErrUnauthorized):
@@ -59,6 +81,41 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 	default:
 		return Principal{}, err
 	}
+}
+
+// localAuthCache is the in-process layer. It is bounded by dropping
+// everything when full: simple, and a refill costs one Redis round trip per
+// active key.
+type localAuthCache struct {
+	mu      sync.Mutex
+	entries map[string]localAuth
+}
+
+type localAuth struct {
+	principal Principal
+	err       error
+	expires   time.Time
+}
+
+const localAuthCacheSize = 10_000
+
+func (l *localAuthCache) get(keyHash string, now time.Time) (Principal, error, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[keyHash]
+	if !ok || now.After(e.expires) {
+		return Principal{}, nil, false
+	}
+	return e.principal, e.err, true
+}
+
+func (l *localAuthCache) put(keyHash string, p Principal, err error, expires time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries == nil || len(l.entries) >= localAuthCacheSize {
+		l.entries = make(map[string]localAuth)
+	}
+	l.entries[keyHash] = localAuth{principal: p, err: err, expires: expires}
 }
 
 func (c *CachedAccounts) put(ctx context.Context, keyHash string, p *Principal) {

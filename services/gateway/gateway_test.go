@@ -182,3 +182,35 @@ func TestValidationErrorIsErrInvalid(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestCachedAccountsLocalLayerSparesTheSharedCache(t *testing.T) {
+	want := gateway.Principal{AccountID: "a1", KeyID: "k1"}
+	accts := &countingAccounts{valid: map[string]gateway.Principal{"sk_live_x": want}}
+	// A broken shared cache makes every miss of the local layer visible as a
+	// call to accounts.
+	c := &gateway.CachedAccounts{Accounts: accts, Cache: &mapCache{broken: true}, TTL: time.Second, LocalTTL: 50 * time.Millisecond, Log: quiet}
+	for range 3 {
+		if _, err := c.Authenticate(context.Background(), "sk_live_x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Authenticate(context.Background(), "sk_live_other"); !errors.Is(err, gateway.ErrUnauthorized) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := c.Authenticate(context.Background(), "sk_live_other"); !errors.Is(err, gateway.ErrUnauthorized) {
+		t.Fatalf("unknown key, cached: %v", err)
+	}
+	if accts.calls != 2 {
+		t.Fatalf("accounts called %d times, want 2 (one per key)", accts.calls)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if _, err := c.Authenticate(context.Background(), "sk_live_x"); err != nil {
+		t.Fatal(err)
+	}
+	if accts.calls != 3 {
+		t.Fatalf("accounts called %d times after the local TTL, want 3", accts.calls)
+	}
+	if c.MaxStaleness() != time.Second+50*time.Millisecond {
+		t.Fatalf("MaxStaleness %s", c.MaxStaleness())
+	}
+}

@@ -2,8 +2,16 @@
 -- contained in every array, so countries @> '{}' keeps every plan and the
 -- GIN index still serves countries @> '{JP}'.
 
+-- One statement answers a page: the plans, the total (the window is
+-- computed before LIMIT) and each plan's prices, all from one snapshot and
+-- one round trip. An empty page carries no total; CountActivePlans does.
 -- name: ListActivePlans :many
-SELECT p.*
+SELECT sqlc.embed(p),
+       count(*) OVER () AS total,
+       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
+       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
 FROM plans p
 WHERE p.status = 'active'
   AND p.countries @> sqlc.arg(countries)::text[]
@@ -22,8 +30,16 @@ WHERE p.status = 'active'
   AND (sqlc.arg(currency)::text = ''
        OR EXISTS (SELECT 1 FROM plan_prices pp WHERE pp.plan_id = p.id AND pp.currency = sqlc.arg(currency)::text));
 
+-- The hot read of the gateway: plan and prices in one statement, so one
+-- snapshot and one round trip without a transaction.
 -- name: GetPlan :one
-SELECT * FROM plans WHERE id = $1;
+SELECT sqlc.embed(p),
+       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
+       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
+FROM plans p
+WHERE p.id = $1;
 
 -- Locks in id order, so two batches touching the same plans cannot
 -- deadlock.

@@ -34,26 +34,11 @@ func NewStore(pool *pgxpool.Pool) *Store {
 
 // ListActivePlans implements catalogue.Store.
 func (s *Store) ListActivePlans(ctx context.Context, q catalogue.ListQuery) ([]catalogue.Plan, int, error) {
-	// Count and page are read from one snapshot: otherwise an upsert
-	// committing between the two statements would make total disagree with
-	// the pages a partner walks through.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, 0, fmt.Errorf("begin: %w", err)
-	}
-	defer rollback(ctx, tx)
-	qs := db.New(tx)
-
 	countries := []string{}
 	if q.Country != "" {
 		countries = []string{q.Country}
 	}
-	total, err := qs.CountActivePlans(ctx, db.CountActivePlansParams{
-		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("count plans: %w", err)
-	}
+	qs := db.New(s.pool)
 	rows, err := qs.ListActivePlans(ctx, db.ListActivePlansParams{
 		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
 		Lim: clampInt32(q.Limit), Off: clampInt32(q.Offset),
@@ -61,29 +46,26 @@ func (s *Store) ListActivePlans(ctx context.Context, q catalogue.ListQuery) ([]c
 	if err != nil {
 		return nil, 0, fmt.Errorf("list plans: %w", err)
 	}
-	plans, err := withPrices(ctx, qs, rows)
-	if err != nil {
-		return nil, 0, err
+	plans := make([]catalogue.Plan, len(rows))
+	for i, r := range rows {
+		plans[i] = toPlan(r.Plan, r.PriceCurrencies, r.PriceAmounts)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, 0, fmt.Errorf("commit: %w", err)
+	if len(rows) > 0 {
+		return plans, int(rows[0].Total), nil
+	}
+	// A page past the end has no row to carry the total.
+	total, err := qs.CountActivePlans(ctx, db.CountActivePlansParams{
+		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("count plans: %w", err)
 	}
 	return plans, int(total), nil
 }
 
 // GetPlan implements catalogue.Store.
 func (s *Store) GetPlan(ctx context.Context, id uuid.UUID) (catalogue.Plan, error) {
-	// A snapshot keeps the plan and its prices from two different upserts.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return catalogue.Plan{}, fmt.Errorf("begin: %w", err)
-	}
-	defer rollback(ctx, tx)
-	p, err := getPlan(ctx, db.New(tx), id)
-	if err != nil {
-		return catalogue.Plan{}, err
-	}
-	return p, tx.Commit(ctx)
+	return getPlan(ctx, db.New(s.pool), id)
 }
 
 func getPlan(ctx context.Context, qs *db.Queries, id uuid.UUID) (catalogue.Plan, error) {
@@ -94,11 +76,7 @@ func getPlan(ctx context.Context, qs *db.Queries, id uuid.UUID) (catalogue.Plan,
 	if err != nil {
 		return catalogue.Plan{}, fmt.Errorf("get plan %s: %w", id, err)
 	}
-	plans, err := withPrices(ctx, qs, []db.Plan{row})
-	if err != nil {
-		return catalogue.Plan{}, err
-	}
-	return plans[0], nil
+	return toPlan(row.Plan, row.PriceCurrencies, row.PriceAmounts), nil
 }
 
 // UpsertPlans implements catalogue.Store.
@@ -228,12 +206,7 @@ func withPrices(ctx context.Context, qs *db.Queries, rows []db.Plan) ([]catalogu
 	for i, r := range rows {
 		ids[i] = r.ID
 		index[r.ID] = i
-		plans[i] = catalogue.Plan{
-			ID: r.ID, Name: r.Name, Type: catalogue.PlanType(r.Type), Scope: catalogue.Scope(r.Scope),
-			Countries: r.Countries, Region: r.Region, Unlimited: r.Unlimited,
-			TotalBytes: r.TotalBytes, ValidityDays: int(r.ValidityDays), Status: catalogue.Status(r.Status),
-			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		}
+		plans[i] = toPlan(r, nil, nil)
 	}
 	prices, err := qs.PricesOf(ctx, ids)
 	if err != nil {
@@ -245,6 +218,21 @@ func withPrices(ctx context.Context, qs *db.Queries, rows []db.Plan) ([]catalogu
 		p.Prices = append(p.Prices, catalogue.Price{Currency: catalogue.Currency(pr.Currency), Amount: pr.AmountMinor})
 	}
 	return plans, nil
+}
+
+// toPlan converts a row and its prices, given as parallel arrays sorted by
+// currency (the order Plan.Prices promises).
+func toPlan(r db.Plan, currencies []string, amounts []int64) catalogue.Plan {
+	p := catalogue.Plan{
+		ID: r.ID, Name: r.Name, Type: catalogue.PlanType(r.Type), Scope: catalogue.Scope(r.Scope),
+		Countries: r.Countries, Region: r.Region, Unlimited: r.Unlimited,
+		TotalBytes: r.TotalBytes, ValidityDays: int(r.ValidityDays), Status: catalogue.Status(r.Status),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	for i, c := range currencies {
+		p.Prices = append(p.Prices, catalogue.Price{Currency: catalogue.Currency(c), Amount: amounts[i]})
+	}
+	return p
 }
 
 func rollback(ctx context.Context, tx pgx.Tx) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/services/gateway"
 )
@@ -106,11 +108,28 @@ func principalFrom(ctx context.Context) gateway.Principal {
 // retryAfter is the spec's fixed back-off for rate_limited.
 const retryAfter = "60"
 
-// authenticate runs before every operation that declares bearer security:
+// SpanName names a request's server span: paths carry ids, so spans are
+// named after routes. The route is known only once huma matched it (see
+// authenticate); otelhttp asks again when the request ends, and then gets
+// the name the route gave the span.
+func SpanName(r *http.Request) string {
+	if s, ok := trace.SpanFromContext(r.Context()).(interface{ Name() string }); ok && s.Name() != "" {
+		return s.Name()
+	}
+	return r.Method + " " + BasePath
+}
+
+// authenticate names the request's span after its route, then, for every
+// operation that declares bearer security,
 // it resolves the key, then charges the request to the key's rate limit and
 // sets the RateLimit-* headers.
 func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
-	if len(ctx.Operation().Security) == 0 {
+	op := ctx.Operation()
+	route := BasePath + op.Path
+	span := trace.SpanFromContext(ctx.Context())
+	span.SetName(op.Method + " " + route)
+	span.SetAttributes(attribute.String("http.route", route))
+	if len(op.Security) == 0 {
 		next(ctx)
 		return
 	}
@@ -163,6 +182,11 @@ func (a *handlers) logInternal(ctx context.Context, err error) {
 		if errors.Is(err, e.err) {
 			return
 		}
+	}
+	if ctx.Err() != nil {
+		// The caller went away; nothing failed on our side.
+		a.Log.InfoContext(ctx, "request abandoned by the caller", "err", err)
+		return
 	}
 	a.Log.ErrorContext(ctx, "request failed", "err", err)
 }

@@ -21,8 +21,9 @@ type Config struct {
 	// limit of its own.
 	RateLimitPerMinute int `env:"RATE_LIMIT_PER_MINUTE, default=1200"`
 	// AuthCacheTTL is how long an authenticated key is trusted without
-	// asking accounts again; it bounds how late a revocation takes effect,
-	// and the spec allows 5 s.
+	// asking accounts again (in Redis; each replica keeps answers half as
+	// long in memory). A revocation lands within 1.5 x AUTH_CACHE_TTL; the
+	// platform promises 5 s, so at most 3s is accepted.
 	AuthCacheTTL time.Duration `env:"AUTH_CACHE_TTL, default=2s"`
 	Telemetry    telemetry.Config
 }

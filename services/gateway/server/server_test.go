@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -39,7 +40,7 @@ func init() {
 // each a real HTTP server on loopback with its own Postgres database, and
 // the real Redis.
 type platform struct {
-	t         *testing.T
+	t         testing.TB
 	gateway   string
 	accounts  accountsv1.Accounts
 	catalogue cataloguev1.Catalogue
@@ -50,6 +51,8 @@ type platform struct {
 type options struct {
 	redisURL         string
 	defaultRateLimit int
+	// spans, when set, records every span of every service of the test.
+	spans *tracetest.InMemoryExporter
 }
 
 func redisURL() string {
@@ -59,10 +62,14 @@ func redisURL() string {
 	return "redis://127.0.0.1:6379/0"
 }
 
-func start(t *testing.T, opt options) *platform {
+func start(t testing.TB, opt options) *platform {
 	t.Helper()
 	ctx := context.Background()
-	tel, err := telemetry.Setup(ctx, "test", telemetry.Config{LogLevel: "error"}, io.Discard)
+	var telOpts []telemetry.Option
+	if opt.spans != nil {
+		telOpts = append(telOpts, telemetry.WithSpanExporter(opt.spans))
+	}
+	tel, err := telemetry.Setup(ctx, "test", telemetry.Config{LogLevel: "error"}, io.Discard, telOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +169,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
@@ -564,5 +571,65 @@ func TestRequestIDsAreOursAndUnknownRoutesAnswerJSON(t *testing.T) {
 			t.Fatal("request ids repeat")
 		}
 		seen[e.Error.RequestID] = true
+	}
+}
+
+func TestOneTraceSpansGatewayTwirpCatalogueAndPostgres(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	p := start(t, options{spans: spans})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	var list planList
+	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
+
+	spans.Reset()
+	r := p.get("/v1/plans/"+list.Data[0].ID, bearer(key))
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d", r.status)
+	}
+	byTrace := map[string][]string{}
+	for _, s := range spans.GetSpans() {
+		id := s.SpanContext.TraceID().String()
+		byTrace[id] = append(byTrace[id], s.InstrumentationScope.Name+" "+s.Name)
+	}
+	if len(byTrace) != 1 {
+		t.Fatalf("one request made %d traces: %v", len(byTrace), byTrace)
+	}
+	for _, got := range byTrace {
+		joined := strings.Join(got, "\n")
+		for _, want := range []string{
+			"otelhttp GET /v1/plans/{id}",                              // gateway, named after the route
+			"otelhttp HTTP POST",                                       // the Twirp client call
+			"otelhttp POST /twirp/esim.catalogue.v1.Catalogue/GetPlan", // catalogue
+			"otelpgx SELECT",                                           // its query
+		} {
+			scope, name, _ := strings.Cut(want, " ")
+			found := false
+			for _, g := range got {
+				if strings.Contains(g, scope) && strings.HasSuffix(g, " "+name) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no %q span in the trace:\n%s", want, joined)
+			}
+		}
+	}
+}
+
+func TestProbesAndMetrics(t *testing.T) {
+	p := start(t, options{})
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get(p.gateway + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		if path == "/metrics" && !strings.Contains(string(body), "http_server_request_duration_seconds") {
+			t.Errorf("/metrics lacks the HTTP server metrics:\n%.500s", body)
+		}
 	}
 }

@@ -45,25 +45,41 @@ func (q *Queries) DeletePrices(ctx context.Context, planIds []uuid.UUID) error {
 }
 
 const getPlan = `-- name: GetPlan :one
-SELECT id, name, type, scope, countries, region, unlimited, total_bytes, validity_days, status, created_at, updated_at FROM plans WHERE id = $1
+SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at,
+       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
+       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
+FROM plans p
+WHERE p.id = $1
 `
 
-func (q *Queries) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {
+type GetPlanRow struct {
+	Plan            Plan
+	PriceCurrencies []string
+	PriceAmounts    []int64
+}
+
+// The hot read of the gateway: plan and prices in one statement, so one
+// snapshot and one round trip without a transaction.
+func (q *Queries) GetPlan(ctx context.Context, id uuid.UUID) (GetPlanRow, error) {
 	row := q.db.QueryRow(ctx, getPlan, id)
-	var i Plan
+	var i GetPlanRow
 	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Type,
-		&i.Scope,
-		&i.Countries,
-		&i.Region,
-		&i.Unlimited,
-		&i.TotalBytes,
-		&i.ValidityDays,
-		&i.Status,
-		&i.CreatedAt,
-		&i.UpdatedAt,
+		&i.Plan.ID,
+		&i.Plan.Name,
+		&i.Plan.Type,
+		&i.Plan.Scope,
+		&i.Plan.Countries,
+		&i.Plan.Region,
+		&i.Plan.Unlimited,
+		&i.Plan.TotalBytes,
+		&i.Plan.ValidityDays,
+		&i.Plan.Status,
+		&i.Plan.CreatedAt,
+		&i.Plan.UpdatedAt,
+		&i.PriceCurrencies,
+		&i.PriceAmounts,
 	)
 	return i, err
 }
@@ -86,7 +102,12 @@ func (q *Queries) InsertPrices(ctx context.Context, arg InsertPricesParams) erro
 
 const listActivePlans = `-- name: ListActivePlans :many
 
-SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at
+SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at,
+       count(*) OVER () AS total,
+       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
+       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
 FROM plans p
 WHERE p.status = 'active'
   AND p.countries @> $1::text[]
@@ -105,10 +126,20 @@ type ListActivePlansParams struct {
 	Lim       int32
 }
 
+type ListActivePlansRow struct {
+	Plan            Plan
+	Total           int64
+	PriceCurrencies []string
+	PriceAmounts    []int64
+}
+
 // Filters are written so the empty value means "any": an empty array is
 // contained in every array, so countries @> '{}' keeps every plan and the
 // GIN index still serves countries @> '{JP}'.
-func (q *Queries) ListActivePlans(ctx context.Context, arg ListActivePlansParams) ([]Plan, error) {
+// One statement answers a page: the plans, the total (the window is
+// computed before LIMIT) and each plan's prices, all from one snapshot and
+// one round trip. An empty page carries no total; CountActivePlans does.
+func (q *Queries) ListActivePlans(ctx context.Context, arg ListActivePlansParams) ([]ListActivePlansRow, error) {
 	rows, err := q.db.Query(ctx, listActivePlans,
 		arg.Countries,
 		arg.PlanType,
@@ -120,22 +151,25 @@ func (q *Queries) ListActivePlans(ctx context.Context, arg ListActivePlansParams
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Plan{}
+	items := []ListActivePlansRow{}
 	for rows.Next() {
-		var i Plan
+		var i ListActivePlansRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Type,
-			&i.Scope,
-			&i.Countries,
-			&i.Region,
-			&i.Unlimited,
-			&i.TotalBytes,
-			&i.ValidityDays,
-			&i.Status,
-			&i.CreatedAt,
-			&i.UpdatedAt,
+			&i.Plan.ID,
+			&i.Plan.Name,
+			&i.Plan.Type,
+			&i.Plan.Scope,
+			&i.Plan.Countries,
+			&i.Plan.Region,
+			&i.Plan.Unlimited,
+			&i.Plan.TotalBytes,
+			&i.Plan.ValidityDays,
+			&i.Plan.Status,
+			&i.Plan.CreatedAt,
+			&i.Plan.UpdatedAt,
+			&i.Total,
+			&i.PriceCurrencies,
+			&i.PriceAmounts,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,104 @@
+package httpserver_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+)
+
+func TestProbesAndRequestIDs(t *testing.T) {
+	var seen string
+	ready := errors.New("postgres: connection refused")
+	h := httpserver.Handler(httpserver.Routes{
+		Name: "svc",
+		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen = telemetry.RequestID(r.Context())
+		}),
+		Ready: map[string]httpserver.Check{"postgres": func(context.Context) error { return ready }},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	get := func(path string, header ...string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if r := get("/healthz"); r.StatusCode != http.StatusOK {
+		t.Fatalf("healthz %d", r.StatusCode)
+	}
+	r := get("/readyz")
+	body, _ := io.ReadAll(r.Body)
+	if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "connection refused") {
+		t.Fatalf("readyz with a failing check: %d %s", r.StatusCode, body)
+	}
+	ready = nil
+	if r := get("/readyz"); r.StatusCode != http.StatusOK {
+		t.Fatalf("readyz %d", r.StatusCode)
+	}
+
+	// A caller's id is kept (the gateway's reaches every service); a
+	// missing one is made.
+	if r := get("/x", "Request-Id", "req_from_gateway"); r.Header.Get("Request-Id") != "req_from_gateway" || seen != "req_from_gateway" {
+		t.Fatalf("kept id: header %q, context %q", r.Header.Get("Request-Id"), seen)
+	}
+	if r := get("/x"); !strings.HasPrefix(seen, "req_") || r.Header.Get("Request-Id") != seen {
+		t.Fatalf("made id: header %q, context %q", r.Header.Get("Request-Id"), seen)
+	}
+}
+
+func TestServeDrainsInFlightRequestsOnShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		time.Sleep(200 * time.Millisecond)
+		_, _ = io.WriteString(w, "done")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- httpserver.Serve(ctx, slog.New(slog.DiscardHandler), ln, h, 5*time.Second) }()
+
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String())
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(b)
+	}()
+	<-started
+	cancel() // what SIGTERM does
+	if body := <-got; body != "done" {
+		t.Fatalf("in-flight request got %q, want it to finish", body)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := http.Get("http://" + ln.Addr().String()); err == nil {
+		t.Fatal("server still accepts after shutdown")
+	}
+}
