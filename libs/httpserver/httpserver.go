@@ -108,6 +108,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// ListenAndServe listens on addr, so that a taken port fails the start
+// loudly, then serves h as Serve does.
+func ListenAndServe(ctx context.Context, log *slog.Logger, addr string, h http.Handler, grace time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return Serve(ctx, log, ln, h, grace)
+}
+
 // Serve serves h on ln until ctx is cancelled, then shuts down gracefully:
 // new connections are refused and in-flight requests get up to grace to
 // finish.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -126,8 +127,15 @@ func WithSpanExporter(exp sdktrace.SpanExporter) Option {
 	return func(o *options) { o.spanExporter = exp }
 }
 
-// Shutdown flushes exporters; call it last, after the servers stopped.
+// shutdownBudget bounds the final flush of exporters.
+const shutdownBudget = 5 * time.Second
+
+// Shutdown flushes exporters; call it last, after the servers stopped. It
+// runs even when ctx is already cancelled (it usually is: the signal that
+// stopped the service cancelled it), within a budget of its own.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownBudget)
+	defer cancel()
 	var errs []error
 	for _, f := range t.shutdown {
 		errs = append(errs, f(ctx))

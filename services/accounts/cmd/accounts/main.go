@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,11 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		err = errors.Join(err, tel.Shutdown(sctx))
-	}()
+	defer func() { err = errors.Join(err, tel.Shutdown(ctx)) }()
 
 	// 3. The service: database connection and migrations, Twirp handler.
 	srv, err := server.New(ctx, cfg, tel)
@@ -60,13 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer srv.Close()
 
-	// 4. Listen before serving so a taken port fails the start loudly.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-	}
-
-	// 5. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
+	// 4. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
 	// deferred steps close the pool and flush telemetry afterwards.
-	return httpserver.Serve(ctx, tel.Logger, ln, srv.Handler(), cfg.ShutdownTimeout)
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTPAddr, srv.Handler(), cfg.ShutdownTimeout)
 }

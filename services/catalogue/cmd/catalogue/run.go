@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"time"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
@@ -29,13 +27,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() {
-		// Flush exporters last, with a budget of its own: ctx is already
-		// cancelled by the time we get here.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		err = errors.Join(err, tel.Shutdown(sctx))
-	}()
+	defer func() { err = errors.Join(err, tel.Shutdown(ctx)) }()
 
 	// 3. The service: database, migrations, seed, handler.
 	srv, err := server.New(ctx, cfg, tel)
@@ -44,12 +36,6 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	}
 	defer srv.Close()
 
-	// 4. Listen before serving so a bad address fails start-up loudly.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-	}
-
-	// 5. Serve until SIGINT/SIGTERM, then let in-flight requests finish.
-	return httpserver.Serve(ctx, tel.Logger, ln, srv.Handler(), cfg.ShutdownTimeout)
+	// 4. Serve until SIGINT/SIGTERM, then let in-flight requests finish.
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTPAddr, srv.Handler(), cfg.ShutdownTimeout)
 }

@@ -3,9 +3,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,7 +25,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) (err error) {
 	// 1. Configuration, parsed once; nothing below reads the environment.
 	var cfg server.Config
 	if err := config.Parse(ctx, getenv, &cfg); err != nil {
@@ -37,7 +37,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tel.Shutdown(context.WithoutCancel(ctx)) }()
+	defer func() { err = errors.Join(err, tel.Shutdown(ctx)) }()
 
 	// 3. The gateway itself.
 	srv, err := server.New(ctx, cfg, tel)
@@ -47,9 +47,5 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	defer srv.Close()
 
 	// 4. Serve until SIGINT or SIGTERM, then drain in-flight requests.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	return httpserver.Serve(ctx, tel.Logger, ln, srv.Handler(), cfg.ShutdownTimeout)
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTPAddr, srv.Handler(), cfg.ShutdownTimeout)
 }
