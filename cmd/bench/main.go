@@ -157,8 +157,14 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	}
 	mem = append(mem, memory{name: "bare net/http", pid: bare.pid(), hwm: peakRSS(bare.pid())})
 
+	rtt, err := loopbackRoundTrip(ctx, cfg.redisURL, 2000)
+	if err != nil {
+		return err
+	}
+
 	rep := report{
-		started: started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
+		roundTrip: rtt,
+		started:   started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
 		goVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 		planID:    planID, bodyBytes: len(body), rows: rows, mem: mem,
 	}
