@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -138,16 +140,23 @@ func (a *handlers) listPlans(ctx context.Context, in *listPlansInput) (*listPlan
 }
 
 func (a *handlers) getPlan(ctx context.Context, in *getPlanInput) (*getPlanOutput, error) {
-	// A malformed id can name no plan: not_found, like an unknown one.
-	id, err := uuid.Parse(in.ID)
-	if err != nil {
-		return nil, a.problem(ctx, gateway.ErrNotFound)
+	plan, err := a.findPlan(ctx, in.ID)
+	if errors.Is(err, gateway.ErrNotFound) {
+		return nil, newError(ctx, http.StatusNotFound, fmt.Sprintf("No plan %q. It may have been retired; GET /v1/plans lists the plans on sale.", in.ID))
 	}
-	plan, err := a.Catalogue.GetPlan(ctx, id.String(), principalFrom(ctx).Currency)
 	if err != nil {
 		return nil, a.problem(ctx, err)
 	}
 	return &getPlanOutput{Body: Envelope[Plan]{Data: toPlan(plan)}}, nil
+}
+
+// findPlan treats a malformed id like an unknown one: it can name no plan.
+func (a *handlers) findPlan(ctx context.Context, rawID string) (gateway.Plan, error) {
+	id, err := uuid.Parse(rawID)
+	if err != nil {
+		return gateway.Plan{}, gateway.ErrNotFound
+	}
+	return a.Catalogue.GetPlan(ctx, id.String(), principalFrom(ctx).Currency)
 }
 
 func toPlan(p gateway.Plan) Plan {
