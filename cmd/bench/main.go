@@ -126,6 +126,17 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		newTarget("bare net/http", bare.url+"/v1/plans/"+planID, "", pool),
 	}
 
+	// The processes behind each target, for the CPU-per-request table.
+	loadGen := proc{"load generator (bench)", os.Getpid()}
+	gatewayProcs := []proc{loadGen}
+	for _, svc := range p.Services() {
+		gatewayProcs = append(gatewayProcs, proc{svc.Name, svc.PID})
+	}
+	procs := map[string][]proc{
+		targets[0].name: gatewayProcs,
+		targets[1].name: {loadGen, {"bare net/http", bare.pid()}},
+	}
+
 	// 3. For each target: warm up, find the maximum with a closed loop, then
 	// offer half of it open-loop to see latency under a sustainable load.
 	rows := make([]measurement, 0, len(targets))
@@ -135,7 +146,9 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			closedLoop(ctx, t, cfg.concurrency, cfg.warmup)
 		}
 		say("%s: closed loop, %d workers, %s", t.name, cfg.concurrency, cfg.duration)
+		meter := startCPUMeter(procs[t.name])
 		peak := closedLoop(ctx, t, cfg.concurrency, cfg.duration)
+		cpu := meter.perRequest(peak.Requests)
 		say("%s: %.0f req/s, p50 %s, p99 %s, %d errors", t.name, peak.RPS(), ms(peak.P50), ms(peak.P99), peak.Errors)
 		half := peak.RPS() / 2
 		if half < 1 {
@@ -144,7 +157,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		say("%s: open loop at %.0f req/s, %s", t.name, half, cfg.duration)
 		open := openLoop(ctx, t, half, pool, cfg.duration)
 		say("%s: p50 %s, p99 %s, %d errors", t.name, ms(open.P50), ms(open.P99), open.Errors)
-		rows = append(rows, measurement{name: t.name, closed: peak, open: open})
+		rows = append(rows, measurement{name: t.name, closed: peak, open: open, cpu: cpu})
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("interrupted: %w", err)
 		}

@@ -20,6 +20,8 @@ const (
 type measurement struct {
 	name         string
 	closed, open result
+	// cpu is CPU time per request during the closed loop, by process.
+	cpu []cpuShare
 }
 
 type memory struct {
@@ -85,6 +87,20 @@ func (r report) markdown() string {
 		p("| gateway p99 at half of max < %s | %s | %s |\n", ms(targetP99), ms(gw.open.P99), metText(gw.open.P99 < targetP99 && gw.open.Errors == 0))
 		if gw.open.Errors > 0 {
 			p("\nThe gateway's open loop had %d errors (e.g. %s), so its latency target is not met.\n", gw.open.Errors, gw.open.FirstErr)
+		}
+		p("\n")
+	}
+
+	p("## CPU per request during the closed loop\n\n")
+	p("CPU time (user + system, from /proc) spent per answered request while the closed loop ran, by process; ")
+	p("\"everything else\" is the rest of the machine's busy time: Postgres and Redis for the gateway, the kernel's network work for both.\n\n")
+	for _, m := range r.rows {
+		if len(m.cpu) == 0 {
+			continue
+		}
+		p("| %s | µs per request |\n|---|---:|\n", m.name)
+		for _, c := range m.cpu {
+			p("| %s | %d |\n", c.name, c.perRequest.Microseconds())
 		}
 		p("\n")
 	}

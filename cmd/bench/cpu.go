@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of /proc CPU times: USER_HZ, 100 on every Linux the
+// platform targets.
+const clockTick = 10 * time.Millisecond
+
+// processCPU is the user+system CPU time a process has used so far.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis are fixed: utime and stime are the 12th and 13th.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// machineBusy is the CPU time all cores have spent not idle so far.
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected format")
+	}
+	var busy int64
+	for i, f := range fields[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * clockTick, nil
+}
+
+// cpuShare is the CPU one process (or "everything else") spent per request.
+type cpuShare struct {
+	name       string
+	perRequest time.Duration
+}
+
+// cpuMeter attributes the machine's CPU time over an interval to named
+// processes, and the rest (Postgres, Redis, the kernel) to "everything else".
+type cpuMeter struct {
+	procs  []proc
+	start  []time.Duration
+	busy0  time.Duration
+	failed bool
+}
+
+// proc names a process whose CPU is measured.
+type proc struct {
+	name string
+	pid  int
+}
+
+func startCPUMeter(procs []proc) *cpuMeter {
+	m := &cpuMeter{procs: procs}
+	for _, p := range procs {
+		t, err := processCPU(p.pid)
+		m.failed = m.failed || err != nil
+		m.start = append(m.start, t)
+	}
+	var err error
+	m.busy0, err = machineBusy()
+	m.failed = m.failed || err != nil
+	return m
+}
+
+// perRequest returns each process's CPU per request over the interval, then
+// everything else and the total; nil when /proc could not be read.
+func (m *cpuMeter) perRequest(requests int) []cpuShare {
+	busy1, err := machineBusy()
+	if m.failed || err != nil || requests == 0 {
+		return nil
+	}
+	var shares []cpuShare
+	var named time.Duration
+	for i, p := range m.procs {
+		t, err := processCPU(p.pid)
+		if err != nil {
+			return nil
+		}
+		used := t - m.start[i]
+		named += used
+		shares = append(shares, cpuShare{p.name, used / time.Duration(requests)})
+	}
+	total := busy1 - m.busy0
+	return append(shares,
+		cpuShare{"everything else (Postgres, Redis, kernel)", max(0, total-named) / time.Duration(requests)},
+		cpuShare{"total", total / time.Duration(requests)})
+}
