@@ -34,28 +34,15 @@ func viewKey(k *accountsv1.ApiKey) keyView {
 		status = "revoked"
 	}
 	return keyView{
-		ID: k.GetId(), AccountID: k.GetAccountId(), Environment: envName(k.GetEnvironment()),
+		ID: k.GetId(), AccountID: k.GetAccountId(), Environment: k.GetEnvironment().ShortName(),
 		Prefix: k.GetPrefix(), Name: k.GetName(), Status: status,
 		CreatedAt: timestamp(k.GetCreatedAt()), RevokedAt: timestamp(k.GetRevokedAt()),
 	}
 }
 
-func envName(e accountsv1.Environment) string {
-	switch e {
-	case accountsv1.Environment_ENVIRONMENT_SANDBOX:
-		return "sandbox"
-	case accountsv1.Environment_ENVIRONMENT_LIVE:
-		return "live"
-	}
-	return "unspecified"
-}
-
 func parseEnv(s string) (accountsv1.Environment, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "sandbox":
-		return accountsv1.Environment_ENVIRONMENT_SANDBOX, nil
-	case "live":
-		return accountsv1.Environment_ENVIRONMENT_LIVE, nil
+	if e, ok := accountsv1.EnvironmentByShortName(strings.TrimSpace(s)); ok {
+		return e, nil
 	}
 	return 0, usagef("invalid --env %q: want sandbox or live", s)
 }
@@ -96,7 +83,7 @@ hand it to the partner over a secure channel now; it cannot be shown again.`,
 			return c.printJSON(createdKeyView{keyView: viewKey(resp.GetKey()), Secret: resp.GetSecret()}, nil)
 		}
 		k := resp.GetKey()
-		fmt.Fprintf(c.stdout, "created %s key %s (%s) for account %s\n", envName(k.GetEnvironment()), k.GetId(), k.GetPrefix(), k.GetAccountId())
+		fmt.Fprintf(c.stdout, "created %s key %s (%s) for account %s\n", k.GetEnvironment().ShortName(), k.GetId(), k.GetPrefix(), k.GetAccountId())
 		fmt.Fprintf(c.stdout, "secret: %s\n", resp.GetSecret())
 		return nil
 	})
@@ -157,7 +144,7 @@ func (c *cli) keysRevokeCommand() *cobra.Command {
 		if c.json {
 			return c.printJSON(viewKey(k), nil)
 		}
-		fmt.Fprintf(c.stdout, "revoked %s key %s (%s) at %s\n", envName(k.GetEnvironment()), k.GetId(), k.GetPrefix(), when(k.GetRevokedAt()))
+		fmt.Fprintf(c.stdout, "revoked %s key %s (%s) at %s\n", k.GetEnvironment().ShortName(), k.GetId(), k.GetPrefix(), when(k.GetRevokedAt()))
 		return nil
 	})
 	return cmd

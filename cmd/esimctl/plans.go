@@ -50,44 +50,12 @@ type priceView struct {
 	Per string `json:"per"`
 }
 
-func planTypeName(t cataloguev1.PlanType) string {
-	switch t {
-	case cataloguev1.PlanType_PLAN_TYPE_FIXED:
-		return "fixed"
-	case cataloguev1.PlanType_PLAN_TYPE_PER_DAY:
-		return "per_day"
-	}
-	return "unspecified"
-}
-
-func scopeName(s cataloguev1.CoverageScope) string {
-	switch s {
-	case cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY:
-		return "country"
-	case cataloguev1.CoverageScope_COVERAGE_SCOPE_REGION:
-		return "region"
-	case cataloguev1.CoverageScope_COVERAGE_SCOPE_GLOBAL:
-		return "global"
-	}
-	return "unspecified"
-}
-
-func statusName(s cataloguev1.PlanStatus) string {
-	switch s {
-	case cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE:
-		return "active"
-	case cataloguev1.PlanStatus_PLAN_STATUS_RETIRED:
-		return "retired"
-	}
-	return "unspecified"
-}
-
 func viewPlan(p *cataloguev1.Plan) planView {
 	v := planView{
-		ID: p.GetId(), Name: p.GetName(), Type: planTypeName(p.GetType()),
-		Coverage:  coverageView{Scope: scopeName(p.GetScope()), Countries: p.GetCountries(), Region: p.GetRegion()},
+		ID: p.GetId(), Name: p.GetName(), Type: p.GetType().ShortName(),
+		Coverage:  coverageView{Scope: p.GetScope().ShortName(), Countries: p.GetCountries(), Region: p.GetRegion()},
 		Data:      dataView{Unlimited: p.GetUnlimited()},
-		Status:    statusName(p.GetStatus()),
+		Status:    p.GetStatus().ShortName(),
 		CreatedAt: timestamp(p.GetCreatedAt()), UpdatedAt: timestamp(p.GetUpdatedAt()),
 		Prices: make([]priceView, 0, len(p.GetPrices())),
 	}
@@ -180,14 +148,12 @@ func (c *cli) plansListCommand() *cobra.Command {
 			}
 			req.Country = cc
 		}
-		switch planType {
-		case "":
-		case "fixed":
-			req.Type = cataloguev1.PlanType_PLAN_TYPE_FIXED
-		case "per_day", "per-day":
-			req.Type = cataloguev1.PlanType_PLAN_TYPE_PER_DAY
-		default:
-			return usagef("invalid --type %q: want fixed or per_day", planType)
+		if planType != "" {
+			t, ok := cataloguev1.PlanTypeByShortName(strings.ReplaceAll(planType, "-", "_"))
+			if !ok {
+				return usagef("invalid --type %q: want fixed or per_day", planType)
+			}
+			req.Type = t
 		}
 		if err := checkPaging(page, limit); err != nil {
 			return err
@@ -205,7 +171,7 @@ func (c *cli) plansListCommand() *cobra.Command {
 		}
 		tw := table(c.stdout, "ID", "NAME", "TYPE", "COVERAGE", "DATA", "VALIDITY", "PRICE")
 		for _, p := range resp.GetPlans() {
-			row(tw, p.GetId(), p.GetName(), planTypeName(p.GetType()), coverageText(p), dataText(p), validityText(p), pricesText(p))
+			row(tw, p.GetId(), p.GetName(), p.GetType().ShortName(), coverageText(p), dataText(p), validityText(p), pricesText(p))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -234,8 +200,8 @@ func (c *cli) plansGetCommand() *cobra.Command {
 		tw := table(c.stdout)
 		row(tw, "id:", p.GetId())
 		row(tw, "name:", p.GetName())
-		row(tw, "type:", planTypeName(p.GetType()))
-		row(tw, "status:", statusName(p.GetStatus()))
+		row(tw, "type:", p.GetType().ShortName())
+		row(tw, "status:", p.GetStatus().ShortName())
 		row(tw, "coverage:", coverageText(p))
 		if p.GetScope() != cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY {
 			row(tw, "countries:", strings.Join(p.GetCountries(), " "))

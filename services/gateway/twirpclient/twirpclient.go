@@ -52,18 +52,13 @@ func NewAccounts(baseURL string, hc *http.Client) *Accounts {
 	return &Accounts{client: accountsv1.NewAccountsProtobufClient(baseURL, hc)}
 }
 
-var environments = map[accountsv1.Environment]gateway.Environment{
-	accountsv1.Environment_ENVIRONMENT_SANDBOX: gateway.Sandbox,
-	accountsv1.Environment_ENVIRONMENT_LIVE:    gateway.Live,
-}
-
 func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Principal, error) {
 	res, err := a.client.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: secret})
 	if err != nil {
 		return gateway.Principal{}, translate("accounts", err)
 	}
-	env, ok := environments[res.GetEnvironment()]
-	if !ok {
+	env := gateway.Environment(res.GetEnvironment().ShortName())
+	if env != gateway.Sandbox && env != gateway.Live {
 		return gateway.Principal{}, fmt.Errorf("accounts: key %s has no environment", res.GetKeyId())
 	}
 	return gateway.Principal{
@@ -85,15 +80,10 @@ func NewCatalogue(baseURL string, hc *http.Client) *Catalogue {
 	return &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc)}
 }
 
-var planTypes = map[gateway.PlanType]cataloguev1.PlanType{
-	gateway.Fixed:  cataloguev1.PlanType_PLAN_TYPE_FIXED,
-	gateway.PerDay: cataloguev1.PlanType_PLAN_TYPE_PER_DAY,
-}
-
 func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gateway.Plan, int, error) {
 	res, err := c.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{
 		Country:  q.Country,
-		Type:     planTypes[q.Type],
+		Type:     planType(q.Type),
 		Page:     int32(q.Page),
 		Limit:    int32(q.Limit),
 		Currency: q.Currency,
@@ -125,21 +115,11 @@ func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.P
 	return plan, nil
 }
 
-var (
-	typeNames = map[cataloguev1.PlanType]gateway.PlanType{
-		cataloguev1.PlanType_PLAN_TYPE_FIXED:   gateway.Fixed,
-		cataloguev1.PlanType_PLAN_TYPE_PER_DAY: gateway.PerDay,
-	}
-	scopeNames = map[cataloguev1.CoverageScope]string{
-		cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY: "country",
-		cataloguev1.CoverageScope_COVERAGE_SCOPE_REGION:  "region",
-		cataloguev1.CoverageScope_COVERAGE_SCOPE_GLOBAL:  "global",
-	}
-	statusNames = map[cataloguev1.PlanStatus]string{
-		cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE:  "active",
-		cataloguev1.PlanStatus_PLAN_STATUS_RETIRED: "retired",
-	}
-)
+// planType is the filter for t; the zero value, no filter, for "".
+func planType(t gateway.PlanType) cataloguev1.PlanType {
+	pt, _ := cataloguev1.PlanTypeByShortName(string(t))
+	return pt
+}
 
 // fromProto picks the price in currency; ok is false when there is none.
 func fromProto(p *cataloguev1.Plan, currency string) (gateway.Plan, bool) {
@@ -150,8 +130,8 @@ func fromProto(p *cataloguev1.Plan, currency string) (gateway.Plan, bool) {
 		return gateway.Plan{
 			ID:           p.GetId(),
 			Name:         p.GetName(),
-			Type:         typeNames[p.GetType()],
-			Scope:        scopeNames[p.GetScope()],
+			Type:         gateway.PlanType(p.GetType().ShortName()),
+			Scope:        p.GetScope().ShortName(),
 			Countries:    p.GetCountries(),
 			Region:       p.GetRegion(),
 			Unlimited:    p.GetUnlimited(),
@@ -159,7 +139,7 @@ func fromProto(p *cataloguev1.Plan, currency string) (gateway.Plan, bool) {
 			ValidityDays: int(p.GetValidityDays()),
 			PriceMinor:   price.GetAmountMinor(),
 			Currency:     currency,
-			Status:       statusNames[p.GetStatus()],
+			Status:       p.GetStatus().ShortName(),
 		}, true
 	}
 	return gateway.Plan{}, false
