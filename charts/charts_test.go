@@ -3,6 +3,7 @@ package charts
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,25 @@ var services = map[string][]string{
 	"accounts":  config.EnvVars(accounts.Config{}),
 	"catalogue": config.EnvVars(catalogue.Config{}),
 	"gateway":   config.EnvVars(gateway.Config{}),
+}
+
+// parsers read a chart's rendered environment the way its service does at
+// start, so values that would make the service refuse to start fail here.
+var parsers = map[string]func(config.Getenv) error{
+	"accounts":  parseAs[accounts.Config],
+	"catalogue": parseAs[catalogue.Config],
+	"gateway":   parseAs[gateway.Config],
+}
+
+func parseAs[C any](getenv config.Getenv) error {
+	var cfg C
+	if err := config.Parse(context.Background(), getenv, &cfg); err != nil {
+		return err
+	}
+	if v, ok := any(cfg).(interface{ Validate() error }); ok {
+		return v.Validate()
+	}
+	return nil
 }
 
 // valuesFiles are the two ways each chart is deployed: values.yaml alone
@@ -513,6 +533,18 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 	}
 	if len(c.EnvFrom) != 0 {
 		t.Error("envFrom hides which variables are set; list them in env")
+	}
+	// Values from Secrets are not known here; any non-empty stand-in lets
+	// the rest of the configuration be parsed and validated.
+	values := map[string]string{}
+	for _, e := range c.Env {
+		values[e.Name] = e.Value
+		if e.ValueFrom != nil {
+			values[e.Name] = "from-secret"
+		}
+	}
+	if err := parsers[chartName](func(k string) string { return values[k] }); err != nil {
+		t.Errorf("%s would refuse to start with these values: %v", chartName, err)
 	}
 	extra, missing := envDiff(names, services[chartName])
 	if len(extra)+len(missing) != 0 {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -26,4 +28,23 @@ type Config struct {
 	// platform promises 5 s, so at most 3s is accepted.
 	AuthCacheTTL time.Duration `env:"AUTH_CACHE_TTL, default=2s"`
 	Telemetry    telemetry.Config
+}
+
+// Validate checks what the types alone cannot. Deployment checks run it on
+// the values the charts render, so a chart cannot ship a gateway that
+// refuses to start.
+func (c Config) Validate() error {
+	var errs []error
+	// The in-process layer keeps answers for half the shared TTL, so a
+	// revocation lands within 1.5 x AUTH_CACHE_TTL; the platform promises 5 s.
+	if c.AuthCacheTTL <= 0 || c.AuthCacheTTL*3/2 >= 5*time.Second {
+		errs = append(errs, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and at most 3s, so revoked keys stop within 5s", c.AuthCacheTTL))
+	}
+	if c.RateLimitPerMinute <= 0 {
+		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", c.RateLimitPerMinute))
+	}
+	if c.ServiceTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be positive", c.ServiceTimeout))
+	}
+	return errors.Join(errs...)
 }

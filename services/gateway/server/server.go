@@ -4,7 +4,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -30,13 +29,8 @@ type Server struct {
 // then authenticates without its cache and rate-limits per replica (see
 // gateway.FailoverLimiter), and says so in its logs.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
-	// The in-process layer keeps answers for half the shared TTL, so a
-	// revocation lands within 1.5 x AUTH_CACHE_TTL; the platform promises 5 s.
-	if cfg.AuthCacheTTL <= 0 || cfg.AuthCacheTTL*3/2 >= 5*time.Second {
-		return nil, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and at most 3s, so revoked keys stop within 5s", cfg.AuthCacheTTL)
-	}
-	if cfg.RateLimitPerMinute <= 0 {
-		return nil, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", cfg.RateLimitPerMinute)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := tel.Logger
 
