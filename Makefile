@@ -58,7 +58,7 @@ verify: ## fail when generated code (Twirp/protobuf, sqlc) is stale
 	@echo "generated code is up to date"
 
 .PHONY: lint
-lint: ## gofmt, go vet and chart lint
+lint: ## gofmt and go vet over every module (charts are linted by make test)
 	@out=$$(gofmt -l $(MODULES) tools 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	go vet $(PACKAGES)
 

@@ -77,8 +77,9 @@ func Handler(r Routes) http.Handler {
 	if r.Public {
 		opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
 	}
-	mux.Handle("/", otelhttp.NewHandler(RequestID(r.App), r.Name, opts...))
-	return mux
+	mux.Handle("/", otelhttp.NewHandler(r.App, r.Name, opts...))
+	// Outermost, so probes and metrics carry a Request-Id too.
+	return RequestID(mux)
 }
 
 // RequestID keeps the caller's Request-Id (the gateway sets one for every

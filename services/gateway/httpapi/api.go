@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -41,8 +42,10 @@ func New(d Deps) (http.Handler, *huma.OpenAPI) {
 	api.UseMiddleware(a.authenticate)
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
+	// Anything else, a wrong method on a known path included, is an
+	// unrecognised request, answered in the API's own error shape.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, http.StatusNotFound, "No such endpoint. The API lives under "+BasePath+"; see "+BasePath+"/openapi.json.")
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath))
 	})
 	return mux, api.OpenAPI()
 }

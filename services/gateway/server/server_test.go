@@ -567,6 +567,9 @@ func TestRequestIDsAreOursAndUnknownRoutesAnswerJSON(t *testing.T) {
 	for _, path := range []string{"/v1/nope", "/", "/v2/plans"} {
 		r := p.get(path, "")
 		e := p.expectError(r, http.StatusNotFound, "not_found")
+		if !strings.Contains(e.Error.Message, "GET "+path) {
+			t.Errorf("message %q should name the request", e.Error.Message)
+		}
 		if seen[e.Error.RequestID] {
 			t.Fatal("request ids repeat")
 		}
@@ -616,6 +619,21 @@ func TestOneTraceSpansGatewayTwirpCatalogueAndPostgres(t *testing.T) {
 	}
 }
 
+func TestWrongMethodIsAnUnrecognizedRequest(t *testing.T) {
+	p := start(t, options{})
+	resp, err := http.Post(p.gateway+"/v1/plans", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r := response{status: resp.StatusCode, header: resp.Header, body: body}
+	e := p.expectError(r, http.StatusNotFound, "not_found")
+	if !strings.Contains(e.Error.Message, "POST /v1/plans") {
+		t.Fatalf("message %q should name the request", e.Error.Message)
+	}
+}
+
 func TestProbesAndMetrics(t *testing.T) {
 	p := start(t, options{})
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
@@ -625,8 +643,8 @@ func TestProbesAndMetrics(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Request-Id") == "" {
+			t.Errorf("%s: %d, Request-Id %q, %.200s", path, resp.StatusCode, resp.Header.Get("Request-Id"), body)
 		}
 		if path == "/metrics" && !strings.Contains(string(body), "http_server_request_duration_seconds") {
 			t.Errorf("/metrics lacks the HTTP server metrics:\n%.500s", body)
