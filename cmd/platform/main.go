@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&opts.AccountsAddr, "accounts-addr", platform.DefaultAccountsAddr, "accounts listen `address`")
 	fs.StringVar(&opts.CatalogueAddr, "catalogue-addr", platform.DefaultCatalogueAddr, "catalogue listen `address`")
 	fs.StringVar(&opts.RunDir, "run-dir", ".run", "`directory` for logs/<service>.log")
+	fs.StringVar(&opts.DatabasePrefix, "db-prefix", "esim_", "`prefix` of the services' database names (<prefix>accounts, <prefix>catalogue)")
 	fs.StringVar(&opts.KeyName, "key-name", platform.DefaultKeyName, "`name` of the sandbox key minted at start; earlier active keys of that name are revoked")
 	fs.StringVar(&opts.BinDir, "bin-dir", "", "`directory` of the service binaries (default: next to this executable)")
 	if err := fs.Parse(args); err != nil {

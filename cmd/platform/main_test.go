@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/cmd/internal/platform"
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
 
@@ -49,6 +50,7 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	// Its own key name, so a developer's running `make run` key survives.
 	const keyName = "platform main test"
 	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-gateway-addr", gateway,
+		"-db-prefix", pgtest.DatabasePrefix(t, "accounts", "catalogue"),
 		"-accounts-addr", accounts, "-catalogue-addr", freeAddr(t)}
 
 	ctx, cancel := context.WithCancel(context.Background())

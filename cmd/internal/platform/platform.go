@@ -71,6 +71,10 @@ type Options struct {
 	BinDir string
 	// RunDir receives logs/<service>.log; ".run" by default.
 	RunDir string
+	// DatabasePrefix names the services' databases (<prefix>accounts,
+	// <prefix>catalogue); "esim_" by default. Tests use their own so they
+	// never touch a developer's data.
+	DatabasePrefix string
 	// Env adds or overrides environment variables of one service, keyed by
 	// service name ("gateway": {"RATE_LIMIT_PER_MINUTE=100000000"}).
 	Env map[string][]string
@@ -98,6 +102,7 @@ func (o *Options) defaults() error {
 	set(&o.AccountsAddr, DefaultAccountsAddr)
 	set(&o.CatalogueAddr, DefaultCatalogueAddr)
 	set(&o.RunDir, ".run")
+	set(&o.DatabasePrefix, "esim_")
 	set(&o.KeyName, DefaultKeyName)
 	if o.BinDir == "" {
 		exe, err := os.Executable()
@@ -179,11 +184,11 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 		return nil, err
 	}
 
-	accountsDB, err := databaseURL(opts.PGURL, "esim_accounts")
+	accountsDB, err := databaseURL(opts.PGURL, opts.DatabasePrefix+"accounts")
 	if err != nil {
 		return nil, err
 	}
-	catalogueDB, err := databaseURL(opts.PGURL, "esim_catalogue")
+	catalogueDB, err := databaseURL(opts.PGURL, opts.DatabasePrefix+"catalogue")
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
 )
 
 func freeAddr(t *testing.T) string {
@@ -108,6 +110,8 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	opts := Options{
 		GatewayAddr: freeAddr(t), AccountsAddr: freeAddr(t), CatalogueAddr: freeAddr(t),
 		BinDir: bin, RunDir: t.TempDir(), KeyName: "platform test",
+		// Databases of its own: a developer's `make run` data stays untouched.
+		DatabasePrefix: pgtest.DatabasePrefix(t, "accounts", "catalogue"),
 	}
 	ctx := context.Background()
 

@@ -62,6 +62,30 @@ func NewDatabase(t testing.TB) string {
 	return u.String()
 }
 
+// DatabasePrefix returns a fresh prefix for code under test that creates
+// its own databases (<prefix><name>, as `make run` does); the databases
+// named by prefix+name for each of names are dropped when the test ends.
+func DatabasePrefix(t testing.TB, names ...string) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "test_" + hex.EncodeToString(b[:]) + "_"
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), AdminURL())
+		if err != nil {
+			t.Errorf("drop test databases: %v", err)
+			return
+		}
+		defer c.Close(context.Background())
+		for _, n := range names {
+			if _, err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{prefix + n}.Sanitize()+" WITH (FORCE)"); err != nil {
+				t.Errorf("drop test database: %v", err)
+			}
+		}
+	})
+	return prefix
+}
+
 // New creates a database, applies migrations and returns a pool closed when
 // the test ends.
 func New(t testing.TB, migrations fs.FS) *pgxpool.Pool {
