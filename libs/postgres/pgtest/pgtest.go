@@ -31,9 +31,7 @@ func AdminURL() string {
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "test_" + hex.EncodeToString(b[:])
+	name := randomName()
 
 	u, err := url.Parse(AdminURL())
 	if err != nil {
@@ -47,17 +45,7 @@ func NewDatabase(t testing.TB) string {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), AdminURL())
-		if err != nil {
-			t.Errorf("drop test database: %v", err)
-			return
-		}
-		defer c.Close(context.Background())
-		if _, err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop test database: %v", err)
-		}
-	})
+	dropAtEnd(t, name)
 	u.Path = "/" + name
 	return u.String()
 }
@@ -67,23 +55,38 @@ func NewDatabase(t testing.TB) string {
 // named by prefix+name for each of names are dropped when the test ends.
 func DatabasePrefix(t testing.TB, names ...string) string {
 	t.Helper()
+	prefix := randomName() + "_"
+	full := make([]string, len(names))
+	for i, n := range names {
+		full[i] = prefix + n
+	}
+	dropAtEnd(t, full...)
+	return prefix
+}
+
+func randomName() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	prefix := "test_" + hex.EncodeToString(b[:]) + "_"
+	return "test_" + hex.EncodeToString(b[:])
+}
+
+// dropAtEnd drops the named databases when the test ends, even while
+// connections to them are still open.
+func dropAtEnd(t testing.TB, names ...string) {
 	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), AdminURL())
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, AdminURL())
 		if err != nil {
 			t.Errorf("drop test databases: %v", err)
 			return
 		}
-		defer c.Close(context.Background())
+		defer c.Close(ctx)
 		for _, n := range names {
-			if _, err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{prefix + n}.Sanitize()+" WITH (FORCE)"); err != nil {
-				t.Errorf("drop test database: %v", err)
+			if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()+" WITH (FORCE)"); err != nil {
+				t.Errorf("drop test database %s: %v", n, err)
 			}
 		}
 	})
-	return prefix
 }
 
 // New creates a database, applies migrations and returns a pool closed when

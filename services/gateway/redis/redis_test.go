@@ -5,20 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/redis"
+	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
-
-func redisURL() string {
-	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
 
 func uniqueKey() string {
 	var b [8]byte
@@ -27,7 +20,7 @@ func uniqueKey() string {
 }
 
 func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
-	client, err := redis.Connect(redisURL())
+	client, err := redis.Connect(redistest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +32,7 @@ func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 	for i, l := range []*redis.RateLimiter{a, b, a} {
 		d, err := l.Allow(ctx, key, 3)
 		if err != nil {
-			t.Fatalf("redis at %s: %v", redisURL(), err)
+			t.Fatalf("redis at %s: %v", redistest.URL(), err)
 		}
 		if !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
 			t.Fatalf("request %d: %+v", i+1, d)
@@ -55,7 +48,7 @@ func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 }
 
 func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
-	client, err := redis.Connect(redisURL())
+	client, err := redis.Connect(redistest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

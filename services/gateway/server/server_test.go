@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
+	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 	"github.com/esimplatform/esim/services/gateway/server"
 )
 
@@ -53,13 +53,6 @@ type options struct {
 	defaultRateLimit int
 	// spans, when set, records every span of every service of the test.
 	spans *tracetest.InMemoryExporter
-}
-
-func redisURL() string {
-	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
 }
 
 func start(t testing.TB, opt options) *platform {
@@ -91,7 +84,7 @@ func start(t testing.TB, opt options) *platform {
 	t.Cleanup(catSrv.Close)
 
 	if opt.redisURL == "" {
-		opt.redisURL = redisURL()
+		opt.redisURL = redistest.URL()
 	}
 	if opt.defaultRateLimit == 0 {
 		opt.defaultRateLimit = 1200
