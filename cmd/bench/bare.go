@@ -2,11 +2,8 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,55 +17,34 @@ import (
 // memory can be read separately.
 const serveBareFlag = "serve-bare"
 
-// serveBare is the child: a plain net/http handler answering every request
-// with body, on a loopback port it announces on stdout. It exits on SIGTERM
-// or when its parent goes away (stdin closes).
-func serveBare(ctx context.Context, bodyPath string, stdout io.Writer, stdin io.Reader) error {
+// bareHandler is the baseline: a plain net/http handler answering every
+// request with the bytes in bodyPath.
+func bareHandler(bodyPath string) (http.Handler, error) {
 	body, err := os.ReadFile(bodyPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(body)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
-		cancel()
-	}()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}), nil
 }
 
-// bareProcess is the running baseline child.
-type bareProcess struct {
+// childProcess is a running helper server: the baseline or a floor hop.
+type childProcess struct {
 	cmd   *exec.Cmd
 	stdin io.Closer
 	url   string
 }
 
-func startBare(bodyPath string) (*bareProcess, error) {
+// startChild re-executes this binary with args, which make it serve one
+// helper, and waits for the address it announces.
+func startChild(name string, args ...string) (*childProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-"+serveBareFlag, bodyPath)
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	stdin, err := cmd.StdinPipe()
@@ -80,21 +56,21 @@ func startBare(bodyPath string) (*bareProcess, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start bare baseline server: %w", err)
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("bare baseline server did not announce its address (got %q): %v", line, err)
+		return nil, fmt.Errorf("%s did not announce its address (got %q): %v", name, line, err)
 	}
-	return &bareProcess{cmd: cmd, stdin: stdin, url: "http://" + addr}, nil
+	return &childProcess{cmd: cmd, stdin: stdin, url: "http://" + addr}, nil
 }
 
-func (b *bareProcess) pid() int { return b.cmd.Process.Pid }
+func (b *childProcess) pid() int { return b.cmd.Process.Pid }
 
-func (b *bareProcess) stop() error {
+func (b *childProcess) stop() error {
 	_ = b.stdin.Close()
 	_ = b.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

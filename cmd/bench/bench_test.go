@@ -84,13 +84,14 @@ func TestReportMarksTargets(t *testing.T) {
 		cfg: config{duration: time.Second, concurrency: 8}, cpus: 2, goVersion: "go1.26",
 		rows: []measurement{
 			{name: "gateway", closed: result{Requests: 300, Elapsed: time.Second}, open: result{Requests: 150, Rate: 150, P99: 4 * time.Millisecond, Elapsed: time.Second}},
+			{name: "hops floor", closed: result{Requests: 400, Elapsed: time.Second}, open: result{Requests: 200, Rate: 200, Elapsed: time.Second}},
 			{name: "bare net/http", closed: result{Requests: 1000, Elapsed: time.Second}, open: result{Requests: 500, Rate: 500, Elapsed: time.Second}},
 		},
 		mem: []memory{{name: "gateway", pid: 1, hwm: "20.0 MiB"}},
 	}
 	md := r.markdown()
 	for _, want := range []string{
-		"Throughput ratio gateway / bare: **0.30**",
+		"gateway / bare: **0.30** (300 / 1000 req/s)", "hops floor / bare: **0.40**", "gateway / hops floor: **0.75**",
 		"| gateway / bare throughput ratio >= 0.25 | 0.30 | met |",
 		"| gateway p99 at half of max < 10.00 ms | 4.00 ms | met |",
 		"| gateway | 300 |", "| gateway | 1 | 20.0 MiB |", "nproc): 2",
@@ -99,10 +100,14 @@ func TestReportMarksTargets(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Contains(md, "can meet the") {
+		t.Errorf("a floor above the target must not be called a limit:\n%s", md)
+	}
 	r.rows[0].closed.Requests = 200
 	r.rows[0].open.P99 = 12 * time.Millisecond
+	r.rows[1].closed.Requests = 240
 	md = r.markdown()
-	for _, want := range []string{"| 0.20 | not met |", "| 12.00 ms | not met |"} {
+	for _, want := range []string{"| 0.20 | not met |", "| 12.00 ms | not met |", "The hops floor itself reaches only 0.24 of the bare handler"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

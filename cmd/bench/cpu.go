@@ -44,8 +44,9 @@ func machineBusy() (time.Duration, error) {
 	if len(fields) < 9 || fields[0] != "cpu" {
 		return 0, fmt.Errorf("/proc/stat: unexpected format")
 	}
+	// Steal is time the hypervisor gave to other guests: not ours to count.
 	var busy int64
-	for i, f := range fields[1:9] {
+	for i, f := range fields[1:8] {
 		if i == 3 || i == 4 { // idle, iowait
 			continue
 		}

@@ -33,6 +33,13 @@ func main() {
 	}
 }
 
+// The targets, in the order they are measured and reported.
+const (
+	gatewayTarget = "gateway"
+	floorTarget   = "hops floor"
+	bareTarget    = "bare net/http"
+)
+
 type config struct {
 	out         string
 	duration    time.Duration
@@ -51,6 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var cfg config
 	var bareBody string
+	var floor floorConfig
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.out, "out", "BENCHMARKS.md", "write the markdown report to this `file` (empty: stdout only)")
@@ -61,11 +69,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
 	// Internal: the baseline server is this binary re-executed.
 	fs.StringVar(&bareBody, serveBareFlag, "", "internal: serve the body in `file` as the bare baseline")
+	floor.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if bareBody != "" {
-		return serveBare(ctx, bareBody, stdout, os.Stdin)
+	switch {
+	case bareBody != "":
+		h, err := bareHandler(bareBody)
+		if err != nil {
+			return err
+		}
+		return serveChild(ctx, h, stdout, os.Stdin)
+	case floor.role != "":
+		floor.redisURL = cfg.redisURL
+		h, closeHop, err := floorHandler(ctx, floor)
+		if err != nil {
+			return err
+		}
+		defer closeHop()
+		return serveChild(ctx, h, stdout, os.Stdin)
 	}
 	if cfg.concurrency < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
 		return fmt.Errorf("-concurrency must be >= 1 and -duration > 0")
@@ -114,16 +136,27 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	if err := os.WriteFile(bodyFile, body, 0o644); err != nil {
 		return err
 	}
-	bare, err := startBare(bodyFile)
+	bare, err := startChild("bare baseline server", "-"+serveBareFlag, bodyFile)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = bare.stop() }()
+	floorBackProc, err := startChild("hops floor back", floorConfig{role: floorBack, body: bodyFile, dbURL: p.CatalogueDatabaseURL}.args()...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = floorBackProc.stop() }()
+	floorFrontProc, err := startChild("hops floor front", floorConfig{role: floorFront, upstream: floorBackProc.url, redisURL: cfg.redisURL}.args()...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = floorFrontProc.stop() }()
 
 	pool := cfg.concurrency * 4
 	targets := []target{
-		newTarget("gateway", p.APIBaseURL+"/plans/"+planID, p.SandboxKey, pool),
-		newTarget("bare net/http", bare.url+"/v1/plans/"+planID, "", pool),
+		newTarget(gatewayTarget, p.APIBaseURL+"/plans/"+planID, p.SandboxKey, pool),
+		newTarget(floorTarget, floorFrontProc.url+"/v1/plans/"+planID, "", pool),
+		newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "", pool),
 	}
 
 	// The processes behind each target, for the CPU-per-request table.
@@ -133,8 +166,9 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		gatewayProcs = append(gatewayProcs, proc{svc.Name, svc.PID})
 	}
 	procs := map[string][]proc{
-		targets[0].name: gatewayProcs,
-		targets[1].name: {loadGen, {"bare net/http", bare.pid()}},
+		gatewayTarget: gatewayProcs,
+		floorTarget:   {loadGen, {"floor front", floorFrontProc.pid()}, {"floor back", floorBackProc.pid()}},
+		bareTarget:    {loadGen, {bareTarget, bare.pid()}},
 	}
 
 	// 3. For each target: warm up, find the maximum with a closed loop, then
@@ -168,7 +202,12 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	for _, s := range p.Services() {
 		mem = append(mem, memory{name: s.Name, pid: s.PID, hwm: peakRSS(s.PID)})
 	}
-	mem = append(mem, memory{name: "bare net/http", pid: bare.pid(), hwm: peakRSS(bare.pid())})
+	for _, c := range []struct {
+		name string
+		pid  int
+	}{{"floor front", floorFrontProc.pid()}, {"floor back", floorBackProc.pid()}, {bareTarget, bare.pid()}} {
+		mem = append(mem, memory{name: c.name, pid: c.pid, hwm: peakRSS(c.pid)})
+	}
 
 	rtt, err := loopbackRoundTrip(ctx, cfg.redisURL, 2000)
 	if err != nil {

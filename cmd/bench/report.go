@@ -57,7 +57,7 @@ func (r report) markdown() string {
 		p(" (%s)", r.cpuModel)
 	}
 	p("\n- Go: %s\n", r.goVersion)
-	p("- Postgres and Redis: the local servers; every process (load generator, gateway, accounts, catalogue, Postgres, Redis, baseline) shares the same cores.\n\n")
+	p("- Postgres and Redis: the local servers; every process (load generator, gateway, accounts, catalogue, Postgres, Redis, floor and baseline servers) shares the same cores.\n\n")
 
 	p("## Method\n\n")
 	p("- Request: `GET /v1/plans/%s` (%d-byte JSON answer).\n", r.planID, r.bodyBytes)
@@ -73,13 +73,19 @@ func (r report) markdown() string {
 	p("## Results\n\n")
 	p("%s\n", r.table())
 
-	gw, bare, ok := r.pair()
-	if ok {
-		ratio := 0.0
-		if bare.closed.RPS() > 0 {
-			ratio = gw.closed.RPS() / bare.closed.RPS()
+	gw, okGW := r.row(gatewayTarget)
+	bare, okBare := r.row(bareTarget)
+	floor, okFloor := r.row(floorTarget)
+	if okGW && okBare {
+		ratio := rpsRatio(gw, bare)
+		p("Throughput ratios:\n\n")
+		p("- gateway / bare: **%.2f** (%.0f / %.0f req/s)\n", ratio, gw.closed.RPS(), bare.closed.RPS())
+		if okFloor {
+			p("- hops floor / bare: **%.2f**: the most any implementation of this path can reach here, ", rpsRatio(floor, bare))
+			p("since the floor makes the same round trips with no application code\n")
+			p("- gateway / hops floor: **%.2f**: the share of the floor the gateway keeps; the rest is what its own code costs\n", rpsRatio(gw, floor))
 		}
-		p("Throughput ratio gateway / bare: **%.2f** (%.0f / %.0f req/s).\n\n", ratio, gw.closed.RPS(), bare.closed.RPS())
+		p("\n")
 
 		p("## Targets\n\n")
 		p("| target | measured | status |\n|---|---|---|\n")
@@ -87,6 +93,10 @@ func (r report) markdown() string {
 		p("| gateway p99 at half of max < %s | %s | %s |\n", ms(targetP99), ms(gw.open.P99), metText(gw.open.P99 < targetP99 && gw.open.Errors == 0))
 		if gw.open.Errors > 0 {
 			p("\nThe gateway's open loop had %d errors (e.g. %s), so its latency target is not met.\n", gw.open.Errors, gw.open.FirstErr)
+		}
+		if okFloor && rpsRatio(floor, bare) < targetRatio {
+			p("\nThe hops floor itself reaches only %.2f of the bare handler on this machine, so no implementation of this path ", rpsRatio(floor, bare))
+			p("(Redis, Twirp and Postgres round trips included) can meet the %.2f ratio here; see below.\n", targetRatio)
 		}
 		p("\n")
 	}
@@ -110,7 +120,12 @@ func (r report) markdown() string {
 	p("The bare handler answers in one hop. The gateway's answer takes four in a row: ")
 	p("client to gateway, gateway to Redis (GCRA rate limit; the auth cache is served from memory on a hot key), ")
 	p("gateway to catalogue (Twirp), catalogue to Postgres. Each hop costs a round trip of latency and ")
-	p("the syscalls, parsing and scheduling of both ends on the same two cores, which is where most CPU goes ")
+	p("the syscalls, parsing and scheduling of both ends on the same cores.\n\n")
+	p("The **hops floor** prices those hops alone: a front process makes the same Redis GCRA call through the same library ")
+	p("and POSTs the plan id over HTTP to a back process, which runs the catalogue's own GetPlan query (sqlc, pgx) ")
+	p("on the catalogue's database and answers the plan's bytes. It has no authentication, Twirp framing, protobuf, JSON, ")
+	p("validation, tracing, metrics or logs. The gap between the floor and the bare handler is the cost of the architecture; ")
+	p("the gap between the gateway and the floor is the cost of the gateway's and catalogue's own code ")
 	p("(profile it with `go test -bench GetPlan -cpuprofile cpu.out ./services/gateway/server/`). ")
 	p("Plans are deliberately not cached in the gateway: the measured path includes Twirp and Postgres, ")
 	p("and retiring a plan takes effect at once.\n\n")
@@ -135,11 +150,20 @@ func (r report) table() string {
 	return b.String()
 }
 
-func (r report) pair() (gw, bare measurement, ok bool) {
-	if len(r.rows) != 2 {
-		return gw, bare, false
+func (r report) row(name string) (measurement, bool) {
+	for _, m := range r.rows {
+		if m.name == name {
+			return m, true
+		}
 	}
-	return r.rows[0], r.rows[1], true
+	return measurement{}, false
+}
+
+func rpsRatio(a, b measurement) float64 {
+	if b.closed.RPS() <= 0 {
+		return 0
+	}
+	return a.closed.RPS() / b.closed.RPS()
 }
 
 func metText(met bool) string {
