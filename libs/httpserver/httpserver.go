@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -29,14 +30,16 @@ type Routes struct {
 	Name string
 	// App serves everything not below the probe and metrics paths.
 	App http.Handler
-	// Metrics serves /metrics.
-	Metrics http.Handler
+	// Telemetry provides /metrics, the meter for request metrics and, when
+	// tracing is on, the tracer. Without it requests are not measured.
+	Telemetry *telemetry.Telemetry
 	// Ready lists the checks behind /readyz, by name.
 	Ready map[string]Check
-	// SpanName names the server span of a request. The default, method and
-	// path, suits Twirp services whose paths are their methods; a public
-	// API with ids in its paths names spans after its routes instead.
-	SpanName func(*http.Request) string
+	// Route names the route of a request the app did not name with
+	// SetRoute. The default, the path, suits Twirp services, whose paths
+	// are their methods; a public API with ids in its paths sets its
+	// routes and names the rest with something fixed.
+	Route func(*http.Request) string
 	// Public marks an endpoint that faces the internet: a trace context
 	// sent by a caller is linked, not continued, so outsiders cannot join
 	// or steer our traces.
@@ -45,7 +48,8 @@ type Routes struct {
 
 // Handler assembles the full handler of a service: /healthz answers while
 // the process runs, /readyz while every dependency answers, /metrics always.
-// Probes and metrics are not traced, to keep traces about real traffic.
+// Probes and metrics are neither traced nor measured, to keep both about
+// real traffic.
 func Handler(r Routes) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -66,18 +70,38 @@ func Handler(r Routes) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	if r.Metrics != nil {
-		mux.Handle("GET /metrics", r.Metrics)
+	route := r.Route
+	if route == nil {
+		route = func(req *http.Request) string { return req.URL.Path }
 	}
-	spanName := r.SpanName
-	if spanName == nil {
-		spanName = func(req *http.Request) string { return req.Method + " " + req.URL.Path }
+	app := r.App
+	if tel := r.Telemetry; tel != nil {
+		if tel.MetricsHandler != nil {
+			mux.Handle("GET /metrics", tel.MetricsHandler)
+		}
+		if tel.TracerProvider != nil {
+			opts := []otelhttp.Option{
+				otelhttp.WithTracerProvider(tel.TracerProvider),
+				// Requests are measured below, once, with reused label sets.
+				otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+				// otelhttp names the span again when the request ends, by
+				// then after the route the app set, if it set one.
+				otelhttp.WithSpanNameFormatter(func(_ string, req *http.Request) string { return req.Method + " " + routeOf(req, route) }),
+			}
+			if r.Public {
+				opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
+			}
+			app = otelhttp.NewHandler(app, r.Name, opts...)
+		}
+		mp := tel.MeterProvider
+		if mp == nil {
+			mp = noop.NewMeterProvider()
+		}
+		// Outside the tracing, so the route slot SetRoute fills is in the
+		// span's request too.
+		app = newServerMetrics(mp).measure(app, route)
 	}
-	opts := []otelhttp.Option{otelhttp.WithSpanNameFormatter(func(_ string, req *http.Request) string { return spanName(req) })}
-	if r.Public {
-		opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
-	}
-	mux.Handle("/", otelhttp.NewHandler(r.App, r.Name, opts...))
+	mux.Handle("/", app)
 	// Outermost, so probes and metrics carry a Request-Id too.
 	return RequestID(mux)
 }

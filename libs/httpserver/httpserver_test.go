@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,4 +102,68 @@ func TestServeDrainsInFlightRequestsOnShutdown(t *testing.T) {
 	if _, err := http.Get("http://" + ln.Addr().String()); err == nil {
 		t.Fatal("server still accepts after shutdown")
 	}
+}
+
+func TestRequestsAreMeasuredByRouteWithBoundedLabels(t *testing.T) {
+	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "error"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	app := http.NewServeMux()
+	app.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) {
+		httpserver.SetRoute(r.Context(), "/things/{id}")
+		w.WriteHeader(http.StatusTeapot)
+	})
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{Name: "svc", App: app, Telemetry: tel}))
+	defer srv.Close()
+
+	get := func(path string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get("/things/1")
+	get("/things/2")
+	// Paths the app does not route are named by the default, the path,
+	// until the label sets run out; then they are "other".
+	for i := range 300 {
+		get("/junk/" + strconv.Itoa(i))
+	}
+	get("/healthz") // probes are not measured
+
+	rec := httptest.NewRecorder()
+	tel.MetricsHandler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	counts := map[string]string{} // route|status -> count
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if !strings.HasPrefix(line, "http_server_request_duration_seconds_count{") {
+			continue
+		}
+		route := labelValue(line, "http_route")
+		counts[route+"|"+labelValue(line, "http_response_status_code")] = line[strings.LastIndexByte(line, ' ')+1:]
+		if labelValue(line, "http_request_method") != "GET" {
+			t.Errorf("method label in %s", line)
+		}
+	}
+	if counts["/things/{id}|418"] != "2" {
+		t.Errorf("routed requests: %v", counts)
+	}
+	if counts["/junk/0|404"] != "1" || counts["other|404"] == "" || counts["/healthz|200"] != "" {
+		t.Errorf("unrouted requests: other=%q healthz=%q", counts["other|404"], counts["/healthz|200"])
+	}
+	if len(counts) > 256+1 {
+		t.Errorf("%d label sets, want at most 257", len(counts))
+	}
+}
+
+func labelValue(line, name string) string {
+	_, rest, ok := strings.Cut(line, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
 }

@@ -18,16 +18,31 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// Connect opens a pool whose queries are traced as children of the
-// caller's span, and checks that the server answers.
-func Connect(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+// Option adjusts how Connect and Open set up the pool.
+type Option func(*pgxpool.Config)
+
+// WithTracerProvider traces every query as a child of the caller's span.
+// A nil provider means tracing is off: no tracer is installed at all.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(cfg *pgxpool.Config) {
+		if tp != nil {
+			cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithTrimSQLInSpanName())
+		}
+	}
+}
+
+// Connect opens a pool and checks that the server answers.
+func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
+	for _, opt := range opts {
+		opt(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
@@ -99,13 +114,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
 
 // Open is what a service does at start: create the database if allowed,
 // connect, migrate.
-func Open(ctx context.Context, databaseURL string, create bool, migrations fs.FS) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, databaseURL string, create bool, migrations fs.FS, opts ...Option) (*pgxpool.Pool, error) {
 	if create {
 		if err := EnsureDatabase(ctx, databaseURL); err != nil {
 			return nil, err
 		}
 	}
-	pool, err := Connect(ctx, databaseURL)
+	pool, err := Connect(ctx, databaseURL, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,19 +5,25 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 // HTTPClient returns the client services use to call each other: it carries
-// trace context and the request id to the callee and gives up after timeout.
-func HTTPClient(timeout time.Duration) *http.Client {
+// the request id (and, when tracing, the trace context) to the callee and
+// gives up after timeout. The callee's server metrics count these calls, so
+// the client records none of its own.
+func (t *Telemetry) HTTPClient(timeout time.Duration) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	// Services call a handful of peers very often; keep enough idle
 	// connections that a burst does not reconnect every time.
 	base.MaxIdleConnsPerHost = 256
-	return &http.Client{
-		Timeout:   timeout,
-		Transport: otelhttp.NewTransport(requestIDTransport{base}),
+	var rt http.RoundTripper = requestIDTransport{base}
+	if t.TracerProvider != nil {
+		rt = otelhttp.NewTransport(rt,
+			otelhttp.WithTracerProvider(t.TracerProvider),
+			otelhttp.WithMeterProvider(noop.NewMeterProvider()))
 	}
+	return &http.Client{Timeout: timeout, Transport: rt}
 }
 
 type requestIDTransport struct{ next http.RoundTripper }

@@ -21,12 +21,14 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // Config is the part of every service's configuration that telemetry reads.
@@ -40,8 +42,15 @@ type Config struct {
 
 // Telemetry holds what a service needs to log, trace and expose metrics.
 type Telemetry struct {
-	Logger         *slog.Logger
+	Logger *slog.Logger
+	// TracerProvider is nil when no exporter is configured: tracing is
+	// then off altogether, and instrumentation (HTTP, pgx) is not even
+	// installed, because building spans nobody receives cost a tenth of
+	// the platform's CPU per request. Logs still join across services by
+	// request id.
 	TracerProvider trace.TracerProvider
+	// MeterProvider feeds /metrics (and OTLP when configured).
+	MeterProvider metric.MeterProvider
 	// MetricsHandler serves the Prometheus exposition format at /metrics.
 	MetricsHandler http.Handler
 
@@ -49,8 +58,8 @@ type Telemetry struct {
 }
 
 // Setup builds the logger and the trace and meter providers for one service
-// and installs them as the OpenTelemetry globals, so instrumented libraries
-// (otelhttp, otelpgx) pick them up.
+// and installs them as the OpenTelemetry globals too, for libraries that
+// only look there.
 func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, opts ...Option) (*Telemetry, error) {
 	var o options
 	for _, opt := range opts {
@@ -66,27 +75,25 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 	res := resource.NewSchemaless(semconv.ServiceName(service))
 	t := &Telemetry{Logger: logger}
 
-	// Without an exporter spans are not recorded (recording costs a few
-	// allocations per span on the hot path for nothing) but still get ids,
-	// so every log line carries a trace id that joins it across services.
-	sampler := sdktrace.ParentBased(sdktrace.NeverSample())
 	if cfg.OTLPEndpoint != "" || o.spanExporter != nil {
-		sampler = sdktrace.ParentBased(sdktrace.AlwaysSample())
-	}
-	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler)}
-	if o.spanExporter != nil {
-		tpOpts = append(tpOpts, sdktrace.WithSyncer(o.spanExporter))
-	}
-	if cfg.OTLPEndpoint != "" {
-		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/traces"))
-		if err != nil {
-			return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+		if o.spanExporter != nil {
+			tpOpts = append(tpOpts, sdktrace.WithSyncer(o.spanExporter))
 		}
-		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+		if cfg.OTLPEndpoint != "" {
+			exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/traces"))
+			if err != nil {
+				return nil, fmt.Errorf("otlp trace exporter: %w", err)
+			}
+			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+		}
+		tp := sdktrace.NewTracerProvider(tpOpts...)
+		t.TracerProvider = tp
+		t.shutdown = append(t.shutdown, tp.Shutdown)
+		otel.SetTracerProvider(tp)
+	} else {
+		otel.SetTracerProvider(tracenoop.NewTracerProvider())
 	}
-	tp := sdktrace.NewTracerProvider(tpOpts...)
-	t.TracerProvider = tp
-	t.shutdown = append(t.shutdown, tp.Shutdown)
 
 	// Each service gets its own registry so two services started in one
 	// process (tests, benchmarks) never clash on metric registration.
@@ -105,10 +112,10 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 		mpOpts = append(mpOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
 	}
 	mp := sdkmetric.NewMeterProvider(mpOpts...)
+	t.MeterProvider = mp
 	t.shutdown = append(t.shutdown, mp.Shutdown)
 	t.MetricsHandler = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
 
-	otel.SetTracerProvider(tp)
 	otel.SetMeterProvider(mp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
@@ -121,8 +128,8 @@ type options struct {
 	spanExporter sdktrace.SpanExporter
 }
 
-// WithSpanExporter records every span synchronously into exp; tests use it
-// to see a request's spans across services.
+// WithSpanExporter turns tracing on and records every span synchronously
+// into exp; tests use it to see a request's spans across services.
 func WithSpanExporter(exp sdktrace.SpanExporter) Option {
 	return func(o *options) { o.spanExporter = exp }
 }

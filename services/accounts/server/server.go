@@ -33,7 +33,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("accounts server: telemetry is required")
 	}
-	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations)
+	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations,
+		libpostgres.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +45,10 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	return &Server{
 		pool: pool,
 		handler: httpserver.Handler(httpserver.Routes{
-			Name:    "accounts",
-			App:     twirpHandler,
-			Metrics: tel.MetricsHandler,
-			Ready:   map[string]httpserver.Check{"postgres": pool.Ping},
+			Name:      "accounts",
+			App:       twirpHandler,
+			Telemetry: tel,
+			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
 		}),
 	}, nil
 }

@@ -29,7 +29,7 @@ type Server struct {
 // The database must exist: creating databases is the platform's job, not
 // a service's.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations)
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations, pg.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
 		return nil, fmt.Errorf("catalogue database: %w", err)
 	}
@@ -48,10 +48,10 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	return &Server{
 		pool: pool,
 		handler: httpserver.Handler(httpserver.Routes{
-			Name:    "catalogue",
-			App:     twirpserver.Handler(svc, tel.Logger),
-			Metrics: tel.MetricsHandler,
-			Ready:   map[string]httpserver.Check{"postgres": pool.Ping},
+			Name:      "catalogue",
+			App:       twirpserver.Handler(svc, tel.Logger),
+			Telemetry: tel,
+			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
 		}),
 	}, nil
 }

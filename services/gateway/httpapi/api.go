@@ -15,9 +15,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
+	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/services/gateway"
 )
 
@@ -111,27 +110,16 @@ func principalFrom(ctx context.Context) gateway.Principal {
 // retryAfter is the spec's fixed back-off for rate_limited.
 const retryAfter = "60"
 
-// SpanName names a request's server span: paths carry ids, so spans are
-// named after routes. The route is known only once huma matched it (see
-// authenticate); otelhttp asks again when the request ends, and then gets
-// the name the route gave the span.
-func SpanName(r *http.Request) string {
-	if s, ok := trace.SpanFromContext(r.Context()).(interface{ Name() string }); ok && s.Name() != "" {
-		return s.Name()
-	}
-	return r.Method + " " + BasePath
-}
+// UnmatchedRoute names, in metrics and traces, requests that matched no
+// route: their paths are whatever a caller typed.
+func UnmatchedRoute(*http.Request) string { return "unmatched" }
 
-// authenticate names the request's span after its route, then, for every
-// operation that declares bearer security,
-// it resolves the key, then charges the request to the key's rate limit and
+// authenticate names the request's route (for its metrics and span), then,
+// for every operation that declares bearer security, it resolves the key, then charges the request to the key's rate limit and
 // sets the RateLimit-* headers.
 func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
-	route := BasePath + op.Path
-	span := trace.SpanFromContext(ctx.Context())
-	span.SetName(op.Method + " " + route)
-	span.SetAttributes(attribute.String("http.route", route))
+	httpserver.SetRoute(ctx.Context(), BasePath+op.Path)
 	if len(op.Security) == 0 {
 		next(ctx)
 		return

@@ -44,7 +44,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 
 	// 2. The services the gateway fronts, over Twirp.
-	hc := telemetry.HTTPClient(cfg.ServiceTimeout)
+	hc := tel.HTTPClient(cfg.ServiceTimeout)
 	accounts := &gateway.CachedAccounts{
 		Accounts: twirpclient.NewAccounts(cfg.AccountsURL, hc),
 		Cache:    redis.NewAuthCache(rdb),
@@ -72,11 +72,11 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		// still serves, and with accounts or catalogue down it answers with
 		// proper JSON errors rather than vanishing from the load balancer.
 		handler: freshRequestID(httpserver.Handler(httpserver.Routes{
-			Name:     "gateway",
-			App:      api,
-			Metrics:  tel.MetricsHandler,
-			SpanName: httpapi.SpanName,
-			Public:   true,
+			Name:      "gateway",
+			App:       api,
+			Telemetry: tel,
+			Route:     httpapi.UnmatchedRoute,
+			Public:    true,
 		})),
 		openAPI: doc,
 		redis:   rdb,
