@@ -132,33 +132,41 @@ func closedLoop(ctx context.Context, t target, workers int, d time.Duration) res
 	return merge(recs, time.Since(start))
 }
 
-// openLoop offers requests at a fixed rate whatever the target's latency,
-// and measures each from the moment it was due, not from when a worker got
-// to it: a target that falls behind sees its queueing in the latency
-// (no coordinated omission).
+// openLoop offers requests at a fixed rate whatever the target's latency.
+// A request waiting for a free worker is the target's doing, so its latency
+// counts from the moment it was due (no coordinated omission). The
+// dispatcher itself wakes only about once a millisecond (the timer
+// granularity of a busy machine), so a request counts from when it was due
+// or from when the dispatcher could hand it out, whichever is later: the
+// generator's own lateness is not the target's latency.
 func openLoop(ctx context.Context, t target, rate float64, poolSize int, d time.Duration) result {
-	due := make(chan time.Time, poolSize)
+	total := int(rate * d.Seconds())
+	// Room for every request, so a slow target fills the queue instead of
+	// blocking the dispatcher and hiding its backlog.
+	due := make(chan time.Time, total)
 	recs := make([]*recorder, poolSize)
 	var wg sync.WaitGroup
 	for i := range recs {
 		rec := &recorder{latencies: make([]time.Duration, 0, 1<<12)}
 		recs[i] = rec
 		wg.Go(func() {
-			for at := range due {
+			for from := range due {
 				err := t.do(ctx)
-				rec.record(time.Since(at), err)
+				rec.record(time.Since(from), err)
 			}
 		})
 	}
 	start := time.Now()
 	sent := 0
-	total := int(rate * d.Seconds())
 	for sent < total && ctx.Err() == nil {
-		// Emit everything that has fallen due, then sleep briefly; a
-		// ticker per request cannot keep up at thousands per second.
-		owed := min(int(time.Since(start).Seconds()*rate), total)
+		now := time.Now()
+		owed := min(int(now.Sub(start).Seconds()*rate), total)
 		for ; sent < owed; sent++ {
-			due <- start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
+			at := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
+			if at.Before(now) {
+				at = now
+			}
+			due <- at
 		}
 		time.Sleep(500 * time.Microsecond)
 	}

@@ -67,7 +67,9 @@ func (r report) markdown() string {
 	p("- **bare net/http**: a separate process serving the same bytes from a plain `net/http` handler, as a ceiling for this machine.\n")
 	p("- Each target: %s unmeasured warm-up; then a closed loop of %d concurrent keep-alive workers for %s ", r.cfg.warmup, r.cfg.concurrency, r.cfg.duration)
 	p("(maximum throughput); then an open loop offering half that maximum at a constant rate for %s, ", r.cfg.duration)
-	p("latency measured from each request's scheduled time so queueing counts.\n")
+	p("latency measured from each request's scheduled time so queueing counts ")
+	p("(or, when the generator's dispatcher, which wakes about once a millisecond, hands a request out later than scheduled, from that moment: ")
+	p("the generator's own lateness is not the target's).\n")
 	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only.\n\n")
 
 	p("## Results\n\n")
