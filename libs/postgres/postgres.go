@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -39,6 +40,13 @@ func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	// google/uuid values then travel in pgx's binary uuid format; without
+	// this pgx encodes each one through driver.Valuer as text, building and
+	// discarding an error on every query.
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		pgxuuid.Register(conn.TypeMap())
+		return nil
 	}
 	for _, opt := range opts {
 		opt(cfg)
