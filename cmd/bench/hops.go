@@ -14,9 +14,9 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/catalogue/postgres/db"
 )
 
@@ -94,7 +94,8 @@ func floorHandler(ctx context.Context, c floorConfig) (http.Handler, func(), err
 		if err != nil {
 			return nil, nil, err
 		}
-		pool, err := pgxpool.New(ctx, c.dbURL)
+		// Connected as the catalogue connects, minus tracing.
+		pool, err := libpostgres.Connect(ctx, c.dbURL)
 		if err != nil {
 			return nil, nil, err
 		}
