@@ -80,12 +80,23 @@ func TestOpenLoopMeasuresFromTheScheduledTime(t *testing.T) {
 }
 
 func TestReportMarksTargets(t *testing.T) {
+	trials := func(rate float64, p99s ...time.Duration) []result {
+		out := make([]result, len(p99s))
+		for i, p := range p99s {
+			out[i] = result{Requests: int(rate), Rate: rate, P99: p, Elapsed: time.Second}
+		}
+		return out
+	}
+	row := func(name string, closed int, open []result) measurement {
+		return measurement{name: name, closed: result{Requests: closed, Elapsed: time.Second}, open: medianByP99(open), openTrials: open}
+	}
 	r := report{
-		cfg: config{duration: time.Second, concurrency: 8}, cpus: 2, goVersion: "go1.26",
+		cfg: config{duration: time.Second, concurrency: 8, trials: 3}, cpus: 2, goVersion: "go1.26",
 		rows: []measurement{
-			{name: "gateway", closed: result{Requests: 300, Elapsed: time.Second}, open: result{Requests: 150, Rate: 150, P99: 4 * time.Millisecond, Elapsed: time.Second}},
-			{name: "hops floor", closed: result{Requests: 400, Elapsed: time.Second}, open: result{Requests: 200, Rate: 200, Elapsed: time.Second}},
-			{name: "bare net/http", closed: result{Requests: 1000, Elapsed: time.Second}, open: result{Requests: 500, Rate: 500, Elapsed: time.Second}},
+			// One stalled trial (30 ms) does not decide the gateway's p99.
+			row("gateway", 300, trials(150, 4*time.Millisecond, 30*time.Millisecond, 3*time.Millisecond)),
+			row("hops floor", 400, trials(200, time.Millisecond, time.Millisecond, time.Millisecond)),
+			row("bare net/http", 1000, trials(500, time.Millisecond, time.Millisecond, time.Millisecond)),
 		},
 		mem: []memory{{name: "gateway", pid: 1, hwm: "20.0 MiB"}},
 	}
@@ -93,7 +104,8 @@ func TestReportMarksTargets(t *testing.T) {
 	for _, want := range []string{
 		"gateway / bare: **0.30** (300 / 1000 req/s)", "hops floor / bare: **0.40**", "gateway / hops floor: **0.75**",
 		"| gateway / bare throughput ratio >= 0.25 | 0.30 | met |",
-		"| gateway p99 at half of max < 10.00 ms | 4.00 ms | met |",
+		"| gateway p99 at half of max < 10.00 ms (median of 3 trials) | 4.00 ms | met |",
+		"| 4.00 ms | 4.00 ms, 30.00 ms, 3.00 ms | 0 |",
 		"| gateway | 300 |", "| gateway | 1 | 20.0 MiB |", "nproc): 2",
 	} {
 		if !strings.Contains(md, want) {
@@ -103,11 +115,21 @@ func TestReportMarksTargets(t *testing.T) {
 	if strings.Contains(md, "can meet the") {
 		t.Errorf("a floor above the target must not be called a limit:\n%s", md)
 	}
-	r.rows[0].closed.Requests = 200
-	r.rows[0].open.P99 = 12 * time.Millisecond
+
+	r.rows[0] = row("gateway", 200, trials(100, 12*time.Millisecond, 11*time.Millisecond, 3*time.Millisecond))
 	r.rows[1].closed.Requests = 240
 	md = r.markdown()
-	for _, want := range []string{"| 0.20 | not met |", "| 12.00 ms | not met |", "The hops floor itself reaches only 0.24 of the bare handler"} {
+	for _, want := range []string{"| 0.20 | not met |", "| 11.00 ms | not met |", "The hops floor itself reaches only 0.24 of the bare handler"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+
+	// An error in any trial fails the latency target, however fast.
+	r.rows[0] = row("gateway", 300, trials(150, time.Millisecond, time.Millisecond, time.Millisecond))
+	r.rows[0].openTrials[2].Errors, r.rows[0].openTrials[2].FirstErr = 1, "HTTP 502"
+	md = r.markdown()
+	for _, want := range []string{"| 1.00 ms | not met |", "open loop had 1 errors (e.g. HTTP 502)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -45,6 +45,7 @@ type config struct {
 	duration    time.Duration
 	warmup      time.Duration
 	concurrency int
+	trials      int
 	pgURL       string
 	redisURL    string
 }
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each measured phase (4 phases in all)")
 	fs.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "unmeasured load before each target's phases")
 	fs.IntVar(&cfg.concurrency, "concurrency", 16, "closed-loop workers, each with its own keep-alive connection")
+	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
 	// Internal: the baseline server is this binary re-executed.
@@ -89,8 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer closeHop()
 		return serveChild(ctx, h, stdout, os.Stdin)
 	}
-	if cfg.concurrency < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
-		return fmt.Errorf("-concurrency must be >= 1 and -duration > 0")
+	if cfg.concurrency < 1 || cfg.trials < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
+		return fmt.Errorf("-concurrency and -trials must be >= 1, -duration > 0 and -warmup >= 0")
 	}
 	return benchmark(ctx, cfg, stdout, stderr)
 }
@@ -188,10 +190,15 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		if half < 1 {
 			return fmt.Errorf("%s: measured throughput %.1f req/s is too low to run the open loop (first error: %s)", t.name, peak.RPS(), peak.FirstErr)
 		}
-		say("%s: open loop at %.0f req/s, %s", t.name, half, cfg.duration)
-		open := openLoop(ctx, t, half, pool, cfg.duration)
-		say("%s: p50 %s, p99 %s, %d errors", t.name, ms(open.P50), ms(open.P99), open.Errors)
-		rows = append(rows, measurement{name: t.name, closed: peak, open: open, cpu: cpu})
+		// Several open-loop trials, reported by their median p99: one
+		// trial's p99 swings with a single stall of the shared machine.
+		trials := make([]result, cfg.trials)
+		for i := range trials {
+			say("%s: open loop at %.0f req/s, %s (trial %d of %d)", t.name, half, cfg.duration, i+1, cfg.trials)
+			trials[i] = openLoop(ctx, t, half, pool, cfg.duration)
+			say("%s: p50 %s, p99 %s, %d errors", t.name, ms(trials[i].P50), ms(trials[i].P99), trials[i].Errors)
+		}
+		rows = append(rows, measurement{name: t.name, closed: peak, open: medianByP99(trials), openTrials: trials, cpu: cpu})
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("interrupted: %w", err)
 		}
@@ -229,8 +236,8 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		say("wrote %s", cfg.out)
 	}
 	for _, r := range rows {
-		if r.closed.Errors+r.open.Errors > 0 {
-			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", r.name, r.closed.Errors+r.open.Errors, firstNonEmpty(r.closed.FirstErr, r.open.FirstErr))
+		if errs, first := r.errors(); errs > 0 {
+			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", r.name, errs, first)
 		}
 	}
 	return nil
