@@ -112,6 +112,14 @@ func TestReportMarksTargets(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Contains(md, "the floor alone costs") {
+		t.Errorf("CPU ratio printed without CPU figures:\n%s", md)
+	}
+	r.rows[1].cpu = []cpuShare{{"total", 300 * time.Microsecond}}
+	r.rows[2].cpu = []cpuShare{{"total", 50 * time.Microsecond}}
+	if md := r.markdown(); !strings.Contains(md, "the floor alone costs 6.0 times the bare handler's (300 µs against 50 µs)") {
+		t.Errorf("report lacks the floor's CPU ratio:\n%s", md)
+	}
 	if strings.Contains(md, "can meet the") {
 		t.Errorf("a floor above the target must not be called a limit:\n%s", md)
 	}

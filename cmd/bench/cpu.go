@@ -59,6 +59,9 @@ func machineBusy() (time.Duration, error) {
 	return time.Duration(busy) * clockTick, nil
 }
 
+// totalShare names the machine's whole CPU per request among the shares.
+const totalShare = "total"
+
 // cpuShare is the CPU one process (or "everything else") spent per request.
 type cpuShare struct {
 	name       string
@@ -114,5 +117,5 @@ func (m *cpuMeter) perRequest(requests int) []cpuShare {
 	total := busy1 - m.busy0
 	return append(shares,
 		cpuShare{"everything else (Postgres, Redis, kernel)", max(0, total-named) / time.Duration(requests)},
-		cpuShare{"total", total / time.Duration(requests)})
+		cpuShare{totalShare, total / time.Duration(requests)})
 }

@@ -137,6 +137,15 @@ func (r report) markdown() string {
 	p("(profile it with `go test -bench GetPlan -cpuprofile cpu.out ./services/gateway/server/`). ")
 	p("Plans are deliberately not cached in the gateway: the measured path includes Twirp and Postgres, ")
 	p("and retiring a plan takes effect at once.\n\n")
+	if okFloor && okBare {
+		p("Why the floor, not the code, caps the ratio: with cores to spare, a closed loop's throughput is its workers divided by ")
+		p("the latency, and this path's latency is four round trips to the bare handler's one, so it stays below a quarter ")
+		p("before any code runs. With the cores saturated, as here, throughput is the inverse of the CPU per request")
+		if f, b := cpuTotal(floor), cpuTotal(bare); f > 0 && b > 0 {
+			p(", and the floor alone costs %.1f times the bare handler's (%s against %s)", float64(f)/float64(b), us(f), us(b))
+		}
+		p(".\n\n")
+	}
 
 	p("## Peak memory (VmHWM from /proc/<pid>/status, after the run)\n\n")
 	p("| process | pid | peak RSS |\n|---|---|---|\n")
@@ -197,6 +206,17 @@ func (r report) row(name string) (measurement, bool) {
 		}
 	}
 	return measurement{}, false
+}
+
+// cpuTotal is the machine's CPU per request during the closed loop, or 0
+// when it could not be measured.
+func cpuTotal(m measurement) time.Duration {
+	for _, c := range m.cpu {
+		if c.name == totalShare {
+			return c.perRequest
+		}
+	}
+	return 0
 }
 
 func rpsRatio(a, b measurement) float64 {
