@@ -1,7 +1,9 @@
 // Command bench measures what the gateway costs: it starts the platform the
 // way `make run` does and loads GET /v1/plans/{id} through the gateway (real
-// key, auth cache, rate limiter, Twirp, Postgres) side by side with a bare
-// net/http handler serving the same body, then writes BENCHMARKS.md.
+// key, auth cache, rate limiter, Twirp, Postgres) side by side with the
+// hops floor (the same round trips with no application code, see hops.go)
+// and a bare net/http handler serving the same body, then writes
+// BENCHMARKS.md.
 package main
 
 import (
