@@ -19,6 +19,7 @@ require (
 	github.com/esimplatform/esim/proto v0.0.0
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/gateway v0.0.0-00010101000000-000000000000
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0

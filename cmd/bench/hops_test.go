@@ -15,14 +15,8 @@ import (
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/catalogue/postgres"
+	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
-
-func testRedisURL() string {
-	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
 
 // The floor must do the real work of each hop: a plan the catalogue's
 // database does not hold fails, so the query is not skipped.
@@ -51,7 +45,7 @@ func TestHopsFloorAnswersThroughRedisAndTheCatalogueQuery(t *testing.T) {
 	defer closeBack()
 	backSrv := httptest.NewServer(back)
 	defer backSrv.Close()
-	front, closeFront, err := floorHandler(ctx, floorConfig{role: floorFront, upstream: backSrv.URL, redisURL: testRedisURL()})
+	front, closeFront, err := floorHandler(ctx, floorConfig{role: floorFront, upstream: backSrv.URL, redisURL: redistest.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
