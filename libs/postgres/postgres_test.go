@@ -9,6 +9,11 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/google/uuid"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 )
@@ -50,5 +55,40 @@ func TestConnectNamesTheServerWithoutPassword(t *testing.T) {
 	}
 	if got := err.Error(); !strings.Contains(got, "127.0.0.1:1") || strings.Contains(got, "secret") {
 		t.Fatalf("error %q should name the server and hide the password", got)
+	}
+}
+
+// Queries are traced only when a tracer provider is given; google/uuid
+// values go in and come out as uuids.
+func TestTracingIsOptionalAndUUIDsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tp.Shutdown(ctx)
+
+	for _, tc := range []struct {
+		name      string
+		provider  trace.TracerProvider
+		wantSpans bool
+	}{{"off", nil, false}, {"on", tp, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, err := postgres.Connect(ctx, pgtest.AdminURL(), postgres.WithTracerProvider(tc.provider))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			// Queries are traced as children of the caller's span.
+			ctx, parent := tp.Tracer("test").Start(ctx, "caller")
+			defer parent.End()
+			spans.Reset()
+			id := uuid.New()
+			var back uuid.UUID
+			if err := pool.QueryRow(ctx, "SELECT $1::uuid", id).Scan(&back); err != nil || back != id {
+				t.Fatalf("uuid %s came back as %s (%v)", id, back, err)
+			}
+			if got := len(spans.GetSpans()) > 0; got != tc.wantSpans {
+				t.Fatalf("spans recorded: %v, want %v", got, tc.wantSpans)
+			}
+		})
 	}
 }
