@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // AuthCache remembers recent authentication outcomes under a hash of the
@@ -36,6 +38,10 @@ type CachedAccounts struct {
 	Log      *slog.Logger
 
 	local localAuthCache
+	// misses lets one lookup per key run at a time: when a busy key's
+	// local entry expires, the requests that arrive meanwhile wait for that
+	// lookup instead of each asking Redis (and accounts) again.
+	misses singleflight.Group
 }
 
 // MaxStaleness is the longest a revoked key can keep working.
@@ -51,11 +57,22 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 	if p, err, ok := c.local.get(keyHash, time.Now()); ok {
 		return p, err
 	}
-	p, err := c.authenticate(ctx, secret, keyHash)
-	if err == nil || errors.Is(err, ErrUnauthorized) {
-		c.local.put(keyHash, p, err, time.Now().Add(c.LocalTTL))
+	lookup := c.misses.DoChan(keyHash, func() (any, error) {
+		// Shared by every request waiting on this key, so one caller
+		// going away must not fail the others; the accounts client's own
+		// timeout bounds the call.
+		p, err := c.authenticate(context.WithoutCancel(ctx), secret, keyHash)
+		if err == nil || errors.Is(err, ErrUnauthorized) {
+			c.local.put(keyHash, p, err, time.Now().Add(c.LocalTTL))
+		}
+		return p, err
+	})
+	select {
+	case r := <-lookup:
+		return r.Val.(Principal), r.Err
+	case <-ctx.Done():
+		return Principal{}, ctx.Err()
 	}
-	return p, err
 }
 
 func (c *CachedAccounts) authenticate(ctx context.Context, secret, keyHash string) (Principal, error) {

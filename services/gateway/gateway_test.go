@@ -3,8 +3,10 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,5 +214,66 @@ func TestCachedAccountsLocalLayerSparesTheSharedCache(t *testing.T) {
 	}
 	if c.MaxStaleness() != time.Second+50*time.Millisecond {
 		t.Fatalf("MaxStaleness %s", c.MaxStaleness())
+	}
+}
+
+// blockingAccounts answers once release is closed, counting the calls that
+// reached it.
+type blockingAccounts struct {
+	calls   atomic.Int32
+	release chan struct{}
+	p       gateway.Principal
+}
+
+func (a *blockingAccounts) Authenticate(ctx context.Context, _ string) (gateway.Principal, error) {
+	a.calls.Add(1)
+	select {
+	case <-a.release:
+		return a.p, nil
+	case <-ctx.Done():
+		return gateway.Principal{}, ctx.Err()
+	}
+}
+
+func TestCachedAccountsAsksOnceForConcurrentMissesOfOneKey(t *testing.T) {
+	accts := &blockingAccounts{release: make(chan struct{}), p: gateway.Principal{AccountID: "a1", KeyID: "k1"}}
+	c := &gateway.CachedAccounts{Accounts: accts, Cache: &mapCache{broken: true}, TTL: time.Second, LocalTTL: time.Second, Log: quiet}
+	const callers = 20
+	errs := make(chan error, callers)
+	authenticate := func(ctx context.Context) {
+		p, err := c.Authenticate(ctx, "sk_live_busy")
+		if err == nil && p != accts.p {
+			err = fmt.Errorf("principal %+v", p)
+		}
+		errs <- err
+	}
+	// The first caller starts the lookup, then gives up while it runs: it
+	// gets its own cancellation at once. The others, which joined the
+	// lookup meanwhile, get the answer it finished with.
+	impatient, cancel := context.WithCancel(context.Background())
+	impatientErr := make(chan error, 1)
+	go func() {
+		_, err := c.Authenticate(impatient, "sk_live_busy")
+		impatientErr <- err
+	}()
+	for accts.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for range callers - 1 {
+		go authenticate(context.Background())
+	}
+	time.Sleep(20 * time.Millisecond) // let them join the lookup
+	cancel()
+	if err := <-impatientErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
+	}
+	close(accts.release)
+	for range callers - 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := accts.calls.Load(); n != 1 {
+		t.Fatalf("accounts called %d times for %d concurrent misses, want 1", n, callers)
 	}
 }
