@@ -208,14 +208,12 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 
 	// 4. Peak memory while everything is still running.
 	var mem []memory
-	for _, s := range p.Services() {
-		mem = append(mem, memory{name: s.Name, pid: s.PID, hwm: peakRSS(s.PID)})
-	}
-	for _, c := range []struct {
-		name string
-		pid  int
-	}{{"floor front", floorFrontProc.pid()}, {"floor back", floorBackProc.pid()}, {bareTarget, bare.pid()}} {
-		mem = append(mem, memory{name: c.name, pid: c.pid, hwm: peakRSS(c.pid)})
+	for _, t := range targets {
+		for _, pr := range procs[t.name] {
+			if pr != loadGen {
+				mem = append(mem, memory{name: pr.name, pid: pr.pid, hwm: peakRSS(pr.pid)})
+			}
+		}
 	}
 
 	rtt, err := loopbackRoundTrip(ctx, cfg.redisURL, 2000)
