@@ -1,45 +1,26 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts/server"
 )
 
-// syncBuffer collects log output written from request goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // start assembles the service exactly as run and the gateway's tests do.
-func start(t *testing.T) (*server.Server, *httptest.Server, *syncBuffer) {
+func start(t *testing.T) (*server.Server, *httptest.Server, *telemetrytest.LogBuffer) {
 	t.Helper()
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &telemetrytest.LogBuffer{}
 	tel, err := telemetry.Setup(ctx, "accounts", telemetry.Config{LogLevel: "debug"}, logs)
 	if err != nil {
 		t.Fatalf("telemetry: %v", err)

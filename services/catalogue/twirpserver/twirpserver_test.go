@@ -1,48 +1,29 @@
 package twirpserver_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/catalogue/postgres"
 	"github.com/esimplatform/esim/services/catalogue/twirpserver"
 )
 
-// syncBuffer collects log lines written by the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type fixture struct {
 	client cataloguev1.Catalogue
 	pool   *pgxpool.Pool
-	logs   *syncBuffer
+	logs   *telemetrytest.LogBuffer
 }
 
 // newFixture serves a seeded catalogue over real HTTP on a fresh database
@@ -54,7 +35,7 @@ func newFixture(t *testing.T) fixture {
 	if _, err := svc.Seed(context.Background()); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	logs := &syncBuffer{}
+	logs := &telemetrytest.LogBuffer{}
 	srv := httptest.NewServer(twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, nil))))
 	t.Cleanup(srv.Close)
 	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, srv.Client()), pool: pool, logs: logs}
