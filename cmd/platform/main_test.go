@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -12,20 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/cmd/internal/platform"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestRejectsStrayArguments(t *testing.T) {
 	err := run(context.Background(), []string{"now"}, func(string) string { return "" }, io.Discard)
@@ -46,12 +36,12 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 			t.Fatalf("build %s: %v\n%s", svc, err, out)
 		}
 	}
-	gateway, accounts := freeAddr(t), freeAddr(t)
+	gateway, accounts := loopbacktest.FreeAddr(t), loopbacktest.FreeAddr(t)
 	// Its own key name, so a developer's running `make run` key survives.
 	const keyName = "platform main test"
 	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-gateway-addr", gateway,
 		"-db-prefix", pgtest.DatabasePrefix(t, "accounts", "catalogue"),
-		"-accounts-addr", accounts, "-catalogue-addr", freeAddr(t)}
+		"-accounts-addr", accounts, "-catalogue-addr", loopbacktest.FreeAddr(t)}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

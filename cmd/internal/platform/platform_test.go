@@ -12,18 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -36,8 +27,8 @@ func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 		PGURL:         "postgres://postgres:hunter2@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2",
 		RedisURL:      "redis://127.0.0.1:1/0",
 		GatewayAddr:   busy.Addr().String(),
-		AccountsAddr:  freeAddr(t),
-		CatalogueAddr: freeAddr(t),
+		AccountsAddr:  loopbacktest.FreeAddr(t),
+		CatalogueAddr: loopbacktest.FreeAddr(t),
 		BinDir:        t.TempDir(),
 		RunDir:        t.TempDir(),
 	})
@@ -75,7 +66,7 @@ func TestStartReportsTheLogOfAServiceThatDies(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := Start(context.Background(), Options{
-		GatewayAddr: freeAddr(t), AccountsAddr: freeAddr(t), CatalogueAddr: freeAddr(t),
+		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
 		BinDir: bin, RunDir: t.TempDir(), ReadyTimeout: 3 * time.Second, StopGrace: time.Second,
 	})
 	if err == nil {
@@ -108,7 +99,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 		}
 	}
 	opts := Options{
-		GatewayAddr: freeAddr(t), AccountsAddr: freeAddr(t), CatalogueAddr: freeAddr(t),
+		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
 		BinDir: bin, RunDir: t.TempDir(), KeyName: "platform test",
 		// Databases of its own: a developer's `make run` data stays untouched.
 		DatabasePrefix: pgtest.DatabasePrefix(t, "accounts", "catalogue"),
