@@ -1,0 +1,159 @@
+// Package coalesce merges concurrent calls to a backend into batches, so
+// that under load one round trip serves many callers.
+//
+// It batches "naturally": a call made while a slot is free goes out at
+// once, alone, on the caller's own context; calls made while every slot is
+// busy queue, and the first slot to free up takes them all (up to MaxBatch)
+// in one batch. Nothing waits on a timer, so light traffic sees no added
+// latency and batches grow only as fast as load does. Timer-window loaders
+// (graph-gophers/dataloader and the like) trade latency for batch size
+// instead, and cache results, which a rate limiter must never do.
+package coalesce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Func sends one batch. It answers one output per input, in order; an error
+// fails every call in the batch. Per-item failures belong in Out.
+type Func[In, Out any] func(ctx context.Context, batch []In) ([]Out, error)
+
+// Options bound the batches.
+type Options struct {
+	// MaxBatch caps the inputs sent in one batch (default 64).
+	MaxBatch int
+	// MaxInFlight caps the batches outstanding at once (default 4). Calls
+	// beyond it queue, and the queue is what batches.
+	MaxInFlight int
+}
+
+// Batcher coalesces calls of one kind. Its zero value is not usable; use
+// New.
+type Batcher[In, Out any] struct {
+	send        Func[In, Out]
+	maxBatch    int
+	maxInFlight int
+
+	mu       sync.Mutex
+	inFlight int
+	// queue is non-empty only while every slot is busy: a freed slot takes it.
+	queue []*call[In, Out]
+}
+
+type call[In, Out any] struct {
+	ctx  context.Context
+	in   In
+	out  Out
+	err  error
+	done chan struct{}
+}
+
+// New returns a batcher that sends through send.
+func New[In, Out any](send Func[In, Out], opts Options) *Batcher[In, Out] {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 64
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 4
+	}
+	return &Batcher[In, Out]{send: send, maxBatch: opts.MaxBatch, maxInFlight: opts.MaxInFlight}
+}
+
+// ErrBatchSize reports a Func that answered the wrong number of outputs.
+var ErrBatchSize = errors.New("coalesce: batch answered a different number of outputs than inputs")
+
+// Do sends in, alone or with other calls, and returns its output. A caller
+// whose ctx ends stops waiting at once with ctx's error; the batch it joined
+// still goes out for the others.
+func (b *Batcher[In, Out]) Do(ctx context.Context, in In) (Out, error) {
+	var zero Out
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	c := &call[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
+
+	b.mu.Lock()
+	if b.inFlight < b.maxInFlight {
+		// A free slot means an empty queue: go now, alone, on the caller's
+		// goroutine and context, as if there were no batcher.
+		b.inFlight++
+		b.mu.Unlock()
+		b.run([]*call[In, Out]{c})
+		return c.out, c.err
+	}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+
+	select {
+	case <-c.done:
+		return c.out, c.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// run sends batch, answers its calls and hands the slot to the queue.
+func (b *Batcher[In, Out]) run(batch []*call[In, Out]) {
+	// Deferred so that a panicking Func (recovered by an HTTP server, say)
+	// cannot leak the slot and, slot by slot, stop the batcher.
+	defer b.release()
+
+	// Callers that gave up while queued are not sent for.
+	live := batch[:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	if batch = live; len(batch) == 0 {
+		return
+	}
+
+	ctx := batch[0].ctx
+	if len(batch) > 1 {
+		// The batch serves callers that may give up one by one; it keeps the
+		// first caller's values (trace, request id) but none's cancellation.
+		// Its deadline is the backend client's own timeout.
+		ctx = context.WithoutCancel(ctx)
+	}
+	ins := make([]In, len(batch))
+	for i, c := range batch {
+		ins[i] = c.in
+	}
+	outs, err := b.send(ctx, ins)
+	if err == nil && len(outs) != len(batch) {
+		err = fmt.Errorf("%w: %d inputs, %d outputs", ErrBatchSize, len(batch), len(outs))
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.err = err
+		} else {
+			c.out = outs[i]
+		}
+		close(c.done)
+	}
+}
+
+// release frees a slot, or passes it straight to the queued calls.
+func (b *Batcher[In, Out]) release() {
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.inFlight--
+		b.mu.Unlock()
+		return
+	}
+	n := min(len(b.queue), b.maxBatch)
+	next := b.queue[:n:n]
+	b.queue = b.queue[n:]
+	if len(b.queue) == 0 {
+		b.queue = nil // let the backing array go
+	}
+	b.mu.Unlock()
+	go b.run(next)
+}

@@ -1,0 +1,3 @@
+module github.com/esimplatform/esim/libs/coalesce
+
+go 1.26
