@@ -311,6 +311,9 @@ type Store interface {
 	ListActivePlans(ctx context.Context, q ListQuery) (plans []Plan, total int, err error)
 	// GetPlan returns the plan whatever its status.
 	GetPlan(ctx context.Context, id uuid.UUID) (Plan, error)
+	// GetPlans returns the stored plans among ids, whatever their status,
+	// in any order; unknown ids are left out.
+	GetPlans(ctx context.Context, ids []uuid.UUID) ([]Plan, error)
 	// UpsertPlans runs merge for every plan against its stored version and
 	// writes the changed ones, all in one transaction: either every plan is
 	// stored or none is. Stored versions are locked while merge runs, so
@@ -394,6 +397,30 @@ func (s *Service) GetPlan(ctx context.Context, id uuid.UUID, includeRetired bool
 		return Plan{}, ErrNotFound
 	}
 	return p, nil
+}
+
+// MaxPlansPerGet bounds one GetPlans call: one query, one answer of a
+// bounded size.
+const MaxPlansPerGet = 100
+
+// GetPlans is GetPlan for many ids at once: it returns the plans GetPlan
+// would return, in any order, and leaves out the ids GetPlan would answer
+// ErrNotFound for. Repeated ids are answered once.
+func (s *Service) GetPlans(ctx context.Context, ids []uuid.UUID, includeRetired bool) ([]Plan, error) {
+	if len(ids) > MaxPlansPerGet {
+		return nil, invalid("ids", "must hold at most %d ids, got %d", MaxPlansPerGet, len(ids))
+	}
+	if len(ids) == 0 {
+		return []Plan{}, nil
+	}
+	plans, err := s.store.GetPlans(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if !includeRetired {
+		plans = slices.DeleteFunc(plans, func(p Plan) bool { return p.Status != StatusActive })
+	}
+	return plans, nil
 }
 
 // UpsertPlans creates or replaces plans by id, all or none. A plan whose

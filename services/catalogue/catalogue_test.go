@@ -45,6 +45,18 @@ func (m *memStore) GetPlan(_ context.Context, id uuid.UUID) (Plan, error) {
 	return p, nil
 }
 
+func (m *memStore) GetPlans(_ context.Context, ids []uuid.UUID) ([]Plan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Plan
+	for id, p := range m.plans {
+		if slices.Contains(ids, id) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 func (m *memStore) UpsertPlans(_ context.Context, plans []Plan, merge MergeFunc) (UpsertResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -379,6 +391,36 @@ func TestGetAndRetire(t *testing.T) {
 	}
 	if _, err := svc.RetirePlan(ctx, uuid.New()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("RetirePlan unknown: %v", err)
+	}
+}
+
+func TestGetPlansAnswersWhatGetPlanWould(t *testing.T) {
+	svc, _, _ := newTestService()
+	ctx := context.Background()
+	active, retired := fixedPlan(), fixedPlan()
+	retired.ID = uuid.New()
+	if _, err := svc.UpsertPlans(ctx, []Plan{active, retired}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RetirePlan(ctx, retired.ID); err != nil {
+		t.Fatal(err)
+	}
+	ids := []uuid.UUID{retired.ID, uuid.New(), active.ID}
+	got, err := svc.GetPlans(ctx, ids, false)
+	if err != nil || len(got) != 1 || got[0].ID != active.ID {
+		t.Fatalf("GetPlans active only: %+v, %v; want the active plan alone", got, err)
+	}
+	got, err = svc.GetPlans(ctx, ids, true)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("GetPlans including retired: %+v, %v; want both stored plans", got, err)
+	}
+	if got, err := svc.GetPlans(ctx, nil, false); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("GetPlans of no ids: %#v, %v; want an empty list", got, err)
+	}
+	tooMany := make([]uuid.UUID, MaxPlansPerGet+1)
+	var ve *ValidationError
+	if _, err := svc.GetPlans(ctx, tooMany, false); !errors.As(err, &ve) || ve.Field != "ids" {
+		t.Fatalf("GetPlans of %d ids: %v; want a validation error on ids", len(tooMany), err)
 	}
 }
 

@@ -558,6 +558,103 @@ func (x *GetPlanRequest) GetIncludeRetired() bool {
 	return false
 }
 
+type GetPlansRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 100; repeats are allowed and answered once.
+	Ids            []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	IncludeRetired bool     `protobuf:"varint,2,opt,name=include_retired,json=includeRetired,proto3" json:"include_retired,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetPlansRequest) Reset() {
+	*x = GetPlansRequest{}
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPlansRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPlansRequest) ProtoMessage() {}
+
+func (x *GetPlansRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPlansRequest.ProtoReflect.Descriptor instead.
+func (*GetPlansRequest) Descriptor() ([]byte, []int) {
+	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetPlansRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *GetPlansRequest) GetIncludeRetired() bool {
+	if x != nil {
+		return x.IncludeRetired
+	}
+	return false
+}
+
+type GetPlansResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plans         []*Plan                `protobuf:"bytes,1,rep,name=plans,proto3" json:"plans,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPlansResponse) Reset() {
+	*x = GetPlansResponse{}
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPlansResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPlansResponse) ProtoMessage() {}
+
+func (x *GetPlansResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPlansResponse.ProtoReflect.Descriptor instead.
+func (*GetPlansResponse) Descriptor() ([]byte, []int) {
+	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetPlansResponse) GetPlans() []*Plan {
+	if x != nil {
+		return x.Plans
+	}
+	return nil
+}
+
 type UpsertPlansRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Plans         []*Plan                `protobuf:"bytes,1,rep,name=plans,proto3" json:"plans,omitempty"`
@@ -567,7 +664,7 @@ type UpsertPlansRequest struct {
 
 func (x *UpsertPlansRequest) Reset() {
 	*x = UpsertPlansRequest{}
-	mi := &file_catalogue_v1_catalogue_proto_msgTypes[5]
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +676,7 @@ func (x *UpsertPlansRequest) String() string {
 func (*UpsertPlansRequest) ProtoMessage() {}
 
 func (x *UpsertPlansRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalogue_v1_catalogue_proto_msgTypes[5]
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +689,7 @@ func (x *UpsertPlansRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPlansRequest.ProtoReflect.Descriptor instead.
 func (*UpsertPlansRequest) Descriptor() ([]byte, []int) {
-	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{5}
+	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpsertPlansRequest) GetPlans() []*Plan {
@@ -611,7 +708,7 @@ type UpsertPlansResponse struct {
 
 func (x *UpsertPlansResponse) Reset() {
 	*x = UpsertPlansResponse{}
-	mi := &file_catalogue_v1_catalogue_proto_msgTypes[6]
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +720,7 @@ func (x *UpsertPlansResponse) String() string {
 func (*UpsertPlansResponse) ProtoMessage() {}
 
 func (x *UpsertPlansResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_catalogue_v1_catalogue_proto_msgTypes[6]
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +733,7 @@ func (x *UpsertPlansResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertPlansResponse.ProtoReflect.Descriptor instead.
 func (*UpsertPlansResponse) Descriptor() ([]byte, []int) {
-	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{6}
+	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpsertPlansResponse) GetUpserted() int32 {
@@ -655,7 +752,7 @@ type RetirePlanRequest struct {
 
 func (x *RetirePlanRequest) Reset() {
 	*x = RetirePlanRequest{}
-	mi := &file_catalogue_v1_catalogue_proto_msgTypes[7]
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +764,7 @@ func (x *RetirePlanRequest) String() string {
 func (*RetirePlanRequest) ProtoMessage() {}
 
 func (x *RetirePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalogue_v1_catalogue_proto_msgTypes[7]
+	mi := &file_catalogue_v1_catalogue_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +777,7 @@ func (x *RetirePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetirePlanRequest.ProtoReflect.Descriptor instead.
 func (*RetirePlanRequest) Descriptor() ([]byte, []int) {
-	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{7}
+	return file_catalogue_v1_catalogue_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RetirePlanRequest) GetId() string {
@@ -727,7 +824,12 @@ const file_catalogue_v1_catalogue_proto_rawDesc = "" +
 	"\x05total\x18\x02 \x01(\x05R\x05total\"I\n" +
 	"\x0eGetPlanRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
-	"\x0finclude_retired\x18\x02 \x01(\bR\x0eincludeRetired\"C\n" +
+	"\x0finclude_retired\x18\x02 \x01(\bR\x0eincludeRetired\"L\n" +
+	"\x0fGetPlansRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\x12'\n" +
+	"\x0finclude_retired\x18\x02 \x01(\bR\x0eincludeRetired\"A\n" +
+	"\x10GetPlansResponse\x12-\n" +
+	"\x05plans\x18\x01 \x03(\v2\x17.esim.catalogue.v1.PlanR\x05plans\"C\n" +
 	"\x12UpsertPlansRequest\x12-\n" +
 	"\x05plans\x18\x01 \x03(\v2\x17.esim.catalogue.v1.PlanR\x05plans\"1\n" +
 	"\x13UpsertPlansResponse\x12\x1a\n" +
@@ -747,10 +849,11 @@ const file_catalogue_v1_catalogue_proto_rawDesc = "" +
 	"PlanStatus\x12\x1b\n" +
 	"\x17PLAN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PLAN_STATUS_ACTIVE\x10\x01\x12\x17\n" +
-	"\x13PLAN_STATUS_RETIRED\x10\x022\xd5\x02\n" +
+	"\x13PLAN_STATUS_RETIRED\x10\x022\xaa\x03\n" +
 	"\tCatalogue\x12V\n" +
 	"\tListPlans\x12#.esim.catalogue.v1.ListPlansRequest\x1a$.esim.catalogue.v1.ListPlansResponse\x12E\n" +
-	"\aGetPlan\x12!.esim.catalogue.v1.GetPlanRequest\x1a\x17.esim.catalogue.v1.Plan\x12\\\n" +
+	"\aGetPlan\x12!.esim.catalogue.v1.GetPlanRequest\x1a\x17.esim.catalogue.v1.Plan\x12S\n" +
+	"\bGetPlans\x12\".esim.catalogue.v1.GetPlansRequest\x1a#.esim.catalogue.v1.GetPlansResponse\x12\\\n" +
 	"\vUpsertPlans\x12%.esim.catalogue.v1.UpsertPlansRequest\x1a&.esim.catalogue.v1.UpsertPlansResponse\x12K\n" +
 	"\n" +
 	"RetirePlan\x12$.esim.catalogue.v1.RetirePlanRequest\x1a\x17.esim.catalogue.v1.PlanB=Z;github.com/esimplatform/esim/proto/catalogue/v1;cataloguev1b\x06proto3"
@@ -768,7 +871,7 @@ func file_catalogue_v1_catalogue_proto_rawDescGZIP() []byte {
 }
 
 var file_catalogue_v1_catalogue_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_catalogue_v1_catalogue_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_catalogue_v1_catalogue_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_catalogue_v1_catalogue_proto_goTypes = []any{
 	(PlanType)(0),                 // 0: esim.catalogue.v1.PlanType
 	(CoverageScope)(0),            // 1: esim.catalogue.v1.CoverageScope
@@ -778,34 +881,39 @@ var file_catalogue_v1_catalogue_proto_goTypes = []any{
 	(*ListPlansRequest)(nil),      // 5: esim.catalogue.v1.ListPlansRequest
 	(*ListPlansResponse)(nil),     // 6: esim.catalogue.v1.ListPlansResponse
 	(*GetPlanRequest)(nil),        // 7: esim.catalogue.v1.GetPlanRequest
-	(*UpsertPlansRequest)(nil),    // 8: esim.catalogue.v1.UpsertPlansRequest
-	(*UpsertPlansResponse)(nil),   // 9: esim.catalogue.v1.UpsertPlansResponse
-	(*RetirePlanRequest)(nil),     // 10: esim.catalogue.v1.RetirePlanRequest
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*GetPlansRequest)(nil),       // 8: esim.catalogue.v1.GetPlansRequest
+	(*GetPlansResponse)(nil),      // 9: esim.catalogue.v1.GetPlansResponse
+	(*UpsertPlansRequest)(nil),    // 10: esim.catalogue.v1.UpsertPlansRequest
+	(*UpsertPlansResponse)(nil),   // 11: esim.catalogue.v1.UpsertPlansResponse
+	(*RetirePlanRequest)(nil),     // 12: esim.catalogue.v1.RetirePlanRequest
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_catalogue_v1_catalogue_proto_depIdxs = []int32{
 	0,  // 0: esim.catalogue.v1.Plan.type:type_name -> esim.catalogue.v1.PlanType
 	1,  // 1: esim.catalogue.v1.Plan.scope:type_name -> esim.catalogue.v1.CoverageScope
 	3,  // 2: esim.catalogue.v1.Plan.prices:type_name -> esim.catalogue.v1.Money
 	2,  // 3: esim.catalogue.v1.Plan.status:type_name -> esim.catalogue.v1.PlanStatus
-	11, // 4: esim.catalogue.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	11, // 5: esim.catalogue.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 4: esim.catalogue.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	13, // 5: esim.catalogue.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 6: esim.catalogue.v1.ListPlansRequest.type:type_name -> esim.catalogue.v1.PlanType
 	4,  // 7: esim.catalogue.v1.ListPlansResponse.plans:type_name -> esim.catalogue.v1.Plan
-	4,  // 8: esim.catalogue.v1.UpsertPlansRequest.plans:type_name -> esim.catalogue.v1.Plan
-	5,  // 9: esim.catalogue.v1.Catalogue.ListPlans:input_type -> esim.catalogue.v1.ListPlansRequest
-	7,  // 10: esim.catalogue.v1.Catalogue.GetPlan:input_type -> esim.catalogue.v1.GetPlanRequest
-	8,  // 11: esim.catalogue.v1.Catalogue.UpsertPlans:input_type -> esim.catalogue.v1.UpsertPlansRequest
-	10, // 12: esim.catalogue.v1.Catalogue.RetirePlan:input_type -> esim.catalogue.v1.RetirePlanRequest
-	6,  // 13: esim.catalogue.v1.Catalogue.ListPlans:output_type -> esim.catalogue.v1.ListPlansResponse
-	4,  // 14: esim.catalogue.v1.Catalogue.GetPlan:output_type -> esim.catalogue.v1.Plan
-	9,  // 15: esim.catalogue.v1.Catalogue.UpsertPlans:output_type -> esim.catalogue.v1.UpsertPlansResponse
-	4,  // 16: esim.catalogue.v1.Catalogue.RetirePlan:output_type -> esim.catalogue.v1.Plan
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	4,  // 8: esim.catalogue.v1.GetPlansResponse.plans:type_name -> esim.catalogue.v1.Plan
+	4,  // 9: esim.catalogue.v1.UpsertPlansRequest.plans:type_name -> esim.catalogue.v1.Plan
+	5,  // 10: esim.catalogue.v1.Catalogue.ListPlans:input_type -> esim.catalogue.v1.ListPlansRequest
+	7,  // 11: esim.catalogue.v1.Catalogue.GetPlan:input_type -> esim.catalogue.v1.GetPlanRequest
+	8,  // 12: esim.catalogue.v1.Catalogue.GetPlans:input_type -> esim.catalogue.v1.GetPlansRequest
+	10, // 13: esim.catalogue.v1.Catalogue.UpsertPlans:input_type -> esim.catalogue.v1.UpsertPlansRequest
+	12, // 14: esim.catalogue.v1.Catalogue.RetirePlan:input_type -> esim.catalogue.v1.RetirePlanRequest
+	6,  // 15: esim.catalogue.v1.Catalogue.ListPlans:output_type -> esim.catalogue.v1.ListPlansResponse
+	4,  // 16: esim.catalogue.v1.Catalogue.GetPlan:output_type -> esim.catalogue.v1.Plan
+	9,  // 17: esim.catalogue.v1.Catalogue.GetPlans:output_type -> esim.catalogue.v1.GetPlansResponse
+	11, // 18: esim.catalogue.v1.Catalogue.UpsertPlans:output_type -> esim.catalogue.v1.UpsertPlansResponse
+	4,  // 19: esim.catalogue.v1.Catalogue.RetirePlan:output_type -> esim.catalogue.v1.Plan
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_catalogue_v1_catalogue_proto_init() }
@@ -819,7 +927,7 @@ func file_catalogue_v1_catalogue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_catalogue_v1_catalogue_proto_rawDesc), len(file_catalogue_v1_catalogue_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -41,6 +41,17 @@ SELECT sqlc.embed(p),
 FROM plans p
 WHERE p.id = $1;
 
+-- GetPlan for many ids in one statement: the gateway coalesces concurrent
+-- lookups into one call. Unknown ids have no row.
+-- name: GetPlans :many
+SELECT sqlc.embed(p),
+       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
+       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
+FROM plans p
+WHERE p.id = ANY(sqlc.arg(ids)::uuid[]);
+
 -- Locks in id order, so two batches touching the same plans cannot
 -- deadlock.
 -- name: LockPlans :many

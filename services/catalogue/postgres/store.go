@@ -79,6 +79,19 @@ func getPlan(ctx context.Context, qs *db.Queries, id uuid.UUID) (catalogue.Plan,
 	return toPlan(row.Plan, row.PriceCurrencies, row.PriceAmounts), nil
 }
 
+// GetPlans implements catalogue.Store.
+func (s *Store) GetPlans(ctx context.Context, ids []uuid.UUID) ([]catalogue.Plan, error) {
+	rows, err := db.New(s.pool).GetPlans(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get %d plans: %w", len(ids), err)
+	}
+	plans := make([]catalogue.Plan, len(rows))
+	for i, r := range rows {
+		plans[i] = toPlan(r.Plan, r.PriceCurrencies, r.PriceAmounts)
+	}
+	return plans, nil
+}
+
 // UpsertPlans implements catalogue.Store.
 func (s *Store) UpsertPlans(ctx context.Context, plans []catalogue.Plan, merge catalogue.MergeFunc) (catalogue.UpsertResult, error) {
 	var res catalogue.UpsertResult

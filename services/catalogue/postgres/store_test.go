@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -278,6 +279,44 @@ func TestRetire(t *testing.T) {
 	}
 	if _, err := store.RetirePlan(ctx, uuid.New(), time.Now()); !errors.Is(err, catalogue.ErrNotFound) {
 		t.Fatalf("retiring an unknown plan: %v, want ErrNotFound", err)
+	}
+}
+
+func TestGetPlansReadsManyInOneQuery(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	a, b := countryPlan(1, "ES", catalogue.PlanTypeFixed), countryPlan(2, "FR", catalogue.PlanTypePerDay)
+	upsert(t, svc, a, b)
+	if _, err := svc.RetirePlan(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Repeats and unknown ids: each stored plan comes back once, whatever
+	// its status, with its prices; unknown ids have no row.
+	got, err := store.GetPlans(ctx, []uuid.UUID{b.ID, uuid.New(), a.ID, a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[uuid.UUID]catalogue.Plan{}
+	for _, p := range got {
+		byID[p.ID] = p
+	}
+	if len(got) != 2 || len(byID) != 2 {
+		t.Fatalf("got %d plans (%d distinct), want 2", len(got), len(byID))
+	}
+	for _, want := range []catalogue.Plan{a, b} {
+		single, err := store.GetPlan(ctx, want.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(byID[want.ID], single) {
+			t.Fatalf("GetPlans and GetPlan disagree on %s:\n%+v\n%+v", want.ID, byID[want.ID], single)
+		}
+	}
+	if byID[b.ID].Status != catalogue.StatusRetired || len(byID[a.ID].Prices) != 3 {
+		t.Fatalf("plans %+v", byID)
+	}
+	if got, err := store.GetPlans(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("no ids: %+v, %v", got, err)
 	}
 }
 

@@ -75,6 +75,33 @@ func (s *Server) GetPlan(ctx context.Context, req *cataloguev1.GetPlanRequest) (
 	return planToProto(p), nil
 }
 
+// GetPlans implements cataloguev1.Catalogue.
+func (s *Server) GetPlans(ctx context.Context, req *cataloguev1.GetPlansRequest) (*cataloguev1.GetPlansResponse, error) {
+	if n := len(req.GetIds()); n > catalogue.MaxPlansPerGet {
+		// Checked before parsing, so an oversized request costs no work.
+		return nil, toTwirp(ctx, s.log, &catalogue.ValidationError{
+			Field: "ids", Reason: fmt.Sprintf("must hold at most %d ids, got %d", catalogue.MaxPlansPerGet, n),
+		})
+	}
+	ids := make([]uuid.UUID, 0, len(req.GetIds()))
+	for _, raw := range req.GetIds() {
+		// A malformed id names no plan: left out, as GetPlan answers it
+		// not_found.
+		if id, err := planID(raw); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	plans, err := s.svc.GetPlans(ctx, ids, req.GetIncludeRetired())
+	if err != nil {
+		return nil, toTwirp(ctx, s.log, err)
+	}
+	resp := &cataloguev1.GetPlansResponse{Plans: make([]*cataloguev1.Plan, len(plans))}
+	for i, p := range plans {
+		resp.Plans[i] = planToProto(p)
+	}
+	return resp, nil
+}
+
 // UpsertPlans implements cataloguev1.Catalogue. The answer counts every
 // plan of the request: each is now stored as given, whether it was created,
 // replaced or already identical.

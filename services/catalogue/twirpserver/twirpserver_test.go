@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twitchtv/twirp"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
@@ -174,6 +175,51 @@ func TestUnknownAndMalformedIDsAreNotFound(t *testing.T) {
 	}
 	if strings.Contains(f.logs.String(), "catalogue call failed") {
 		t.Fatalf("not_found was logged as an internal error:\n%s", f.logs)
+	}
+}
+
+func TestGetPlansLeavesOutWhatGetPlanWouldNotFind(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	jp, fr := catalogue.SeedPlanID("jp-unlimited-day").String(), catalogue.SeedPlanID("fr-unlimited-day").String()
+	if _, err := f.client.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: fr}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{jp, "not-a-uuid", fr, "0190d3f0-0000-7000-8000-0000000000ff", jp}
+	res, err := f.client.GetPlans(ctx, &cataloguev1.GetPlansRequest{Ids: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plans) != 1 || res.Plans[0].Id != jp {
+		t.Fatalf("GetPlans: %v; want only %s (the others are retired, malformed or unknown)", res.Plans, jp)
+	}
+	single, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: jp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(single, res.Plans[0]) {
+		t.Fatalf("GetPlans and GetPlan disagree:\n%v\n%v", res.Plans[0], single)
+	}
+	res, err = f.client.GetPlans(ctx, &cataloguev1.GetPlansRequest{Ids: ids, IncludeRetired: true})
+	if err != nil || len(res.Plans) != 2 {
+		t.Fatalf("GetPlans including retired: %v, %v; want jp and fr", res.GetPlans(), err)
+	}
+	if strings.Contains(f.logs.String(), "catalogue call failed") {
+		t.Fatalf("a left-out id was logged as an internal error:\n%s", f.logs)
+	}
+}
+
+func TestGetPlansRefusesMoreThanOneHundredIDs(t *testing.T) {
+	f := newFixture(t)
+	ids := make([]string, catalogue.MaxPlansPerGet+1)
+	for i := range ids {
+		ids[i] = catalogue.SeedPlanID("jp-unlimited-day").String()
+	}
+	_, err := f.client.GetPlans(context.Background(), &cataloguev1.GetPlansRequest{Ids: ids})
+	wantInvalidArgument(t, err, "ids")
+	res, err := f.client.GetPlans(context.Background(), &cataloguev1.GetPlansRequest{Ids: ids[1:]})
+	if err != nil || len(res.Plans) != 1 {
+		t.Fatalf("%d ids: %v, %v; want one plan", len(ids)-1, res.GetPlans(), err)
 	}
 }
 

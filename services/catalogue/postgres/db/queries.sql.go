@@ -84,6 +84,59 @@ func (q *Queries) GetPlan(ctx context.Context, id uuid.UUID) (GetPlanRow, error)
 	return i, err
 }
 
+const getPlans = `-- name: GetPlans :many
+SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at,
+       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
+       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
+          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
+FROM plans p
+WHERE p.id = ANY($1::uuid[])
+`
+
+type GetPlansRow struct {
+	Plan            Plan
+	PriceCurrencies []string
+	PriceAmounts    []int64
+}
+
+// GetPlan for many ids in one statement: the gateway coalesces concurrent
+// lookups into one call. Unknown ids have no row.
+func (q *Queries) GetPlans(ctx context.Context, ids []uuid.UUID) ([]GetPlansRow, error) {
+	rows, err := q.db.Query(ctx, getPlans, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []GetPlansRow{}
+	for rows.Next() {
+		var i GetPlansRow
+		if err := rows.Scan(
+			&i.Plan.ID,
+			&i.Plan.Name,
+			&i.Plan.Type,
+			&i.Plan.Scope,
+			&i.Plan.Countries,
+			&i.Plan.Region,
+			&i.Plan.Unlimited,
+			&i.Plan.TotalBytes,
+			&i.Plan.ValidityDays,
+			&i.Plan.Status,
+			&i.Plan.CreatedAt,
+			&i.Plan.UpdatedAt,
+			&i.PriceCurrencies,
+			&i.PriceAmounts,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertPrices = `-- name: InsertPrices :exec
 INSERT INTO plan_prices (plan_id, currency, amount_minor)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bigint[])
