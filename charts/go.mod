@@ -40,6 +40,7 @@ require (
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
+	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
@@ -135,3 +136,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+replace github.com/esimplatform/esim/libs/coalesce => ../libs/coalesce

@@ -593,10 +593,10 @@ func TestOneTraceSpansGatewayTwirpCatalogueAndPostgres(t *testing.T) {
 	for _, got := range byTrace {
 		joined := strings.Join(got, "\n")
 		for _, want := range []string{
-			"otelhttp GET /v1/plans/{id}",                              // gateway, named after the route
-			"otelhttp HTTP POST",                                       // the Twirp client call
-			"otelhttp POST /twirp/esim.catalogue.v1.Catalogue/GetPlan", // catalogue
-			"otelpgx SELECT",                                           // its query
+			"otelhttp GET /v1/plans/{id}",                               // gateway, named after the route
+			"otelhttp HTTP POST",                                        // the Twirp client call
+			"otelhttp POST /twirp/esim.catalogue.v1.Catalogue/GetPlans", // catalogue, coalesced lookups
+			"otelpgx SELECT",                                            // its query
 		} {
 			scope, name, _ := strings.Cut(want, " ")
 			found := false

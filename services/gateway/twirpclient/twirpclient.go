@@ -11,6 +11,7 @@ import (
 
 	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/libs/coalesce"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/gateway"
@@ -73,11 +74,46 @@ func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Pri
 // Catalogue reads plans from the catalogue service.
 type Catalogue struct {
 	client cataloguev1.Catalogue
+	plans  *coalesce.Batcher[string, *cataloguev1.Plan]
 }
 
+// maxPlansPerGet is the catalogue's bound on one GetPlans call.
+const maxPlansPerGet = 100
+
+// PlanCallsInFlight is how many GetPlans calls one gateway keeps
+// outstanding. Lookups beyond them queue and go out together in the next
+// call; fewer slots make bigger batches, more make shorter waits.
+const PlanCallsInFlight = 2
+
 // NewCatalogue returns a client of the catalogue service at baseURL.
+//
+// Plan lookups, the hot path of the public API, are coalesced: a lookup
+// made while the catalogue is idle goes out alone; lookups made while
+// earlier ones are in flight share one GetPlans call, one HTTP exchange
+// and one query. Every lookup still reaches the catalogue and its
+// database, so a retired plan is not_found from the next call on.
 func NewCatalogue(baseURL string, hc *http.Client) *Catalogue {
-	return &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc)}
+	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc)}
+	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: maxPlansPerGet, MaxInFlight: PlanCallsInFlight})
+	return c
+}
+
+// getPlans answers each id with its plan, or nil when the catalogue left it
+// out (unknown or retired).
+func (c *Catalogue) getPlans(ctx context.Context, ids []string) ([]*cataloguev1.Plan, error) {
+	res, err := c.client.GetPlans(ctx, &cataloguev1.GetPlansRequest{Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*cataloguev1.Plan, len(res.GetPlans()))
+	for _, p := range res.GetPlans() {
+		byID[p.GetId()] = p
+	}
+	out := make([]*cataloguev1.Plan, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
 }
 
 func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gateway.Plan, int, error) {
@@ -103,9 +139,12 @@ func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gatew
 }
 
 func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.Plan, error) {
-	p, err := c.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+	p, err := c.plans.Do(ctx, id)
 	if err != nil {
 		return gateway.Plan{}, translate("catalogue", err)
+	}
+	if p == nil {
+		return gateway.Plan{}, gateway.ErrNotFound
 	}
 	plan, ok := fromProto(p, currency)
 	if !ok {

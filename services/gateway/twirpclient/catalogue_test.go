@@ -1,0 +1,171 @@
+package twirpclient_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry"
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/catalogue"
+	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
+	"github.com/esimplatform/esim/services/gateway"
+	"github.com/esimplatform/esim/services/gateway/twirpclient"
+)
+
+// gatedCatalogue is a real, seeded catalogue server whose GetPlans calls
+// can be held at the door, so a test can fill the gateway's queue before
+// any call completes. It counts the GetPlans calls it serves.
+type gatedCatalogue struct {
+	url      string
+	admin    cataloguev1.Catalogue
+	calls    atomic.Int64
+	arrived  chan struct{}
+	mu       sync.Mutex
+	gate     chan struct{}
+	lastBody atomic.Value
+}
+
+func startCatalogue(t *testing.T) *gatedCatalogue {
+	t.Helper()
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "test", telemetry.Config{LogLevel: "error"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true}, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cat.Close)
+	g := &gatedCatalogue{arrived: make(chan struct{}, 1000)}
+	h := cat.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/GetPlans") {
+			g.calls.Add(1)
+			g.arrived <- struct{}{}
+			g.mu.Lock()
+			gate := g.gate
+			g.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	g.url = srv.URL
+	g.admin = cataloguev1.NewCatalogueProtobufClient(srv.URL, http.DefaultClient)
+	return g
+}
+
+func (g *gatedCatalogue) hold() chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gate = make(chan struct{})
+	return g.gate
+}
+
+// TestConcurrentPlanLookupsShareCatalogueCalls: lookups made while the
+// catalogue is busy go out together, and each still gets its own answer:
+// its plan in its currency, or not found.
+func TestConcurrentPlanLookupsShareCatalogueCalls(t *testing.T) {
+	cat := startCatalogue(t)
+	ctx := context.Background()
+	retired := catalogue.SeedPlanID("fr-unlimited-day").String()
+	if _, err := cat.admin.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: retired}); err != nil {
+		t.Fatal(err)
+	}
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second})
+
+	// Idle: one lookup, one call of its own.
+	jp := catalogue.SeedPlanID("jp-unlimited-day").String()
+	if p, err := client.GetPlan(ctx, jp, "EUR"); err != nil || p.ID != jp || p.Currency != "EUR" || p.PriceMinor <= 0 {
+		t.Fatalf("GetPlan idle: %+v, %v", p, err)
+	}
+	if n := cat.calls.Load(); n != 1 {
+		t.Fatalf("one idle lookup made %d calls", n)
+	}
+	<-cat.arrived
+
+	// Busy: hold the calls in flight, queue more lookups behind them.
+	seeds := catalogue.SeedPlans()
+	gate := cat.hold()
+	type answer struct {
+		want string // plan id, or "" for not found
+		got  gateway.Plan
+		err  error
+	}
+	const lookups = 60
+	answers := make([]answer, lookups)
+	var wg sync.WaitGroup
+	lookup := func(i int) {
+		defer wg.Done()
+		id := seeds[i].ID.String()
+		answers[i].want = id
+		if id == retired {
+			answers[i].want = ""
+		}
+		switch i % 10 {
+		case 3:
+			id, answers[i].want = retired, ""
+		case 7:
+			id, answers[i].want = "0190d3f0-0000-7000-8000-0000000000ff", ""
+		}
+		currency := []string{"USD", "EUR", "GBP"}[i%3]
+		answers[i].got, answers[i].err = client.GetPlan(ctx, id, currency)
+		if answers[i].err == nil && answers[i].got.Currency != currency {
+			answers[i].err = errors.New("priced in " + answers[i].got.Currency + ", want " + currency)
+		}
+	}
+	// The first lookups take every slot and stop at the door...
+	for i := range twirpclient.PlanCallsInFlight {
+		wg.Add(1)
+		go lookup(i)
+		<-cat.arrived
+	}
+	// ...so these queue: nothing can go out until the door opens.
+	for i := twirpclient.PlanCallsInFlight; i < lookups; i++ {
+		wg.Add(1)
+		go lookup(i)
+	}
+	time.Sleep(200 * time.Millisecond) // let them reach the queue
+	close(gate)
+	wg.Wait()
+
+	for i, a := range answers {
+		switch {
+		case a.want == "" && !errors.Is(a.err, gateway.ErrNotFound):
+			t.Errorf("lookup %d: %+v, %v; want not found", i, a.got, a.err)
+		case a.want != "" && (a.err != nil || a.got.ID != a.want):
+			t.Errorf("lookup %d: %+v, %v; want plan %s", i, a.got, a.err, a.want)
+		}
+	}
+	// 1 idle call, the held calls, then the queued lookups in one call (or
+	// a few, had some not queued before the door opened).
+	if calls := cat.calls.Load(); calls > 1+twirpclient.PlanCallsInFlight+3 {
+		t.Fatalf("%d lookups made %d catalogue calls: not coalesced", lookups+1, calls)
+	}
+}
+
+// TestCatalogueFailureFailsEveryLookupOfTheCall: a failed call is an
+// internal error for each lookup it carried, never a not-found.
+func TestCatalogueFailureFailsEveryLookupOfTheCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream exploded", http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	client := twirpclient.NewCatalogue(srv.URL, srv.Client())
+	_, err := client.GetPlan(context.Background(), catalogue.SeedPlanID("jp-unlimited-day").String(), "USD")
+	if err == nil || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrInvalid) {
+		t.Fatalf("err = %v, want an internal error", err)
+	}
+}
