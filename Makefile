@@ -77,7 +77,7 @@ run: build ## start the whole platform on loopback
 	./bin/platform
 
 .PHONY: bench
-bench: build ## gateway vs hops floor vs bare net/http benchmark, writes BENCHMARKS.md
+bench: build ## gateway vs bare net/http benchmark, writes BENCHMARKS.md
 	./bin/bench -out BENCHMARKS.md
 
 # Service images, built by ko with no Docker daemon and no network: static

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,7 +33,7 @@ func bareHandler(bodyPath string) (http.Handler, error) {
 	}), nil
 }
 
-// childProcess is a running helper server: the baseline or a floor hop.
+// childProcess is a running helper server: the baseline.
 type childProcess struct {
 	cmd   *exec.Cmd
 	stdin io.Closer
@@ -82,4 +85,29 @@ func (b *childProcess) stop() error {
 		_ = b.cmd.Process.Kill()
 		return <-done
 	}
+}
+
+// serveChild serves h on a loopback port it announces on stdout, until
+// SIGTERM or its parent goes away (stdin closes).
+func serveChild(ctx context.Context, h http.Handler, stdout io.Writer, stdin io.Reader) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

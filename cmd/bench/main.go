@@ -1,9 +1,7 @@
 // Command bench measures what the gateway costs: it starts the platform the
 // way `make run` does and loads GET /v1/plans/{id} through the gateway (real
-// key, auth cache, rate limiter, Twirp, Postgres) side by side with the
-// hops floor (the same round trips with no application code, see hops.go)
-// and a bare net/http handler serving the same body, then writes
-// BENCHMARKS.md.
+// key, auth cache, rate limiter, Twirp, Postgres) side by side with a bare
+// net/http handler serving the same body, then writes BENCHMARKS.md.
 package main
 
 import (
@@ -18,7 +16,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,18 +38,19 @@ func main() {
 // The targets, in the order they are measured and reported.
 const (
 	gatewayTarget = "gateway"
-	floorTarget   = "hops floor"
 	bareTarget    = "bare net/http"
 )
 
 type config struct {
-	out         string
-	duration    time.Duration
-	warmup      time.Duration
-	concurrency int
-	trials      int
-	pgURL       string
-	redisURL    string
+	out      string
+	duration time.Duration
+	warmup   time.Duration
+	// workers are the closed-loop concurrencies tried; a target's maximum
+	// is the best of them.
+	workers  []int
+	trials   int
+	pgURL    string
+	redisURL string
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -61,40 +62,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var cfg config
 	var bareBody string
-	var floor floorConfig
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.out, "out", "BENCHMARKS.md", "write the markdown report to this `file` (empty: stdout only)")
-	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each measured phase (4 phases in all)")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each measured phase (one per concurrency, then one per trial)")
 	fs.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "unmeasured load before each target's phases")
-	fs.IntVar(&cfg.concurrency, "concurrency", 16, "closed-loop workers, each with its own keep-alive connection")
+	fs.Func("concurrency", "closed-loop `workers`, each with its own keep-alive connection: a comma-separated list, each tried, the best kept as the maximum (default 16,64,256)", func(v string) error {
+		w, err := parseWorkers(v)
+		cfg.workers = w
+		return err
+	})
 	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
 	// Internal: the baseline server is this binary re-executed.
 	fs.StringVar(&bareBody, serveBareFlag, "", "internal: serve the body in `file` as the bare baseline")
-	floor.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	switch {
-	case bareBody != "":
+	if bareBody != "" {
 		h, err := bareHandler(bareBody)
 		if err != nil {
 			return err
 		}
 		return serveChild(ctx, h, stdout, os.Stdin)
-	case floor.role != "":
-		floor.redisURL = cfg.redisURL
-		h, closeHop, err := floorHandler(ctx, floor)
-		if err != nil {
-			return err
-		}
-		defer closeHop()
-		return serveChild(ctx, h, stdout, os.Stdin)
 	}
-	if cfg.concurrency < 1 || cfg.trials < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
-		return fmt.Errorf("-concurrency and -trials must be >= 1, -duration > 0 and -warmup >= 0")
+	if cfg.workers == nil {
+		cfg.workers = []int{16, 64, 256}
+	}
+	if cfg.trials < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
+		return fmt.Errorf("-trials must be >= 1, -duration > 0 and -warmup >= 0")
 	}
 	return benchmark(ctx, cfg, stdout, stderr)
 }
@@ -145,22 +142,19 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		return err
 	}
 	defer func() { _ = bare.stop() }()
-	floorBackProc, err := startChild("hops floor back", floorConfig{role: floorBack, body: bodyFile, dbURL: p.CatalogueDatabaseURL}.args()...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = floorBackProc.stop() }()
-	floorFrontProc, err := startChild("hops floor front", floorConfig{role: floorFront, upstream: floorBackProc.url, redisURL: cfg.redisURL}.args()...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = floorFrontProc.stop() }()
 
-	pool := cfg.concurrency * 4
+	pool := slices.Max(cfg.workers) * 4
 	targets := []target{
 		newTarget(gatewayTarget, p.APIBaseURL+"/plans/"+planID, p.SandboxKey, pool),
-		newTarget(floorTarget, floorFrontProc.url+"/v1/plans/"+planID, "", pool),
 		newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "", pool),
+	}
+	// The catalogue's count of GetPlans calls shows how many plan lookups
+	// each call carried while the gateway was loaded.
+	var catalogueURL string
+	for _, svc := range p.Services() {
+		if svc.Name == platform.Catalogue {
+			catalogueURL = svc.URL
+		}
 	}
 
 	// The processes behind each target, for the CPU-per-request table.
@@ -171,23 +165,45 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	}
 	procs := map[string][]proc{
 		gatewayTarget: gatewayProcs,
-		floorTarget:   {loadGen, {"floor front", floorFrontProc.pid()}, {"floor back", floorBackProc.pid()}},
 		bareTarget:    {loadGen, {bareTarget, bare.pid()}},
 	}
 
-	// 3. For each target: warm up, find the maximum with a closed loop, then
-	// offer half of it open-loop to see latency under a sustainable load.
+	// 3. For each target: warm up, find the maximum with closed loops at
+	// each concurrency, then offer half of it open-loop to see latency
+	// under a sustainable load.
 	rows := make([]measurement, 0, len(targets))
 	for _, t := range targets {
 		if cfg.warmup > 0 {
 			say("%s: warming up for %s", t.name, cfg.warmup)
-			closedLoop(ctx, t, cfg.concurrency, cfg.warmup)
+			closedLoop(ctx, t, cfg.workers[0], cfg.warmup)
 		}
-		say("%s: closed loop, %d workers, %s", t.name, cfg.concurrency, cfg.duration)
-		meter := startCPUMeter(procs[t.name])
-		peak := closedLoop(ctx, t, cfg.concurrency, cfg.duration)
-		cpu := meter.perRequest(peak.Requests)
-		say("%s: %.0f req/s, p50 %s, p99 %s, %d errors", t.name, peak.RPS(), ms(peak.P50), ms(peak.P99), peak.Errors)
+		m := measurement{name: t.name}
+		for _, workers := range cfg.workers {
+			say("%s: closed loop, %d workers, %s", t.name, workers, cfg.duration)
+			meter := startCPUMeter(procs[t.name])
+			var before float64
+			if t.name == gatewayTarget {
+				before, err = countGetPlansCalls(ctx, catalogueURL)
+				if err != nil {
+					return err
+				}
+			}
+			res := closedLoop(ctx, t, workers, cfg.duration)
+			loop := closedRun{workers: workers, result: res, cpu: meter.perRequest(res.Requests)}
+			if t.name == gatewayTarget {
+				after, err := countGetPlansCalls(ctx, catalogueURL)
+				if err != nil {
+					return err
+				}
+				loop.catalogueCalls = int(after - before)
+			}
+			say("%s: %.0f req/s, p50 %s, p99 %s, %d errors", t.name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors)
+			m.closedRuns = append(m.closedRuns, loop)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("interrupted: %w", err)
+			}
+		}
+		peak := m.best().result
 		half := peak.RPS() / 2
 		if half < 1 {
 			return fmt.Errorf("%s: measured throughput %.1f req/s is too low to run the open loop (first error: %s)", t.name, peak.RPS(), peak.FirstErr)
@@ -200,7 +216,8 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			trials[i] = openLoop(ctx, t, half, pool, cfg.duration)
 			say("%s: p50 %s, p99 %s, %d errors", t.name, ms(trials[i].P50), ms(trials[i].P99), trials[i].Errors)
 		}
-		rows = append(rows, measurement{name: t.name, closed: peak, open: medianByP99(trials), openTrials: trials, cpu: cpu})
+		m.open, m.openTrials = medianByP99(trials), trials
+		rows = append(rows, m)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("interrupted: %w", err)
 		}
@@ -216,14 +233,8 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		}
 	}
 
-	rtt, err := loopbackRoundTrip(ctx, cfg.redisURL, 2000)
-	if err != nil {
-		return err
-	}
-
 	rep := report{
-		roundTrip: rtt,
-		started:   started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
+		started: started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
 		goVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 		planID:    planID, bodyBytes: len(body), rows: rows, mem: mem,
 	}
@@ -289,11 +300,15 @@ func pickPlan(ctx context.Context, apiBase, key string) (string, []byte, error) 
 	return id, body, nil
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
+// parseWorkers reads a comma-separated list of positive concurrencies.
+func parseWorkers(v string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number of workers", f)
 		}
+		out = append(out, n)
 	}
-	return ""
+	return out, nil
 }
