@@ -30,19 +30,9 @@ WHERE p.status = 'active'
   AND (sqlc.arg(currency)::text = ''
        OR EXISTS (SELECT 1 FROM plan_prices pp WHERE pp.plan_id = p.id AND pp.currency = sqlc.arg(currency)::text));
 
--- The hot read of the gateway: plan and prices in one statement, so one
--- snapshot and one round trip without a transaction.
--- name: GetPlan :one
-SELECT sqlc.embed(p),
-       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
-       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
-FROM plans p
-WHERE p.id = $1;
-
--- GetPlan for many ids in one statement: the gateway coalesces concurrent
--- lookups into one call. Unknown ids have no row.
+-- The hot read of the gateway: plans and their prices in one statement, so
+-- one snapshot and one round trip without a transaction, for as many ids as
+-- the gateway coalesced (one, when it is idle). Unknown ids have no row.
 -- name: GetPlans :many
 SELECT sqlc.embed(p),
        (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')

@@ -69,19 +69,23 @@ func (s *Store) GetPlan(ctx context.Context, id uuid.UUID) (catalogue.Plan, erro
 }
 
 func getPlan(ctx context.Context, qs *db.Queries, id uuid.UUID) (catalogue.Plan, error) {
-	row, err := qs.GetPlan(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	plans, err := getPlans(ctx, qs, []uuid.UUID{id})
+	if err != nil {
+		return catalogue.Plan{}, err
+	}
+	if len(plans) == 0 {
 		return catalogue.Plan{}, catalogue.ErrNotFound
 	}
-	if err != nil {
-		return catalogue.Plan{}, fmt.Errorf("get plan %s: %w", id, err)
-	}
-	return toPlan(row.Plan, row.PriceCurrencies, row.PriceAmounts), nil
+	return plans[0], nil
 }
 
 // GetPlans implements catalogue.Store.
 func (s *Store) GetPlans(ctx context.Context, ids []uuid.UUID) ([]catalogue.Plan, error) {
-	rows, err := db.New(s.pool).GetPlans(ctx, ids)
+	return getPlans(ctx, db.New(s.pool), ids)
+}
+
+func getPlans(ctx context.Context, qs *db.Queries, ids []uuid.UUID) ([]catalogue.Plan, error) {
+	rows, err := qs.GetPlans(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("get %d plans: %w", len(ids), err)
 	}

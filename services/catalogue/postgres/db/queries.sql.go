@@ -44,46 +44,6 @@ func (q *Queries) DeletePrices(ctx context.Context, planIds []uuid.UUID) error {
 	return err
 }
 
-const getPlan = `-- name: GetPlan :one
-SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at,
-       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
-       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
-FROM plans p
-WHERE p.id = $1
-`
-
-type GetPlanRow struct {
-	Plan            Plan
-	PriceCurrencies []string
-	PriceAmounts    []int64
-}
-
-// The hot read of the gateway: plan and prices in one statement, so one
-// snapshot and one round trip without a transaction.
-func (q *Queries) GetPlan(ctx context.Context, id uuid.UUID) (GetPlanRow, error) {
-	row := q.db.QueryRow(ctx, getPlan, id)
-	var i GetPlanRow
-	err := row.Scan(
-		&i.Plan.ID,
-		&i.Plan.Name,
-		&i.Plan.Type,
-		&i.Plan.Scope,
-		&i.Plan.Countries,
-		&i.Plan.Region,
-		&i.Plan.Unlimited,
-		&i.Plan.TotalBytes,
-		&i.Plan.ValidityDays,
-		&i.Plan.Status,
-		&i.Plan.CreatedAt,
-		&i.Plan.UpdatedAt,
-		&i.PriceCurrencies,
-		&i.PriceAmounts,
-	)
-	return i, err
-}
-
 const getPlans = `-- name: GetPlans :many
 SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at,
        (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
@@ -100,8 +60,9 @@ type GetPlansRow struct {
 	PriceAmounts    []int64
 }
 
-// GetPlan for many ids in one statement: the gateway coalesces concurrent
-// lookups into one call. Unknown ids have no row.
+// The hot read of the gateway: plans and their prices in one statement, so
+// one snapshot and one round trip without a transaction, for as many ids as
+// the gateway coalesced (one, when it is idle). Unknown ids have no row.
 func (q *Queries) GetPlans(ctx context.Context, ids []uuid.UUID) ([]GetPlansRow, error) {
 	rows, err := q.db.Query(ctx, getPlans, ids)
 	if err != nil {
