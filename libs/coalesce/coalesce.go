@@ -6,8 +6,8 @@
 // busy queue, and the first slot to free up takes them all (up to MaxBatch)
 // in one batch. Nothing waits on a timer, so light traffic sees no added
 // latency and batches grow only as fast as load does. Timer-window loaders
-// (graph-gophers/dataloader and the like) trade latency for batch size
-// instead, and cache results, which a rate limiter must never do.
+// (graph-gophers/dataloader and the like) make every call wait for the
+// window instead, and cache results, which a read of live data must not.
 package coalesce
 
 import (
