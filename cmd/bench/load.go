@@ -132,45 +132,39 @@ func closedLoop(ctx context.Context, t target, workers int, d time.Duration) res
 	return merge(recs, time.Since(start))
 }
 
-// openLoop offers requests at a fixed rate whatever the target's latency.
-// A request waiting for a free worker is the target's doing, so its latency
-// counts from the moment it was due (no coordinated omission). The
-// dispatcher itself wakes only about once a millisecond (the timer
-// granularity of a busy machine), so a request counts from when it was due
-// or from when the dispatcher could hand it out, whichever is later: the
-// generator's own lateness is not the target's latency.
-func openLoop(ctx context.Context, t target, rate float64, poolSize int, d time.Duration) result {
+// openLoop offers requests at a fixed rate whatever the target's latency,
+// over conns connections. Like wrk2, each connection keeps its own share
+// of the schedule: request n is due at start + n/rate and goes out on
+// connection n mod conns, so arrivals are evenly spaced rather than
+// released in bursts by a dispatcher that wakes once a millisecond.
+//
+// A request sent late because its connection was still waiting for the
+// target counts from when it was due (no coordinated omission). A request
+// whose connection was idle counts from when the sleep to its due time
+// ended: a timer that oversleeps is the generator's lateness, not the
+// target's.
+func openLoop(ctx context.Context, t target, rate float64, conns int, d time.Duration) result {
 	total := int(rate * d.Seconds())
-	// Room for every request, so a slow target fills the queue instead of
-	// blocking the dispatcher and hiding its backlog.
-	due := make(chan time.Time, total)
-	recs := make([]*recorder, poolSize)
+	interval := float64(time.Second) / rate
+	recs := make([]*recorder, conns)
 	var wg sync.WaitGroup
-	for i := range recs {
-		rec := &recorder{latencies: make([]time.Duration, 0, 1<<12)}
-		recs[i] = rec
+	start := time.Now()
+	for w := range recs {
+		rec := &recorder{latencies: make([]time.Duration, 0, total/conns+1)}
+		recs[w] = rec
 		wg.Go(func() {
-			for from := range due {
+			for n := w; n < total && ctx.Err() == nil; n += conns {
+				due := start.Add(time.Duration(float64(n) * interval))
+				from := due
+				if wait := time.Until(due); wait > 0 {
+					time.Sleep(wait)
+					from = time.Now()
+				}
 				err := t.do(ctx)
 				rec.record(time.Since(from), err)
 			}
 		})
 	}
-	start := time.Now()
-	sent := 0
-	for sent < total && ctx.Err() == nil {
-		now := time.Now()
-		owed := min(int(now.Sub(start).Seconds()*rate), total)
-		for ; sent < owed; sent++ {
-			at := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
-			if at.Before(now) {
-				at = now
-			}
-			due <- at
-		}
-		time.Sleep(500 * time.Microsecond)
-	}
-	close(due)
 	wg.Wait()
 	res := merge(recs, time.Since(start))
 	res.Rate = rate
