@@ -34,13 +34,19 @@ WHERE p.status = 'active'
 -- one snapshot and one round trip without a transaction, for as many ids as
 -- the gateway coalesced (one, when it is idle). Unknown ids have no row.
 -- name: GetPlans :many
-SELECT sqlc.embed(p),
-       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
-       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
+SELECT sqlc.embed(p), pr.price_currencies, pr.price_amounts
 FROM plans p
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')::text[] AS price_currencies,
+           coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')::bigint[] AS price_amounts
+    FROM plan_prices pp WHERE pp.plan_id = p.id
+) pr
 WHERE p.id = ANY(sqlc.arg(ids)::uuid[]);
+
+-- Until autovacuum analyses them (never, where it is off), Postgres has no
+-- statistics for freshly seeded tables and scans every plan to find one.
+-- name: AnalyzeCatalogue :exec
+ANALYZE plans, plan_prices;
 
 -- Locks in id order, so two batches touching the same plans cannot
 -- deadlock.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,6 +318,32 @@ func TestGetPlansReadsManyInOneQuery(t *testing.T) {
 	}
 	if got, err := store.GetPlans(ctx, nil); err != nil || len(got) != 0 {
 		t.Fatalf("no ids: %+v, %v", got, err)
+	}
+}
+
+func TestAnalyzeGivesThePlannerStatistics(t *testing.T) {
+	pool := pgtest.New(t, postgres.Migrations)
+	store := postgres.NewStore(pool)
+	ctx := context.Background()
+	if _, err := catalogue.NewService(store, nil).Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Analyze(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var analysed int
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_user_tables
+		WHERE relname IN ('plans', 'plan_prices') AND last_analyze IS NOT NULL`).Scan(&analysed)
+	if err != nil || analysed != 2 {
+		t.Fatalf("%d of 2 tables analysed (%v)", analysed, err)
+	}
+	// With statistics, one plan is found through its primary key, not by
+	// reading every plan.
+	var plan string
+	err = pool.QueryRow(ctx, `EXPLAIN (FORMAT TEXT) SELECT * FROM plans WHERE id = ANY($1::uuid[])`,
+		[]uuid.UUID{catalogue.SeedPlanID("jp-unlimited-day")}).Scan(&plan)
+	if err != nil || !strings.Contains(plan, "plans_pkey") {
+		t.Fatalf("plan for one id: %q (%v); want the primary key index", plan, err)
 	}
 }
 

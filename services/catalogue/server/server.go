@@ -33,7 +33,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if err != nil {
 		return nil, fmt.Errorf("catalogue database: %w", err)
 	}
-	svc := catalogue.NewService(postgres.NewStore(pool), nil)
+	store := postgres.NewStore(pool)
+	svc := catalogue.NewService(store, nil)
 
 	if cfg.SeedCatalogue {
 		res, err := svc.Seed(ctx)
@@ -43,6 +44,13 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		}
 		tel.Logger.InfoContext(ctx, "catalogue seeded",
 			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
+		// Every start, not only when the seed wrote: statistics are the
+		// database's, and a database restored or migrated without them
+		// would otherwise stay without them.
+		if err := store.Analyze(ctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	}
 
 	return &Server{

@@ -12,6 +12,17 @@ import (
 	"github.com/google/uuid"
 )
 
+const analyzeCatalogue = `-- name: AnalyzeCatalogue :exec
+ANALYZE plans, plan_prices
+`
+
+// Until autovacuum analyses them (never, where it is off), Postgres has no
+// statistics for freshly seeded tables and scans every plan to find one.
+func (q *Queries) AnalyzeCatalogue(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, analyzeCatalogue)
+	return err
+}
+
 const countActivePlans = `-- name: CountActivePlans :one
 SELECT count(*)
 FROM plans p
@@ -45,12 +56,13 @@ func (q *Queries) DeletePrices(ctx context.Context, planIds []uuid.UUID) error {
 }
 
 const getPlans = `-- name: GetPlans :many
-SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at,
-       (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::text[] AS price_currencies,
-       (SELECT coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')
-          FROM plan_prices pp WHERE pp.plan_id = p.id)::bigint[] AS price_amounts
+SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at, pr.price_currencies, pr.price_amounts
 FROM plans p
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')::text[] AS price_currencies,
+           coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')::bigint[] AS price_amounts
+    FROM plan_prices pp WHERE pp.plan_id = p.id
+) pr
 WHERE p.id = ANY($1::uuid[])
 `
 
