@@ -158,14 +158,6 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		newTarget(gatewayTarget, p.APIBaseURL+"/plans/"+planID, p.SandboxKey, conns),
 		newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "", conns),
 	}
-	// The catalogue's count of GetPlans calls shows how many plan lookups
-	// each call carried while the gateway was loaded.
-	var catalogueURL string
-	for _, svc := range p.Services() {
-		if svc.Name == platform.Catalogue {
-			catalogueURL = svc.URL
-		}
-	}
 
 	// The processes behind each target, for the CPU-per-request table.
 	loadGen := proc{"load generator (bench)", os.Getpid()}
@@ -191,9 +183,11 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		for _, workers := range cfg.workers {
 			say("%s: closed loop, %d workers, %s", t.name, workers, cfg.duration)
 			meter := startCPUMeter(procs[t.name])
+			// The catalogue's count of GetPlans calls shows how many plan
+			// lookups each call carried while the gateway was loaded.
 			var before float64
 			if t.name == gatewayTarget {
-				before, err = countGetPlansCalls(ctx, catalogueURL)
+				before, err = countGetPlansCalls(ctx, p.CatalogueURL)
 				if err != nil {
 					return err
 				}
@@ -201,7 +195,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			res := closedLoop(ctx, t, workers, cfg.duration)
 			loop := closedRun{workers: workers, result: res, cpu: meter.perRequest(res.Requests)}
 			if t.name == gatewayTarget {
-				after, err := countGetPlansCalls(ctx, catalogueURL)
+				after, err := countGetPlansCalls(ctx, p.CatalogueURL)
 				if err != nil {
 					return err
 				}

@@ -143,9 +143,6 @@ type Platform struct {
 	GatewayURL   string
 	AccountsURL  string
 	CatalogueURL string
-	// CatalogueDatabaseURL is the catalogue's own database (the benchmark
-	// queries it directly for its hops floor).
-	CatalogueDatabaseURL string
 	// DemoAccountID is the demo partner's account.
 	DemoAccountID string
 	// SandboxKey is a fresh secret of the demo partner, created by this start.
@@ -233,14 +230,13 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	}
 
 	p := &Platform{
-		APIBaseURL:           gatewayURL + "/v1",
-		GatewayURL:           gatewayURL,
-		AccountsURL:          accountsURL,
-		CatalogueURL:         catalogueURL,
-		LogDir:               logDir,
-		CatalogueDatabaseURL: catalogueDB,
-		grace:                opts.StopGrace,
-		exited:               make(chan error, len(specs)),
+		APIBaseURL:   gatewayURL + "/v1",
+		GatewayURL:   gatewayURL,
+		AccountsURL:  accountsURL,
+		CatalogueURL: catalogueURL,
+		LogDir:       logDir,
+		grace:        opts.StopGrace,
+		exited:       make(chan error, len(specs)),
 	}
 	fail := func(err error) (*Platform, error) {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.StopGrace+5*time.Second)
