@@ -77,18 +77,13 @@ func (s *Server) GetPlan(ctx context.Context, req *cataloguev1.GetPlanRequest) (
 
 // GetPlans implements cataloguev1.Catalogue.
 func (s *Server) GetPlans(ctx context.Context, req *cataloguev1.GetPlansRequest) (*cataloguev1.GetPlansResponse, error) {
-	if n := len(req.GetIds()); n > catalogue.MaxPlansPerGet {
-		// Checked before parsing, so an oversized request costs no work.
-		return nil, toTwirp(ctx, s.log, &catalogue.ValidationError{
-			Field: "ids", Reason: fmt.Sprintf("must hold at most %d ids, got %d", catalogue.MaxPlansPerGet, n),
-		})
-	}
-	ids := make([]uuid.UUID, 0, len(req.GetIds()))
-	for _, raw := range req.GetIds() {
-		// A malformed id names no plan: left out, as GetPlan answers it
-		// not_found.
+	// A malformed id names no plan, as GetPlan answers: it is looked up as
+	// uuid.Nil, which no plan has (Plan.Validate refuses it), and so left
+	// out. Every id counts towards the service's bound, malformed or not.
+	ids := make([]uuid.UUID, len(req.GetIds()))
+	for i, raw := range req.GetIds() {
 		if id, err := planID(raw); err == nil {
-			ids = append(ids, id)
+			ids[i] = id
 		}
 	}
 	plans, err := s.svc.GetPlans(ctx, ids, req.GetIncludeRetired())
