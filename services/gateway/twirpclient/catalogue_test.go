@@ -25,13 +25,12 @@ import (
 // can be held at the door, so a test can fill the gateway's queue before
 // any call completes. It counts the GetPlans calls it serves.
 type gatedCatalogue struct {
-	url      string
-	admin    cataloguev1.Catalogue
-	calls    atomic.Int64
-	arrived  chan struct{}
-	mu       sync.Mutex
-	gate     chan struct{}
-	lastBody atomic.Value
+	url     string
+	admin   cataloguev1.Catalogue
+	calls   atomic.Int64
+	arrived chan struct{}
+	mu      sync.Mutex
+	gate    chan struct{}
 }
 
 func startCatalogue(t *testing.T) *gatedCatalogue {
