@@ -48,6 +48,32 @@ func TestOpenCreatesMigratesAndIsRepeatable(t *testing.T) {
 	}
 }
 
+func TestConnectPricesRandomReadsForSSDsUnlessTheURLSaysOtherwise(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ query, want string }{
+		{"", "1.1"},
+		{"random_page_cost=4", "4"},
+	} {
+		u, _ := url.Parse(pgtest.AdminURL())
+		q := u.Query()
+		if tc.query != "" {
+			name, value, _ := strings.Cut(tc.query, "=")
+			q.Set(name, value)
+		}
+		u.RawQuery = q.Encode()
+		pool, err := postgres.Connect(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = pool.QueryRow(ctx, "SHOW random_page_cost").Scan(&got)
+		pool.Close()
+		if err != nil || got != tc.want {
+			t.Errorf("URL %q: random_page_cost %q (%v), want %q", u.Redacted(), got, err, tc.want)
+		}
+	}
+}
+
 func TestConnectNamesTheServerWithoutPassword(t *testing.T) {
 	_, err := postgres.Connect(context.Background(), "postgres://u:secret@127.0.0.1:1/db?connect_timeout=1")
 	if err == nil {

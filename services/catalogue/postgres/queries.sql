@@ -33,14 +33,13 @@ WHERE p.status = 'active'
 -- The hot read of the gateway: plans and their prices in one statement, so
 -- one snapshot and one round trip without a transaction, for as many ids as
 -- the gateway coalesced (one, when it is idle). Unknown ids have no row.
+-- One row per plan and price, grouped by the caller: a plain join probes
+-- both primary keys, where aggregating each plan's prices into arrays cost
+-- Postgres a sort and an aggregate per plan, twice the whole statement.
 -- name: GetPlans :many
-SELECT sqlc.embed(p), pr.price_currencies, pr.price_amounts
+SELECT sqlc.embed(p), pp.currency, pp.amount_minor
 FROM plans p
-CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')::text[] AS price_currencies,
-           coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')::bigint[] AS price_amounts
-    FROM plan_prices pp WHERE pp.plan_id = p.id
-) pr
+LEFT JOIN plan_prices pp ON pp.plan_id = p.id
 WHERE p.id = ANY(sqlc.arg(ids)::uuid[]);
 
 -- Until autovacuum analyses them (never, where it is off), Postgres has no

@@ -4,6 +4,7 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,9 +90,22 @@ func getPlans(ctx context.Context, qs *db.Queries, ids []uuid.UUID) ([]catalogue
 	if err != nil {
 		return nil, fmt.Errorf("get %d plans: %w", len(ids), err)
 	}
-	plans := make([]catalogue.Plan, len(rows))
-	for i, r := range rows {
-		plans[i] = toPlan(r.Plan, r.PriceCurrencies, r.PriceAmounts)
+	// A plan's rows arrive one per price, in no particular order.
+	plans := make([]catalogue.Plan, 0, len(ids))
+	index := make(map[uuid.UUID]int, len(ids))
+	for _, r := range rows {
+		i, seen := index[r.Plan.ID]
+		if !seen {
+			i = len(plans)
+			index[r.Plan.ID] = i
+			plans = append(plans, toPlan(r.Plan, nil, nil))
+		}
+		if r.Currency.Valid {
+			plans[i].Prices = append(plans[i].Prices, catalogue.Price{Currency: catalogue.Currency(r.Currency.String), Amount: r.AmountMinor.Int64})
+		}
+	}
+	for _, p := range plans {
+		slices.SortFunc(p.Prices, func(a, b catalogue.Price) int { return cmp.Compare(a.Currency, b.Currency) })
 	}
 	return plans, nil
 }

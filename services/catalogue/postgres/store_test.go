@@ -7,11 +7,16 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/catalogue/postgres"
@@ -321,7 +326,7 @@ func TestGetPlansReadsManyInOneQuery(t *testing.T) {
 	}
 }
 
-func TestAnalyzeGivesThePlannerStatistics(t *testing.T) {
+func TestAnalysedCatalogueIsReadThroughPrimaryKeys(t *testing.T) {
 	pool := pgtest.New(t, postgres.Migrations)
 	store := postgres.NewStore(pool)
 	ctx := context.Background()
@@ -337,13 +342,56 @@ func TestAnalyzeGivesThePlannerStatistics(t *testing.T) {
 	if err != nil || analysed != 2 {
 		t.Fatalf("%d of 2 tables analysed (%v)", analysed, err)
 	}
-	// With statistics, one plan is found through its primary key, not by
-	// reading every plan.
+
+	// The gateway's batched read, under the generic plan that pgx's cached
+	// statement settles on after five runs, must probe both primary keys
+	// rather than read every plan. auto_explain hands each plan back as a
+	// notice.
+	var mu sync.Mutex
+	var explained []string
+	explain := func(cfg *pgxpool.Config) {
+		connected := cfg.AfterConnect
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if err := connected(ctx, c); err != nil {
+				return err
+			}
+			for _, q := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+				"SET auto_explain.log_level = notice", "SET plan_cache_mode = force_generic_plan"} {
+				if _, err := c.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			mu.Lock()
+			defer mu.Unlock()
+			explained = append(explained, n.Message)
+		}
+	}
+	traced, err := libpostgres.Connect(ctx, pool.Config().ConnString(), explain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer traced.Close()
+	var ids []uuid.UUID
+	for _, p := range catalogue.SeedPlans()[:3] {
+		ids = append(ids, p.ID)
+	}
+	got, err := postgres.NewStore(traced).GetPlans(ctx, ids)
+	if err != nil || len(got) != len(ids) {
+		t.Fatalf("GetPlans: %d plans, %v", len(got), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	var plan string
-	err = pool.QueryRow(ctx, `EXPLAIN (FORMAT TEXT) SELECT * FROM plans WHERE id = ANY($1::uuid[])`,
-		[]uuid.UUID{catalogue.SeedPlanID("jp-unlimited-day")}).Scan(&plan)
-	if err != nil || !strings.Contains(plan, "plans_pkey") {
-		t.Fatalf("plan for one id: %q (%v); want the primary key index", plan, err)
+	for _, e := range explained {
+		if strings.Contains(e, "name: GetPlans") {
+			plan = e
+		}
+	}
+	if !strings.Contains(plan, "plans_pkey") || !strings.Contains(plan, "plan_prices_pkey") || strings.Contains(plan, "Seq Scan") {
+		t.Fatalf("generic plan of GetPlans:\n%s\nwant index probes of plans_pkey and plan_prices_pkey, no sequential scan", plan)
 	}
 }
 

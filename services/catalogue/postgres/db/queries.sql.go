@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const analyzeCatalogue = `-- name: AnalyzeCatalogue :exec
@@ -56,25 +57,24 @@ func (q *Queries) DeletePrices(ctx context.Context, planIds []uuid.UUID) error {
 }
 
 const getPlans = `-- name: GetPlans :many
-SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at, pr.price_currencies, pr.price_amounts
+SELECT p.id, p.name, p.type, p.scope, p.countries, p.region, p.unlimited, p.total_bytes, p.validity_days, p.status, p.created_at, p.updated_at, pp.currency, pp.amount_minor
 FROM plans p
-CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')::text[] AS price_currencies,
-           coalesce(array_agg(pp.amount_minor ORDER BY pp.currency), '{}')::bigint[] AS price_amounts
-    FROM plan_prices pp WHERE pp.plan_id = p.id
-) pr
+LEFT JOIN plan_prices pp ON pp.plan_id = p.id
 WHERE p.id = ANY($1::uuid[])
 `
 
 type GetPlansRow struct {
-	Plan            Plan
-	PriceCurrencies []string
-	PriceAmounts    []int64
+	Plan        Plan
+	Currency    pgtype.Text
+	AmountMinor pgtype.Int8
 }
 
 // The hot read of the gateway: plans and their prices in one statement, so
 // one snapshot and one round trip without a transaction, for as many ids as
 // the gateway coalesced (one, when it is idle). Unknown ids have no row.
+// One row per plan and price, grouped by the caller: a plain join probes
+// both primary keys, where aggregating each plan's prices into arrays cost
+// Postgres a sort and an aggregate per plan, twice the whole statement.
 func (q *Queries) GetPlans(ctx context.Context, ids []uuid.UUID) ([]GetPlansRow, error) {
 	rows, err := q.db.Query(ctx, getPlans, ids)
 	if err != nil {
@@ -97,8 +97,8 @@ func (q *Queries) GetPlans(ctx context.Context, ids []uuid.UUID) ([]GetPlansRow,
 			&i.Plan.Status,
 			&i.Plan.CreatedAt,
 			&i.Plan.UpdatedAt,
-			&i.PriceCurrencies,
-			&i.PriceAmounts,
+			&i.Currency,
+			&i.AmountMinor,
 		); err != nil {
 			return nil, err
 		}
