@@ -91,7 +91,7 @@ func TestReportMarksTargets(t *testing.T) {
 	// closed builds one closed loop per concurrency of the config (8, 32),
 	// with the given successful requests in one second.
 	row := func(name string, closed []int, open []result) measurement {
-		m := measurement{name: name, open: medianByP99(open), openTrials: open}
+		m := measurement{name: name, loads: []openLoad{{fraction: 0.5, trials: open}, {fraction: 0.25, trials: open[:1]}}}
 		for i, n := range closed {
 			m.closedRuns = append(m.closedRuns, closedRun{workers: []int{8, 32}[i], result: result{Requests: n, Elapsed: time.Second}})
 		}
@@ -108,7 +108,12 @@ func TestReportMarksTargets(t *testing.T) {
 		mem: []memory{{name: "gateway", pid: 1, hwm: "20.0 MiB"}},
 	}
 	r.rows[0].closedRuns[1].catalogueCalls = 60
-	r.rows[0].closedRuns[1].cpu = []cpuShare{{"gateway", 40 * time.Microsecond}, {"total", 120 * time.Microsecond}}
+	r.rows[0].closedRuns[1].result.CPU = []cpuShare{{"gateway", 40 * time.Microsecond}, {"total", 120 * time.Microsecond}}
+	r.rows[0].closedRuns[1].result.Usage = usage{busy: 0.97}
+	for i := range r.rows[0].loads[0].trials {
+		r.rows[0].loads[0].trials[i].CPU = []cpuShare{{"gateway", 70 * time.Microsecond}, {"total", 210 * time.Microsecond}}
+		r.rows[0].loads[0].trials[i].Usage = usage{busy: 0.85, steal: 0.01 * float64(i)}
+	}
 	md := r.markdown()
 	for _, want := range []string{
 		"gateway / bare: **0.30** (300 / 1000 req/s)",
@@ -118,7 +123,9 @@ func TestReportMarksTargets(t *testing.T) {
 		"| 4.00 ms | 4.00 ms, 30.00 ms, 3.00 ms | 0 |",
 		"| gateway | 200 | 300 |", "| gateway: plan lookups per catalogue call | 0.0 | 5.0 |",
 		"60 `GetPlans` calls for 300 requests: **5.0 lookups per call**",
-		"| gateway (32 workers) | µs per request |", "| total | 120 |",
+		"| gateway | at max (32 workers) | at half of max |", "| total | 120 µs | 210 µs |", "| machine busy | 97% | 85% |",
+		"| gateway | 50% of max | 150 | 0.00 ms | 4.00 ms | 4.00 ms, 30.00 ms, 3.00 ms | 85% | 2% | 0 |",
+		"| gateway | 25% of max | 150 |",
 		"| gateway | 1 | 20.0 MiB |", "nproc): 2", "-concurrency 8,32",
 	} {
 		if !strings.Contains(md, want) {
@@ -139,7 +146,7 @@ func TestReportMarksTargets(t *testing.T) {
 
 	// An error in any trial fails the latency target, however fast.
 	r.rows[0] = row("gateway", []int{300, 300}, trials(150, time.Millisecond, time.Millisecond, time.Millisecond))
-	r.rows[0].openTrials[2].Errors, r.rows[0].openTrials[2].FirstErr = 1, "HTTP 502"
+	r.rows[0].loads[0].trials[2].Errors, r.rows[0].loads[0].trials[2].FirstErr = 1, "HTTP 502"
 	md = r.markdown()
 	for _, want := range []string{"| 1.00 ms | not met |", "open loop had 1 errors (e.g. HTTP 502)"} {
 		if !strings.Contains(md, want) {

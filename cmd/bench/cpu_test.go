@@ -15,7 +15,7 @@ func TestCPUMeterAttributesBusyTimeToProcesses(t *testing.T) {
 	for time.Now().Before(deadline) {
 		sum = sha256.Sum256(sum[:])
 	}
-	shares := m.perRequest(10)
+	shares, use := m.perRequest(10)
 	if len(shares) != 3 {
 		t.Fatalf("shares %+v, want self, everything else, total", shares)
 	}
@@ -26,7 +26,11 @@ func TestCPUMeterAttributesBusyTimeToProcesses(t *testing.T) {
 	if total.perRequest < self.perRequest || rest.perRequest < 0 || total.name != "total" {
 		t.Fatalf("inconsistent shares %+v", shares)
 	}
-	if startCPUMeter([]proc{{"gone", 1 << 30}}).perRequest(1) != nil {
+	// 200 ms of one core's work within about 200 ms of the machine's.
+	if use.busy <= 0 || use.busy > 1 || use.steal < 0 || use.busy+use.steal > 1 {
+		t.Fatalf("machine usage %+v: busy must be a positive share, and busy plus stolen at most all of it", use)
+	}
+	if shares, _ := startCPUMeter([]proc{{"gone", 1 << 30}}).perRequest(1); shares != nil {
 		t.Fatal("an unreadable process must give no table, not a wrong one")
 	}
 }

@@ -19,6 +19,11 @@ type result struct {
 	P50, P99 time.Duration
 	// Rate is the offered rate of an open-loop phase, 0 for closed loops.
 	Rate float64
+	// CPU is the CPU time per request during the phase, by process, and
+	// Usage the machine's; both filled in by the caller, which knows the
+	// processes.
+	CPU   []cpuShare
+	Usage usage
 }
 
 func (r result) RPS() float64 {

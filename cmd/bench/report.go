@@ -23,17 +23,60 @@ type measurement struct {
 	name string
 	// closedRuns are the closed loops, one per concurrency tried.
 	closedRuns []closedRun
-	// open is the open-loop trial with the median p99; openTrials are all.
-	open       result
-	openTrials []result
+	// loads are the open loops, one per fraction of openLoadFractions.
+	loads []openLoad
+}
+
+// openLoad is the open-loop trials at one fraction of the maximum.
+type openLoad struct {
+	fraction float64
+	trials   []result
+}
+
+// median is the trial whose p99 is the median of all trials'.
+func (o openLoad) median() result {
+	if len(o.trials) == 0 {
+		return result{}
+	}
+	sorted := slices.Clone(o.trials)
+	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(a.P99, b.P99) })
+	return sorted[(len(sorted)-1)/2]
+}
+
+// errors totals the errors of every trial.
+func (o openLoad) errors() (n int, first string) {
+	for _, t := range o.trials {
+		n += t.Errors
+		if first == "" {
+			first = t.FirstErr
+		}
+	}
+	return n, first
+}
+
+// maxSteal is the largest share of the machine the hypervisor took during
+// any trial.
+func (o openLoad) maxSteal() float64 {
+	var s float64
+	for _, t := range o.trials {
+		s = max(s, t.Usage.steal)
+	}
+	return s
+}
+
+// judged is the open load the latency target is judged at: half the
+// maximum.
+func (m measurement) judged() openLoad {
+	if len(m.loads) == 0 {
+		return openLoad{}
+	}
+	return m.loads[0]
 }
 
 // closedRun is one closed loop at a given concurrency.
 type closedRun struct {
 	workers int
 	result  result
-	// cpu is CPU time per request during the loop, by process.
-	cpu []cpuShare
 	// catalogueCalls is how many GetPlans calls the catalogue served during
 	// the loop (gateway only): requests per call is the mean batch.
 	catalogueCalls int
@@ -100,15 +143,18 @@ func (r report) markdown() string {
 	p("(limit set far above the load so nothing is rejected), then catalogue over Twirp reading Postgres.\n")
 	p("- **bare net/http**: a separate process serving the same bytes from a plain `net/http` handler, as a ceiling for this machine.\n")
 	p("- Each target: %s unmeasured warm-up; then one closed loop of %s concurrent keep-alive workers for %s each; ", r.cfg.warmup, joinInts(r.cfg.workers), r.cfg.duration)
-	p("the best of them is the target's maximum throughput. Then %d open-loop trials, each offering half that maximum at a constant rate for %s ", r.cfg.trials, r.cfg.duration)
+	p("the best of them is the target's maximum throughput. Then %d open-loop trials at each offered load (half that maximum, where the latency target is judged, then a quarter), each at a constant rate for %s ", r.cfg.trials, r.cfg.duration)
 	p("over %d keep-alive connections, each connection sending its share of an evenly spaced schedule (as wrk2 does). ", openLoopConns)
 	p("Latency counts from each request's scheduled time when its connection was still busy, so queueing counts, ")
 	p("and from the end of the generator's sleep otherwise, so a late timer is not charged to the target.\n")
-	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only.\n\n")
+	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only.\n")
+	p("- Machine busy and stolen: from /proc/stat over each phase, as shares of all cores' time. Stolen time is what the hypervisor ")
+	p("gave other guests while this one had work: where it is more than a few percent, the run was disturbed from outside.\n\n")
 
 	p("## Results\n\n")
 	p("%s\n", r.table())
 	p("Closed loops, requests/s by concurrency:\n\n%s\n", r.concurrencyTable())
+	p("Open loops, by offered load:\n\n%s\n", r.loadTable())
 
 	gw, okGW := r.row(gatewayTarget)
 	bare, okBare := r.row(bareTarget)
@@ -119,27 +165,32 @@ func (r report) markdown() string {
 		p("## Targets\n\n")
 		p("| target | measured | status |\n|---|---|---|\n")
 		p("| gateway / bare throughput ratio >= %.2f | %.2f | %s |\n", targetRatio, ratio, metText(ratio >= targetRatio))
-		openErrs, firstErr := gw.openErrors()
-		p("| gateway p99 at half of max < %s (median of %d trials) | %s | %s |\n", ms(targetP99), len(gw.openTrials), ms(gw.open.P99), metText(gw.open.P99 < targetP99 && openErrs == 0))
+		judged := gw.judged()
+		openErrs, firstErr := judged.errors()
+		p99 := judged.median().P99
+		p("| gateway p99 at half of max < %s (median of %d trials) | %s | %s |\n", ms(targetP99), len(judged.trials), ms(p99), metText(p99 < targetP99 && openErrs == 0))
 		if openErrs > 0 {
 			p("\nThe gateway's open loop had %d errors (e.g. %s), so its latency target is not met.\n", openErrs, firstErr)
 		}
 		p("\n")
 	}
 
-	p("## CPU per request at each target's maximum\n\n")
-	p("CPU time (user + system, from /proc) spent per answered request during the best closed loop, by process; ")
-	p("\"everything else\" is the rest of the machine's busy time: Postgres and Redis for the gateway, the kernel's network work for both.\n\n")
+	p("## CPU per request\n\n")
+	p("CPU time (user + system, from /proc) spent per answered request, by process; ")
+	p("\"everything else\" is the rest of the machine's busy time: Postgres and Redis for the gateway, the kernel's network work for both. ")
+	p("At the maximum (the best closed loop) and at half of it (the open-loop trial with the median p99). ")
+	p("A request costs more at half load than at the maximum: fewer lookups share each catalogue call, and every hop wakes ")
+	p("an idle process instead of finding it running, so at half of the maximum the machine is far more than half busy.\n\n")
 	for _, m := range r.rows {
-		best := m.best()
-		if len(best.cpu) == 0 {
+		best, half := m.best(), m.judged().median()
+		if len(best.result.CPU) == 0 || len(half.CPU) != len(best.result.CPU) {
 			continue
 		}
-		p("| %s (%d workers) | µs per request |\n|---|---:|\n", m.name, best.workers)
-		for _, c := range best.cpu {
-			p("| %s | %d |\n", c.name, c.perRequest.Microseconds())
+		p("| %s | at max (%d workers) | at half of max |\n|---|---:|---:|\n", m.name, best.workers)
+		for i, c := range best.result.CPU {
+			p("| %s | %s | %s |\n", c.name, us(c.perRequest), us(half.CPU[i].perRequest))
 		}
-		p("\n")
+		p("| machine busy | %s | %s |\n\n", percent(best.result.Usage.busy), percent(half.Usage.busy))
 	}
 
 	p("## How the gateway keeps up\n\n")
@@ -172,17 +223,40 @@ func (r report) table() string {
 	b.WriteString("| target | max req/s (best closed loop) | workers | p50 | p99 | errors | half-max open loop req/s | p50 | p99 (median trial) | p99 of each trial | errors |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, m := range r.rows {
-		trials := make([]string, len(m.openTrials))
-		for i, t := range m.openTrials {
-			trials[i] = ms(t.P99)
-		}
-		openErrs, _ := m.openErrors()
+		judged := m.judged()
+		open := judged.median()
+		openErrs, _ := judged.errors()
 		best := m.best()
 		fmt.Fprintf(&b, "| %s | %.0f | %d | %s | %s | %d | %.0f | %s | %s | %s | %d |\n",
 			m.name, best.result.RPS(), best.workers, ms(best.result.P50), ms(best.result.P99), m.closedErrors(),
-			m.open.Rate, ms(m.open.P50), ms(m.open.P99), strings.Join(trials, ", "), openErrs)
+			open.Rate, ms(open.P50), ms(open.P99), trialP99s(judged), openErrs)
 	}
 	return b.String()
+}
+
+// loadTable shows every open load: how latency falls with the offered load,
+// and how busy the machine was and how much the hypervisor took meanwhile.
+func (r report) loadTable() string {
+	var b strings.Builder
+	b.WriteString("| target | offered load | req/s | p50 | p99 (median trial) | p99 of each trial | machine busy (median trial) | stolen by the hypervisor (worst trial) | errors |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, m := range r.rows {
+		for _, l := range m.loads {
+			med := l.median()
+			errs, _ := l.errors()
+			fmt.Fprintf(&b, "| %s | %s of max | %.0f | %s | %s | %s | %s | %s | %d |\n",
+				m.name, percent(l.fraction), med.Rate, ms(med.P50), ms(med.P99), trialP99s(l), percent(med.Usage.busy), percent(l.maxSteal()), errs)
+		}
+	}
+	return b.String()
+}
+
+func trialP99s(l openLoad) string {
+	s := make([]string, len(l.trials))
+	for i, t := range l.trials {
+		s[i] = ms(t.P99)
+	}
+	return strings.Join(s, ", ")
 }
 
 // concurrencyTable shows every closed loop, and for the gateway how many
@@ -211,17 +285,6 @@ func (r report) concurrencyTable() string {
 	return b.String()
 }
 
-// openErrors totals the errors of every open-loop trial.
-func (m measurement) openErrors() (n int, first string) {
-	for _, t := range m.openTrials {
-		n += t.Errors
-		if first == "" {
-			first = t.FirstErr
-		}
-	}
-	return n, first
-}
-
 // closedErrors totals the errors of every closed loop.
 func (m measurement) closedErrors() int {
 	n := 0
@@ -233,20 +296,21 @@ func (m measurement) closedErrors() int {
 
 // errors totals the errors of every phase.
 func (m measurement) errors() (int, string) {
-	n, first := m.openErrors()
+	var n int
+	var first string
+	for _, l := range m.loads {
+		e, f := l.errors()
+		n += e
+		if first == "" {
+			first = f
+		}
+	}
 	for _, c := range m.closedRuns {
 		if first == "" {
 			first = c.result.FirstErr
 		}
 	}
 	return n + m.closedErrors(), first
-}
-
-// medianByP99 is the trial whose p99 is the median of all trials'.
-func medianByP99(trials []result) result {
-	sorted := slices.Clone(trials)
-	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(a.P99, b.P99) })
-	return sorted[(len(sorted)-1)/2]
 }
 
 func (r report) row(name string) (measurement, bool) {
@@ -278,6 +342,10 @@ func metText(met bool) string {
 		return "met"
 	}
 	return "not met"
+}
+
+func percent(f float64) string {
+	return strconv.FormatFloat(100*f, 'f', 0, 64) + "%"
 }
 
 func ms(d time.Duration) string {
