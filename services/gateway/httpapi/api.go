@@ -115,8 +115,9 @@ const retryAfter = "60"
 func UnmatchedRoute(*http.Request) string { return "unmatched" }
 
 // authenticate names the request's route (for its metrics and span), then,
-// for every operation that declares bearer security, it resolves the key, then charges the request to the key's rate limit and
-// sets the RateLimit-* headers.
+// for every operation that declares bearer security, resolves the key,
+// charges the request to the key's rate limit and sets the RateLimit-*
+// headers.
 func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
 	httpserver.SetRoute(ctx.Context(), BasePath+op.Path)
