@@ -79,6 +79,20 @@ func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
 	}
 }
 
+func TestConnectDialsOnceAndRetriesWithoutBackoff(t *testing.T) {
+	client, err := redis.Connect(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	// As go-redis normalises them: -1 backoff becomes 0, which it skips.
+	o := client.Options()
+	if o.DialerRetries != 1 || o.MaxRetries != 1 || o.MinRetryBackoff != 0 || o.MaxRetryBackoff != 0 {
+		t.Fatalf("dial attempts %d, retries %d, backoff %s to %s; want 1, 1, none",
+			o.DialerRetries, o.MaxRetries, o.MinRetryBackoff, o.MaxRetryBackoff)
+	}
+}
+
 func TestUnreachableRedisIsAnErrorNotAHang(t *testing.T) {
 	client, err := redis.Connect("redis://127.0.0.1:1/0")
 	if err != nil {
