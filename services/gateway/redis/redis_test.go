@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,100 @@ func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 	}
 	if d.ResetAfter <= 0 || d.ResetAfter > time.Minute {
 		t.Fatalf("reset after %s", d.ResetAfter)
+	}
+}
+
+func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
+	client, err := redis.Connect(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	// Two replicas, each coalescing its own concurrent checks.
+	replicas := []*redis.RateLimiter{redis.NewRateLimiter(client), redis.NewRateLimiter(client)}
+	key := uniqueKey()
+	const limit, requests = 40, 200
+	decisions := make([]gateway.RateDecision, requests)
+	errs := make([]error, requests)
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() {
+			decisions[i], errs[i] = replicas[i%2].Allow(context.Background(), key, limit)
+		})
+	}
+	wg.Wait()
+	// Every allowed request reports a different remaining count, as if the
+	// requests had come one at a time: 39, 38, ... 0.
+	remaining := map[int]bool{}
+	for i, d := range decisions {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if d.Limit != limit {
+			t.Fatalf("request %d: limit %d", i, d.Limit)
+		}
+		if !d.Allowed {
+			if d.Remaining != 0 {
+				t.Errorf("refused request %d reports %d remaining", i, d.Remaining)
+			}
+			continue
+		}
+		if remaining[d.Remaining] {
+			t.Errorf("two allowed requests report %d remaining", d.Remaining)
+		}
+		remaining[d.Remaining] = true
+	}
+	if len(remaining) != limit {
+		t.Fatalf("%d of %d concurrent requests allowed; want exactly the limit, %d", len(remaining), requests, limit)
+	}
+	for r := range limit {
+		if !remaining[r] {
+			t.Errorf("no allowed request reports %d remaining", r)
+		}
+	}
+}
+
+func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
+	client, err := redis.Connect(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := redis.NewRateLimiter(client)
+	a, b := uniqueKey(), uniqueKey()
+	// a's limit is 3: its first three checks get it, in order, the fourth
+	// is refused; b's checks draw on b's allowance alone.
+	checks := []redis.Check{
+		redis.NewCheck(a, 3), redis.NewCheck(b, 5), redis.NewCheck(a, 3),
+		redis.NewCheck(a, 3), redis.NewCheck(b, 5), redis.NewCheck(a, 3),
+	}
+	want := []gateway.RateDecision{
+		{Allowed: true, Limit: 3, Remaining: 2},
+		{Allowed: true, Limit: 5, Remaining: 4},
+		{Allowed: true, Limit: 3, Remaining: 1},
+		{Allowed: true, Limit: 3, Remaining: 0},
+		{Allowed: true, Limit: 5, Remaining: 3},
+		{Allowed: false, Limit: 3, Remaining: 0},
+	}
+	got, errs, err := l.AllowBatch(context.Background(), checks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if errs[i] != nil {
+			t.Fatalf("check %d: %v", i, errs[i])
+		}
+		if got[i].ResetAfter <= 0 || got[i].ResetAfter > time.Minute {
+			t.Errorf("check %d: reset after %s", i, got[i].ResetAfter)
+		}
+		got[i].ResetAfter = 0
+		if got[i] != want[i] {
+			t.Errorf("check %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The batch spent a's allowance: a single check after it is refused.
+	if d, err := l.Allow(context.Background(), a, 3); err != nil || d.Allowed {
+		t.Fatalf("check after the batch: %+v, %v; want refused", d, err)
 	}
 }
 
