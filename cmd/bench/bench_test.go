@@ -108,6 +108,7 @@ func TestReportMarksTargets(t *testing.T) {
 		mem: []memory{{name: "gateway", pid: 1, hwm: "20.0 MiB"}},
 	}
 	r.rows[0].closedRuns[1].catalogueCalls = 60
+	r.rows[0].closedRuns[1].redisCalls = 30
 	r.rows[0].closedRuns[1].result.CPU = []cpuShare{{"gateway", 40 * time.Microsecond}, {"total", 120 * time.Microsecond}}
 	r.rows[0].closedRuns[1].result.Usage = usage{busy: 0.97}
 	for i := range r.rows[0].loads[0].trials {
@@ -119,10 +120,12 @@ func TestReportMarksTargets(t *testing.T) {
 		"gateway / bare: **0.30** (300 / 1000 req/s)",
 		"| gateway / bare throughput ratio >= 0.25 | 0.30 | met |",
 		"| gateway p99 at half of max < 10.00 ms (median of 3 trials) | 4.00 ms | met |",
+		"| control: bare net/http p99 at half of its max < 10.00 ms (median of 3 trials) | 1.00 ms | met (not a target) |",
 		"| gateway | 300 | 32 |", "| bare net/http | 1000 | 8 |",
 		"| 4.00 ms | 4.00 ms, 30.00 ms, 3.00 ms | 0 |",
 		"| gateway | 200 | 300 |", "| gateway: plan lookups per catalogue call | 0.0 | 5.0 |",
 		"60 `GetPlans` calls for 300 requests: **5.0 lookups per call**",
+		"| gateway: rate-limit checks per Redis call | 0.0 | 10.0 |", "Redis ran 30 rate-limit calls: **10.0 checks per call**",
 		"| gateway | at max (32 workers) | at half of max |", "| total | 120 µs | 210 µs |", "| machine busy | 97% | 85% |",
 		"| gateway | 50% of max | 150 | 0.00 ms | 4.00 ms | 4.00 ms, 30.00 ms, 3.00 ms | 85% | 2% | 0 |",
 		"| gateway | 25% of max | 150 |",

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // getPlansRoute is the catalogue's Twirp route for plan lookups, as its
@@ -46,4 +48,44 @@ func countGetPlansCalls(ctx context.Context, catalogueURL string) (float64, erro
 		return 0, fmt.Errorf("read catalogue metrics: %w", err)
 	}
 	return total, nil
+}
+
+// countRedisScriptCalls reads from Redis's command statistics how many
+// scripts it has run so far: the gateway's rate-limit calls, its only
+// scripts (the auth cache is plain GET and SET). The count is the server's,
+// so nothing else may be using Redis while the benchmark runs.
+func countRedisScriptCalls(ctx context.Context, rdb *goredis.Client) (float64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("read redis command statistics: %w", err)
+	}
+	var total float64
+	for line := range strings.Lines(info) {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		v, err := strconv.ParseFloat(calls, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redis command statistics: %q: %w", line, err)
+		}
+		total += v
+	}
+	return total, nil
+}
+
+// callCounts are the backend calls served so far.
+type callCounts struct {
+	getPlans, redisScripts float64
+}
+
+func countCalls(ctx context.Context, catalogueURL string, rdb *goredis.Client) (callCounts, error) {
+	var c callCounts
+	var err error
+	if c.getPlans, err = countGetPlansCalls(ctx, catalogueURL); err != nil {
+		return c, err
+	}
+	c.redisScripts, err = countRedisScriptCalls(ctx, rdb)
+	return c, err
 }

@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/esimplatform/esim/cmd/internal/platform"
 )
 
 func TestCountGetPlansCallsSumsEveryOutcomeOfTheRoute(t *testing.T) {
@@ -29,5 +33,39 @@ http_server_request_duration_seconds_count{http_request_method="POST",http_respo
 	}
 	if _, err := countGetPlansCalls(context.Background(), srv.URL+"/nowhere"); err == nil {
 		t.Fatal("a 404 from /metrics was read as a count")
+	}
+}
+
+func TestCountRedisScriptCallsCountsEvalAndEvalsha(t *testing.T) {
+	ctx := context.Background()
+	opts, err := goredis.ParseURL(platform.DefaultRedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opts)
+	defer rdb.Close()
+	before, err := countRedisScriptCalls(ctx, rdb)
+	if err != nil {
+		t.Fatalf("redis at %s: %v", platform.DefaultRedisURL, err)
+	}
+	// Run resolves a script by EVALSHA and falls back to EVAL when Redis
+	// does not know it yet: either way, one run.
+	script := goredis.NewScript("return 1")
+	for range 3 {
+		if err := script.Run(ctx, rdb, nil).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Get(ctx, "bench-count-test").Err(); err != nil && err != goredis.Nil {
+		t.Fatal(err)
+	}
+	after, err := countRedisScriptCalls(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other tests may run scripts on the same server meanwhile: at least
+	// ours are counted, and the GET is not a script.
+	if after-before < 3 {
+		t.Fatalf("script calls rose by %v; want at least 3", after-before)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/esimplatform/esim/cmd/internal/platform"
 )
 
@@ -163,6 +165,14 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "", conns),
 	}
 
+	// Redis, to count the rate-limit calls the gateway makes.
+	redisOpts, err := goredis.ParseURL(cfg.redisURL)
+	if err != nil {
+		return fmt.Errorf("-redis-url: %w", err)
+	}
+	rdb := goredis.NewClient(redisOpts)
+	defer rdb.Close()
+
 	// The processes behind each target, for the CPU-per-request table.
 	loadGen := proc{"load generator (bench)", os.Getpid()}
 	gatewayProcs := []proc{loadGen}
@@ -189,10 +199,10 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			meter := startCPUMeter(procs[t.name])
 			// The catalogue's count of GetPlans calls shows how many plan
 			// lookups each call carried while the gateway was loaded.
-			var before float64
+			// So do Redis's script runs for the rate-limit checks.
+			var calls callCounts
 			if t.name == gatewayTarget {
-				before, err = countGetPlansCalls(ctx, p.CatalogueURL)
-				if err != nil {
+				if calls, err = countCalls(ctx, p.CatalogueURL, rdb); err != nil {
 					return err
 				}
 			}
@@ -200,11 +210,12 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			res.CPU, res.Usage = meter.perRequest(res.Requests)
 			loop := closedRun{workers: workers, result: res}
 			if t.name == gatewayTarget {
-				after, err := countGetPlansCalls(ctx, p.CatalogueURL)
+				after, err := countCalls(ctx, p.CatalogueURL, rdb)
 				if err != nil {
 					return err
 				}
-				loop.catalogueCalls = int(after - before)
+				loop.catalogueCalls = int(after.getPlans - calls.getPlans)
+				loop.redisCalls = int(after.redisScripts - calls.redisScripts)
 			}
 			say("%s: %.0f req/s, p50 %s, p99 %s, %d errors, machine %s busy, %s stolen", t.name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors, percent(res.Usage.busy), percent(res.Usage.steal))
 			m.closedRuns = append(m.closedRuns, loop)

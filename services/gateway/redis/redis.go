@@ -55,9 +55,9 @@ type RateLimiter struct {
 	checks  *coalesce.Batcher[rateCheck, rateOutcome]
 }
 
-// RateChecksInFlight is how many Redis calls for rate limits one gateway
+// rateChecksInFlight is how many Redis calls for rate limits one gateway
 // keeps outstanding; checks beyond them queue and share the next call.
-const RateChecksInFlight = 4
+const rateChecksInFlight = 4
 
 // maxRateChecksPerCall bounds one batch.
 const maxRateChecksPerCall = 128
@@ -77,7 +77,7 @@ type rateOutcome struct {
 // NewRateLimiter returns a limiter on client.
 func NewRateLimiter(client *goredis.Client) *RateLimiter {
 	l := &RateLimiter{limiter: redis_rate.NewLimiter(client)}
-	l.checks = coalesce.New(l.allowBatch, coalesce.Options{MaxBatch: maxRateChecksPerCall, MaxInFlight: RateChecksInFlight})
+	l.checks = coalesce.New(l.allowBatch, coalesce.Options{MaxBatch: maxRateChecksPerCall, MaxInFlight: rateChecksInFlight})
 	return l
 }
 
