@@ -196,7 +196,7 @@ func (r report) markdown() string {
 	p("CPU time (user + system, from /proc) spent per answered request, by process; ")
 	p("\"everything else\" is the rest of the machine's busy time: Postgres and Redis for the gateway, the kernel's network work for both. ")
 	p("At the maximum (the best closed loop) and at half of it (the open-loop trial with the median p99). ")
-	p("A request costs more at half load than at the maximum: fewer lookups share each catalogue call, and every hop wakes ")
+	p("A request costs more at half load than at the maximum: fewer lookups share each catalogue call and fewer checks each Redis call, and every hop wakes ")
 	p("an idle process instead of finding it running, so at half of the maximum the machine is far more than half busy.\n\n")
 	for _, m := range r.rows {
 		best, half := m.best(), m.judged().median()
