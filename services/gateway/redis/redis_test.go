@@ -9,10 +9,23 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/redis"
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
+
+// connect opens a client on the test Redis, closed when the test ends.
+func connect(t *testing.T) *goredis.Client {
+	t.Helper()
+	client, err := redis.Connect(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
 
 func uniqueKey() string {
 	var b [8]byte
@@ -21,11 +34,7 @@ func uniqueKey() string {
 }
 
 func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
-	client, err := redis.Connect(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t)
 	// Two limiters on one Redis behave like two gateway replicas.
 	a, b := redis.NewRateLimiter(client), redis.NewRateLimiter(client)
 	key := uniqueKey()
@@ -49,11 +58,7 @@ func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 }
 
 func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
-	client, err := redis.Connect(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t)
 	// Two replicas, each coalescing its own concurrent checks.
 	replicas := []*redis.RateLimiter{redis.NewRateLimiter(client), redis.NewRateLimiter(client)}
 	key := uniqueKey()
@@ -99,11 +104,7 @@ func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
 }
 
 func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
-	client, err := redis.Connect(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t)
 	l := redis.NewRateLimiter(client)
 	a, b := uniqueKey(), uniqueKey()
 	// a's limit is 3: its first three checks get it, in order, the fourth
@@ -143,11 +144,7 @@ func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
 }
 
 func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
-	client, err := redis.Connect(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t)
 	c := redis.NewAuthCache(client)
 	ctx := context.Background()
 
@@ -175,11 +172,7 @@ func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
 }
 
 func TestConnectDialsOnceAndRetriesWithoutBackoff(t *testing.T) {
-	client, err := redis.Connect(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t)
 	// As go-redis normalises them: -1 backoff becomes 0, which it skips.
 	o := client.Options()
 	if o.DialerRetries != 1 || o.MaxRetries != 1 || o.MinRetryBackoff != 0 || o.MaxRetryBackoff != 0 {
