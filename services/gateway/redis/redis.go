@@ -99,33 +99,37 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, perMinute int) (gat
 // most one emission interval (60s / limit) longer.
 func (l *RateLimiter) allowBatch(ctx context.Context, checks []rateCheck) ([]rateOutcome, error) {
 	groups := map[rateCheck][]int{}
-	var order []rateCheck
 	for i, c := range checks {
-		if _, ok := groups[c]; !ok {
-			order = append(order, c)
-		}
 		groups[c] = append(groups[c], i)
 	}
 	out := make([]rateOutcome, len(checks))
-	var wg sync.WaitGroup
-	for _, c := range order {
-		// Distinct keys go out in parallel, as unbatched checks would.
-		wg.Go(func() {
-			idx := groups[c]
-			res, err := l.limiter.AllowAtMost(ctx, "gw:rl:"+c.key, redis_rate.PerMinute(c.perMinute), len(idx))
-			for n, i := range idx {
-				if err != nil {
-					out[i].err = fmt.Errorf("redis rate limit: %w", err)
-					continue
-				}
-				d := gateway.RateDecision{Limit: c.perMinute, ResetAfter: res.ResetAfter}
-				if n < res.Allowed {
-					d.Allowed = true
-					d.Remaining = res.Remaining + res.Allowed - 1 - n
-				}
-				out[i].decision = d
+	answer := func(c rateCheck, idx []int) {
+		res, err := l.limiter.AllowAtMost(ctx, "gw:rl:"+c.key, redis_rate.PerMinute(c.perMinute), len(idx))
+		for n, i := range idx {
+			if err != nil {
+				out[i].err = fmt.Errorf("redis rate limit: %w", err)
+				continue
 			}
-		})
+			d := gateway.RateDecision{Limit: c.perMinute, ResetAfter: res.ResetAfter}
+			if n < res.Allowed {
+				d.Allowed = true
+				d.Remaining = res.Remaining + res.Allowed - 1 - n
+			}
+			out[i].decision = d
+		}
+	}
+	if len(groups) == 1 {
+		// The usual case, and the only one at low load: no goroutine to
+		// start and wake the caller from.
+		for c, idx := range groups {
+			answer(c, idx)
+		}
+		return out, nil
+	}
+	// Distinct keys go out in parallel, as unbatched checks would.
+	var wg sync.WaitGroup
+	for c, idx := range groups {
+		wg.Go(func() { answer(c, idx) })
 	}
 	wg.Wait()
 	return out, nil
