@@ -96,22 +96,23 @@ func (m measurement) best() closedRun {
 	return b
 }
 
-// lookupsPerCall is the mean number of plan lookups one GetPlans call
+// perCall is the mean number of requests one of calls backend calls
 // carried, or 0 when unknown.
-func (c closedRun) lookupsPerCall() float64 {
-	if c.catalogueCalls <= 0 {
+func (c closedRun) perCall(calls int) float64 {
+	if calls <= 0 {
 		return 0
 	}
-	return float64(c.result.Requests) / float64(c.catalogueCalls)
+	return float64(c.result.Requests) / float64(calls)
 }
 
-// checksPerRedisCall is the mean number of rate-limit checks one Redis call
-// carried, or 0 when unknown.
-func (c closedRun) checksPerRedisCall() float64 {
-	if c.redisCalls <= 0 {
-		return 0
-	}
-	return float64(c.result.Requests) / float64(c.redisCalls)
+// batchRows are the gateway's backend batches, one row each in the
+// concurrency table.
+var batchRows = []struct {
+	label string
+	calls func(closedRun) int
+}{
+	{"gateway: plan lookups per catalogue call", func(c closedRun) int { return c.catalogueCalls }},
+	{"gateway: rate-limit checks per Redis call", func(c closedRun) int { return c.redisCalls }},
 }
 
 type memory struct {
@@ -222,12 +223,12 @@ func (r report) markdown() string {
 	p("a retired plan is not found from the next call on (plans are not cached), and every check still draws on the key's one allowance in Redis, shared by all replicas.")
 	if okGW {
 		best := gw.best()
-		if best.lookupsPerCall() > 0 {
+		if best.catalogueCalls > 0 {
 			p(" During the gateway's best closed loop the catalogue served %d `GetPlans` calls for %d requests: **%.1f lookups per call** on average.",
-				best.catalogueCalls, best.result.Requests, best.lookupsPerCall())
+				best.catalogueCalls, best.result.Requests, best.perCall(best.catalogueCalls))
 		}
-		if best.checksPerRedisCall() > 0 {
-			p(" Redis ran %d rate-limit calls: **%.1f checks per call**.", best.redisCalls, best.checksPerRedisCall())
+		if best.redisCalls > 0 {
+			p(" Redis ran %d rate-limit calls: **%.1f checks per call**.", best.redisCalls, best.perCall(best.redisCalls))
 		}
 	}
 	p("\n\nProfile the gateway's own code with `go test -bench GetPlan -cpuprofile cpu.out ./services/gateway/server/`.\n\n")
@@ -282,7 +283,7 @@ func trialP99s(l openLoad) string {
 }
 
 // concurrencyTable shows every closed loop, and for the gateway how many
-// lookups each catalogue call carried.
+// lookups each catalogue call, and checks each Redis call, carried.
 func (r report) concurrencyTable() string {
 	var b strings.Builder
 	b.WriteString("| target |")
@@ -296,17 +297,16 @@ func (r report) concurrencyTable() string {
 			fmt.Fprintf(&b, " %.0f |", c.result.RPS())
 		}
 		b.WriteString("\n")
-		if m.name == gatewayTarget && m.best().catalogueCalls > 0 {
-			b.WriteString("| gateway: plan lookups per catalogue call |")
-			for _, c := range m.closedRuns {
-				fmt.Fprintf(&b, " %.1f |", c.lookupsPerCall())
-			}
-			b.WriteString("\n")
+		if m.name != gatewayTarget {
+			continue
 		}
-		if m.name == gatewayTarget && m.best().redisCalls > 0 {
-			b.WriteString("| gateway: rate-limit checks per Redis call |")
+		for _, row := range batchRows {
+			if row.calls(m.best()) <= 0 {
+				continue
+			}
+			b.WriteString("| " + row.label + " |")
 			for _, c := range m.closedRuns {
-				fmt.Fprintf(&b, " %.1f |", c.checksPerRedisCall())
+				fmt.Fprintf(&b, " %.1f |", c.perCall(row.calls(c)))
 			}
 			b.WriteString("\n")
 		}
