@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,7 +92,7 @@ func TestReportMarksTargets(t *testing.T) {
 	// closed builds one closed loop per concurrency of the config (8, 32),
 	// with the given successful requests in one second.
 	row := func(name string, closed []int, open []result) measurement {
-		m := measurement{name: name, loads: []openLoad{{fraction: 0.5, trials: open}, {fraction: 0.25, trials: open[:1]}}}
+		m := measurement{name: name, loads: []openLoad{{fraction: 0.5, trials: open}, {fraction: 0.25, trials: slices.Clone(open[:1])}}}
 		for i, n := range closed {
 			m.closedRuns = append(m.closedRuns, closedRun{workers: []int{8, 32}[i], result: result{Requests: n, Elapsed: time.Second}})
 		}
@@ -109,12 +110,17 @@ func TestReportMarksTargets(t *testing.T) {
 	}
 	r.rows[0].closedRuns[1].catalogueCalls = 60
 	r.rows[0].closedRuns[1].redisCalls = 30
-	r.rows[0].closedRuns[1].result.CPU = []cpuShare{{"gateway", 40 * time.Microsecond}, {"total", 120 * time.Microsecond}}
+	cpu := func(generator, gateway, total int) []cpuShare {
+		return []cpuShare{{loadGeneratorName, time.Duration(generator) * time.Microsecond}, {"gateway", time.Duration(gateway) * time.Microsecond}, {"total", time.Duration(total) * time.Microsecond}}
+	}
+	r.rows[0].closedRuns[1].result.CPU = cpu(30, 40, 120)
 	r.rows[0].closedRuns[1].result.Usage = usage{busy: 0.97}
 	for i := range r.rows[0].loads[0].trials {
-		r.rows[0].loads[0].trials[i].CPU = []cpuShare{{"gateway", 70 * time.Microsecond}, {"total", 210 * time.Microsecond}}
+		r.rows[0].loads[0].trials[i].CPU = cpu(45, 70, 210)
 		r.rows[0].loads[0].trials[i].Usage = usage{busy: 0.85, steal: 0.01 * float64(i)}
 	}
+	r.rows[0].loads[1].trials[0].CPU = cpu(60, 90, 300)
+	r.rows[0].loads[1].trials[0].Usage = usage{busy: 0.8}
 	md := r.markdown()
 	for _, want := range []string{
 		"gateway / bare: **0.30** (300 / 1000 req/s)",
@@ -126,7 +132,8 @@ func TestReportMarksTargets(t *testing.T) {
 		"| gateway | 200 | 300 |", "| gateway: plan lookups per catalogue call | 0.0 | 5.0 |",
 		"60 `GetPlans` calls for 300 requests: **5.0 lookups per call**",
 		"| gateway: rate-limit checks per Redis call | 0.0 | 10.0 |", "Redis ran 30 rate-limit calls: **10.0 checks per call**",
-		"| gateway | at max (32 workers) | at half of max |", "| total | 120 µs | 210 µs |", "| machine busy | 97% | 85% |",
+		"| gateway | at max (32 workers) | at 50% of max | at 25% of max |", "| total | 120 µs | 210 µs | 300 µs |", "| machine busy | 97% | 85% | 80% |",
+		"its CPU per request was 30 µs at the maximum, 45 µs at 50% of it and 60 µs at 25% of it.",
 		"| gateway | 50% of max | 150 | 0.00 ms | 4.00 ms | 4.00 ms, 30.00 ms, 3.00 ms | 85% | 2% | 0 |",
 		"| gateway | 25% of max | 150 |",
 		"| gateway | 1 | 20.0 MiB |", "nproc): 2", "-concurrency 8,32",

@@ -43,6 +43,9 @@ const (
 	bareTarget    = "bare net/http"
 )
 
+// loadGeneratorName names this process in the CPU-per-request tables.
+const loadGeneratorName = "load generator (bench)"
+
 // openLoopConns is how many keep-alive connections carry an open loop: a
 // partner's client pool, not a connection per request. 128 hold every
 // request in flight at half of either target's maximum here (rate x
@@ -174,7 +177,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	defer rdb.Close()
 
 	// The processes behind each target, for the CPU-per-request table.
-	loadGen := proc{"load generator (bench)", os.Getpid()}
+	loadGen := proc{loadGeneratorName, os.Getpid()}
 	gatewayProcs := []proc{loadGen}
 	for _, svc := range p.Services() {
 		gatewayProcs = append(gatewayProcs, proc{svc.Name, svc.PID})

@@ -196,19 +196,52 @@ func (r report) markdown() string {
 	p("## CPU per request\n\n")
 	p("CPU time (user + system, from /proc) spent per answered request, by process; ")
 	p("\"everything else\" is the rest of the machine's busy time: Postgres and Redis for the gateway, the kernel's network work for both. ")
-	p("At the maximum (the best closed loop) and at half of it (the open-loop trial with the median p99). ")
+	p("At the maximum (the best closed loop) and at each open load (its trial with the median p99). ")
 	p("A request costs more at half load than at the maximum: fewer lookups share each catalogue call and fewer checks each Redis call, and every hop wakes ")
 	p("an idle process instead of finding it running, so at half of the maximum the machine is far more than half busy.\n\n")
 	for _, m := range r.rows {
-		best, half := m.best(), m.judged().median()
-		if len(best.result.CPU) == 0 || len(half.CPU) != len(best.result.CPU) {
+		best := m.best()
+		if len(best.result.CPU) == 0 {
 			continue
 		}
-		p("| %s | at max (%d workers) | at half of max |\n|---|---:|---:|\n", m.name, best.workers)
-		for i, c := range best.result.CPU {
-			p("| %s | %s | %s |\n", c.name, us(c.perRequest), us(half.CPU[i].perRequest))
+		// Loads whose CPU was not read (a /proc failure) get no column.
+		var loads []openLoad
+		for _, l := range m.loads {
+			if len(l.median().CPU) == len(best.result.CPU) {
+				loads = append(loads, l)
+			}
 		}
-		p("| machine busy | %s | %s |\n\n", percent(best.result.Usage.busy), percent(half.Usage.busy))
+		p("| %s | at max (%d workers) |", m.name, best.workers)
+		for _, l := range loads {
+			p(" at %s of max |", percent(l.fraction))
+		}
+		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(loads)))
+		var generator []string
+		for i, c := range best.result.CPU {
+			p("| %s | %s |", c.name, us(c.perRequest))
+			for _, l := range loads {
+				p(" %s |", us(l.median().CPU[i].perRequest))
+			}
+			p("\n")
+			if c.name == loadGeneratorName {
+				generator = append(generator, us(c.perRequest)+" at the maximum")
+				for _, l := range loads {
+					generator = append(generator, fmt.Sprintf("%s at %s of it", us(l.median().CPU[i].perRequest), percent(l.fraction)))
+				}
+			}
+		}
+		p("| machine busy | %s |", percent(best.result.Usage.busy))
+		for _, l := range loads {
+			p(" %s |", percent(l.median().Usage.busy))
+		}
+		p("\n\n")
+		if len(generator) > 1 {
+			// The generator is the control for the wake-up cost: its work per
+			// request is the same at any load and none of it is platform code.
+			last := len(generator) - 1
+			p("The load generator does the same work for every request at any load, yet its CPU per request was %s and %s. ", strings.Join(generator[:last], ", "), generator[last])
+			p("It runs none of the platform's code: the rise is this machine's cost of waking idle processes.\n\n")
+		}
 	}
 
 	p("## How the gateway keeps up\n\n")
