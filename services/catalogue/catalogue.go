@@ -113,6 +113,9 @@ const (
 	MaxUpsertBatch   = 1000
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100
+	// MaxPage bounds paging: Postgres reads and discards every row before
+	// an OFFSET, and the wire carries a page as an int32.
+	MaxPage = 10000
 )
 
 // normalized returns p with the ordering the catalogue promises (countries
@@ -354,8 +357,8 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 	if limit == 0 {
 		limit = DefaultPageLimit
 	}
-	if page < 1 {
-		return PlanPage{}, invalid("page", "must be at least 1")
+	if page < 1 || page > MaxPage {
+		return PlanPage{}, invalid("page", "must be between 1 and %d", MaxPage)
 	}
 	if limit < 1 || limit > MaxPageLimit {
 		return PlanPage{}, invalid("limit", "must be between 1 and %d", MaxPageLimit)

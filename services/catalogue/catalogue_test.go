@@ -223,12 +223,16 @@ func TestListPlansPagination(t *testing.T) {
 	if st.lastQuery.Limit != 100 || st.lastQuery.Offset != 200 {
 		t.Fatalf("page 3 of 100: store query %+v", st.lastQuery)
 	}
+	if _, err := svc.ListPlans(ctx, ListFilter{Page: MaxPage, Limit: 100}); err != nil || st.lastQuery.Offset != (MaxPage-1)*100 {
+		t.Fatalf("last page: %v, store query %+v", err, st.lastQuery)
+	}
 
 	for _, tc := range []struct {
 		f     ListFilter
 		field string
 	}{
 		{ListFilter{Page: -1}, "page"},
+		{ListFilter{Page: MaxPage + 1}, "page"},
 		{ListFilter{Limit: -1}, "limit"},
 		{ListFilter{Limit: MaxPageLimit + 1}, "limit"},
 		{ListFilter{Country: "ZZ"}, "country"},

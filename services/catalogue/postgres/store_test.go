@@ -251,7 +251,7 @@ func TestListPaginatesWithoutGapsOrRepeats(t *testing.T) {
 	if !slices.Equal(ids(again.Plans), pages[1]) {
 		t.Fatal("page 2 changed between two reads")
 	}
-	beyond, err := svc.ListPlans(ctx, catalogue.ListFilter{Country: "IT", Page: 1 << 30, Limit: 100})
+	beyond, err := svc.ListPlans(ctx, catalogue.ListFilter{Country: "IT", Page: catalogue.MaxPage, Limit: 100})
 	if err != nil || len(beyond.Plans) != 0 || beyond.Total != 23 {
 		t.Fatalf("far page: %d plans, total %d, %v", len(beyond.Plans), beyond.Total, err)
 	}

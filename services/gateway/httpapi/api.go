@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func New(d Deps) (http.Handler, *huma.OpenAPI) {
 	mux := http.NewServeMux()
 	api := humago.NewWithPrefix(mux, BasePath, config())
 	a := &handlers{Deps: d, api: api}
-	api.UseMiddleware(a.authenticate)
+	api.UseMiddleware(a.authenticate, a.rejectAmbiguousQuery)
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
 	// Anything else, a wrong method on a known path included, is an
@@ -67,6 +68,11 @@ func config() huma.Config {
 	c.OpenAPIPath = ""
 	// A misspelt filter (?countyr=JP) would otherwise silently list all.
 	c.RejectUnknownQueryParameters = true
+	// JSON under its media type only: huma's extra "json" key would answer
+	// "Accept: json" with "Content-Type: json".
+	c.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat}
+	// The API sends empty lists as [], never null; the schemas say so.
+	huma.DefaultArrayNullable = false
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
@@ -74,8 +80,11 @@ func config() huma.Config {
 	return c
 }
 
-// documentHeaders declares the headers every response carries.
+// documentHeaders declares the headers each response carries, and drops
+// the 422 huma documents for operations with path parameters: the API
+// answers every invalid input with 400 (see codeFor).
 func documentHeaders(_ *huma.OpenAPI, op *huma.Operation) {
+	delete(op.Responses, "422")
 	str := &huma.Schema{Type: huma.TypeString}
 	integer := &huma.Schema{Type: huma.TypeInteger}
 	for status, resp := range op.Responses {
@@ -83,7 +92,8 @@ func documentHeaders(_ *huma.OpenAPI, op *huma.Operation) {
 			resp.Headers = map[string]*huma.Param{}
 		}
 		resp.Headers["Request-Id"] = &huma.Param{Description: "Unique id of this request.", Schema: str}
-		if len(op.Security) == 0 {
+		// A request whose key is not known has no allowance to report.
+		if len(op.Security) == 0 || status == "401" {
 			continue
 		}
 		resp.Headers["RateLimit-Limit"] = &huma.Param{Description: "Requests allowed per minute for this key.", Schema: integer}
@@ -154,6 +164,31 @@ func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
 		return
 	}
 	next(huma.WithValue(ctx, principalKey{}, p))
+}
+
+// rejectAmbiguousQuery refuses a query parameter given twice or without a
+// value. Parsed leniently, ?limit=1&limit=200 would take the first and
+// ?limit= the default: the partner would get a page they did not ask for.
+func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context)) {
+	u := ctx.URL()
+	var details []error
+	for name, values := range u.Query() {
+		switch {
+		case len(values) > 1:
+			details = append(details, &huma.ErrorDetail{Location: "query." + name, Message: "given more than once"})
+		case values[0] == "":
+			details = append(details, &huma.ErrorDetail{Location: "query." + name, Message: "given without a value"})
+		}
+	}
+	if len(details) == 0 {
+		next(ctx)
+		return
+	}
+	// Map order is random; the answer must not be.
+	slices.SortFunc(details, func(a, b error) int {
+		return strings.Compare(a.(*huma.ErrorDetail).Location, b.(*huma.ErrorDetail).Location)
+	})
+	_ = huma.WriteErr(a.api, ctx, http.StatusBadRequest, "", details...)
 }
 
 func (a *handlers) fail(ctx huma.Context, err error) {

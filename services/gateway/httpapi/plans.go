@@ -67,7 +67,7 @@ type ListEnvelope[T any] struct {
 
 // PageParams are the paging query parameters of every list.
 type PageParams struct {
-	Page  int `query:"page" minimum:"1" default:"1" doc:"1-based page number."`
+	Page  int `query:"page" minimum:"1" maximum:"10000" default:"1" doc:"1-based page number, 1 to 10000."`
 	Limit int `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Items per page, 1 to 100."`
 }
 
@@ -77,7 +77,10 @@ func (p PageParams) pagination(total int) Pagination {
 
 type listPlansInput struct {
 	PageParams
-	Country string `query:"country" doc:"ISO 3166-1 alpha-2 code: only plans that cover this country." example:"JP"`
+	// The pattern catches a malformed code here, alongside any other bad
+	// parameter; whether a well-formed code names a country is the
+	// catalogue's to say.
+	Country string `query:"country" pattern:"^[A-Za-z]{2}$" doc:"ISO 3166-1 alpha-2 code: only plans that cover this country." example:"JP"`
 	Type    string `query:"type" enum:"fixed,per_day" doc:"Only plans of this type."`
 }
 
@@ -151,9 +154,11 @@ func (a *handlers) getPlan(ctx context.Context, in *getPlanInput) (*getPlanOutpu
 }
 
 // findPlan treats a malformed id like an unknown one: it can name no plan.
+// Only the canonical 36-character form is an id; uuid.Parse also takes
+// braces, a urn:uuid: prefix and no hyphens, and a resource has one URL.
 func (a *handlers) findPlan(ctx context.Context, rawID string) (gateway.Plan, error) {
 	id, err := uuid.Parse(rawID)
-	if err != nil {
+	if err != nil || len(rawID) != len(id.String()) {
 		return gateway.Plan{}, gateway.ErrNotFound
 	}
 	return a.Catalogue.GetPlan(ctx, id.String(), principalFrom(ctx).Currency)

@@ -347,7 +347,11 @@ func TestListPlansByTypeAndCurrency(t *testing.T) {
 	}
 
 	r = p.get("/v1/plans?type=fixed&limit=100", bearer(key))
+	list = planList{}
 	r.json(t, &list)
+	if r.status != http.StatusOK || len(list.Data) == 0 {
+		t.Fatalf("type=fixed: status %d, %d plans", r.status, len(list.Data))
+	}
 	for _, plan := range list.Data {
 		if plan.Type != "fixed" || plan.Data.TotalBytes == nil || plan.ValidityDays == nil {
 			t.Errorf("plan %s: %+v, want a fixed plan with bytes and validity", plan.ID, plan)
@@ -365,6 +369,13 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 		{"limit=abc", "limit"},
 		{"page=0", "page"},
 		{"page=-3", "page"},
+		{"page=10001", "page"},
+		// Past int32: must not wrap round to a page that exists.
+		{"page=4294967297", "page"},
+		{"page=", "page"},
+		{"limit=", "limit"},
+		{"limit=1&limit=200", "limit"},
+		{"country=JP&country=ZZ", "country"},
 		{"country=ZZZ", "country"},
 		{"country=ZZ", "country"},
 		{"country=1", "country"},
@@ -378,6 +389,17 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 				t.Fatalf("details %+v, want the field %q with a reason", e.Error.Details, tc.field)
 			}
 		})
+	}
+
+	// Every malformed parameter is named at once, not one per attempt.
+	e := p.expectError(p.get("/v1/plans?limit=500&country=ZZZ&page=0", bearer(key)), http.StatusBadRequest, "invalid_request")
+	var fields []string
+	for _, d := range e.Error.Details {
+		fields = append(fields, d.Field)
+	}
+	slices.Sort(fields)
+	if !slices.Equal(fields, []string{"country", "limit", "page"}) {
+		t.Fatalf("details name %v, want country, limit and page", fields)
 	}
 }
 
@@ -462,6 +484,21 @@ func TestPlanByID(t *testing.T) {
 	for _, bad := range []string{"0190b7a4-0000-7000-8000-000000000000", "not-a-uuid", "123", url.PathEscape("'; DROP TABLE plans; --")} {
 		p.expectError(p.get("/v1/plans/"+bad, bearer(key)), http.StatusNotFound, "not_found")
 	}
+
+	// A plan has one URL: other spellings of its id that uuid.Parse
+	// accepts name nothing. Case is not spelling.
+	other := list.Data[0]
+	p.get("/v1/plans?country=FR&limit=1", bearer(key)).json(t, &list)
+	live := list.Data[0].ID
+	if other.ID == live {
+		t.Fatal("the FR plan is the retired JP plan")
+	}
+	for _, spelling := range []string{"{" + live + "}", "urn:uuid:" + live, strings.ReplaceAll(live, "-", "")} {
+		p.expectError(p.get("/v1/plans/"+url.PathEscape(spelling), bearer(key)), http.StatusNotFound, "not_found")
+	}
+	if r := p.get("/v1/plans/"+strings.ToUpper(live), bearer(key)); r.status != http.StatusOK {
+		t.Fatalf("upper-case id: %d %s", r.status, r.body)
+	}
 }
 
 func TestRateLimitPerKey(t *testing.T) {
@@ -535,11 +572,59 @@ func TestOpenAPIDocumentListsExactlyTheImplementedEndpoints(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("documented %v, want %v", got, want)
 	}
+	// The document promises only what the API does: no 422 (invalid input
+	// is 400), no rate-limit headers on a 401 (no key, no allowance), and
+	// no null where an empty list is sent.
+	if strings.Contains(string(p.spec), `"422"`) {
+		t.Error("document mentions 422")
+	}
+	if strings.Contains(string(p.spec), `["array","null"]`) {
+		t.Error("document allows null for a list")
+	}
+	var plans struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(p.spec, &plans); err != nil {
+		t.Fatal(err)
+	}
+	for status, resp := range plans.Paths["/plans"]["get"].Responses {
+		_, documented := resp.Headers["RateLimit-Remaining"]
+		if documented != (status != "401") {
+			t.Errorf("GET /plans %s: RateLimit-Remaining documented %v", status, documented)
+		}
+	}
+
 	// Each documented endpoint answers (none is a paper route).
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
 	for _, path := range []string{"/v1/openapi.json", "/v1/plans"} {
 		if r := p.get(path, bearer(key)); r.status != http.StatusOK {
 			t.Errorf("%s: %d", path, r.status)
+		}
+	}
+}
+
+func TestAnswersAreApplicationJSONWhateverTheAccept(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	for _, accept := range []string{"", "json", "application/xml", "*/*", "application/json"} {
+		for _, path := range []string{"/v1/plans?limit=1", "/v1/plans?limit=0"} {
+			req, _ := http.NewRequest(http.MethodGet, p.gateway+path, nil)
+			req.Header.Set("Authorization", bearer(key))
+			if accept != "" {
+				req.Header.Set("Accept", accept)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Accept %q, %s: Content-Type %q", accept, path, ct)
+			}
 		}
 	}
 }
