@@ -82,7 +82,7 @@ ESIM_ACCOUNTS_URL and ESIM_CATALOGUE_URL. With --json every command prints
 exactly one JSON object on stdout ({"data": ...}); errors always go to stderr
 with a non-zero exit status (1: the operation failed, 2: usage error).`,
 		Args:          noSubcommand,
-		RunE:          showHelp,
+		RunE:          missingSubcommand,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -99,9 +99,36 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 
 // group returns a command that only holds subcommands.
 func group(use, short string, subs ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: showHelp}
+	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: missingSubcommand}
 	g.AddCommand(subs...)
 	return g
+}
+
+// missingSubcommand is what a group (esimctl itself included) does when
+// given no subcommand: a usage error naming the subcommands. Printing the
+// help and exiting 0 instead would let a script that lost its subcommand
+// "succeed" with no JSON on stdout. --help still prints the help.
+func missingSubcommand(cmd *cobra.Command, _ []string) error {
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	if !cmd.HasParent() {
+		return usagef("missing command: %s", orList(names))
+	}
+	// run prefixes "esimctl: ", so the path is said without the root.
+	path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+	return usagef("%s: missing subcommand: %s", path, orList(names))
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) <= 1 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // noSubcommand turns stray words after a group into a usage error; cobra
@@ -112,8 +139,6 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
-
-func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 // exactArgs is cobra.ExactArgs with the argument names in the message.
 func exactArgs(names ...string) cobra.PositionalArgs {
@@ -191,6 +216,12 @@ func (c *cli) callFailed(what, service string, err error) error {
 		msg := twerr.Msg()
 		if msg == "" {
 			msg = string(twerr.Code())
+		}
+		// The services word some errors with what was being done, as we do
+		// ("create key for account A: not found"); say it once. Compared
+		// without case: they print ids in lower case, the operator may not.
+		if p := what + ": "; len(msg) >= len(p) && strings.EqualFold(msg[:len(p)], p) {
+			msg = msg[len(p):]
 		}
 		return &failure{msg: fmt.Sprintf("%s: %s", what, msg)}
 	}
