@@ -295,6 +295,38 @@ func TestChartsRender(t *testing.T) {
 	}
 }
 
+// checkIngress holds the public surface to the API: in production the
+// gateway alone has an Ingress, and it routes /v1 to the gateway's Service
+// and nothing else (the probes and /metrics share the port).
+func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service, ingresses []*networkingv1.Ingress) {
+	t.Helper()
+	want := 0
+	if chartName == "gateway" && !dev {
+		want = 1
+	}
+	if len(ingresses) != want {
+		t.Fatalf("%d Ingresses, want %d", len(ingresses), want)
+	}
+	for _, ing := range ingresses {
+		if ing.Spec.DefaultBackend != nil || len(ing.Spec.Rules) == 0 {
+			t.Errorf("Ingress %s: a default backend or no rules would route more than /v1", ing.Name)
+		}
+		for _, rule := range ing.Spec.Rules {
+			if rule.HTTP == nil {
+				t.Fatalf("Ingress %s: rule without paths", ing.Name)
+			}
+			for _, p := range rule.HTTP.Paths {
+				if p.Path != "/v1" || p.PathType == nil || *p.PathType != networkingv1.PathTypePrefix {
+					t.Errorf("Ingress %s routes %q (%v), want only the /v1 prefix", ing.Name, p.Path, p.PathType)
+				}
+				if b := p.Backend.Service; b == nil || b.Name != svc.Name || b.Port.Name != "http" {
+					t.Errorf("Ingress %s: backend %+v, want Service %s port http", ing.Name, p.Backend, svc.Name)
+				}
+			}
+		}
+	}
+}
+
 func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 	var (
 		deployments []*appsv1.Deployment
@@ -303,6 +335,7 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 		pdbs        []*policyv1.PodDisruptionBudget
 		secrets     = map[string]*corev1.Secret{}
 		accountSA   []*corev1.ServiceAccount
+		ingresses   []*networkingv1.Ingress
 	)
 	for _, r := range objs {
 		m, err := metaOf(r.obj)
@@ -329,6 +362,8 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 		case *corev1.ServiceAccount:
 			accountSA = append(accountSA, o)
 		case *networkingv1.NetworkPolicy:
+		case *networkingv1.Ingress:
+			ingresses = append(ingresses, o)
 		default:
 			t.Errorf("%s: unexpected %T", r.source, r.obj)
 		}
@@ -360,6 +395,8 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 			t.Errorf("Service port %s targets %s, want the named port http", p.Name, p.TargetPort.String())
 		}
 	}
+
+	checkIngress(t, chartName, dev, s, ingresses)
 
 	if dev {
 		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -51,6 +52,10 @@ type Routes struct {
 // Probes and metrics are neither traced nor measured, to keep both about
 // real traffic.
 func Handler(r Routes) http.Handler {
+	logger := slog.Default()
+	if r.Telemetry != nil && r.Telemetry.Logger != nil {
+		logger = r.Telemetry.Logger
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -58,13 +63,17 @@ func Handler(r Routes) http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()
-		failed := map[string]string{}
+		// The body names the failed checks only: a driver's error carries
+		// hosts, users and database names, which belong in the log.
+		var failed []string
 		for name, check := range r.Ready {
 			if err := check(ctx); err != nil {
-				failed[name] = err.Error()
+				failed = append(failed, name)
+				logger.WarnContext(ctx, "not ready", "check", name, "err", err)
 			}
 		}
 		if len(failed) > 0 {
+			slices.Sort(failed)
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failed": failed})
 			return
 		}

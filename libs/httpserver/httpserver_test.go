@@ -1,6 +1,7 @@
 package httpserver_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -47,8 +48,8 @@ func TestProbesAndRequestIDs(t *testing.T) {
 	}
 	r := get("/readyz")
 	body, _ := io.ReadAll(r.Body)
-	if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "connection refused") {
-		t.Fatalf("readyz with a failing check: %d %s", r.StatusCode, body)
+	if r.StatusCode != http.StatusServiceUnavailable || string(body) != `{"failed":["postgres"],"status":"unavailable"}`+"\n" {
+		t.Fatalf("readyz with a failing check: %d %s; want the check named and its error kept in the log", r.StatusCode, body)
 	}
 	ready = nil
 	if r := get("/readyz"); r.StatusCode != http.StatusOK {
@@ -171,4 +172,28 @@ func labelValue(line, name string) string {
 	}
 	v, _, _ := strings.Cut(rest, `"`)
 	return v
+}
+
+func TestNotReadyLogsTheCause(t *testing.T) {
+	var logs bytes.Buffer
+	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "warn"}, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
+		Name: "svc", App: http.NotFoundHandler(), Telemetry: tel,
+		Ready: map[string]httpserver.Check{"postgres": func(context.Context) error {
+			return errors.New("failed to connect to `user=svc database=svc`: dial error")
+		}},
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "user=svc") || !strings.Contains(logs.String(), "user=svc") || !strings.Contains(logs.String(), `"check":"postgres"`) {
+		t.Fatalf("body %s\nlogs %s\nwant the cause in the log only", body, logs.String())
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -29,6 +30,11 @@ import (
 func Connect(redisURL string) (*goredis.Client, error) {
 	opts, err := goredis.ParseURL(redisURL)
 	if err != nil {
+		// net/url's errors quote the whole URL, password included.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
 	opts.DialTimeout = 250 * time.Millisecond

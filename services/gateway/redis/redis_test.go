@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,6 +179,15 @@ func TestConnectDialsOnceAndRetriesWithoutBackoff(t *testing.T) {
 	if o.DialerRetries != 1 || o.MaxRetries != 1 || o.MinRetryBackoff != 0 || o.MaxRetryBackoff != 0 {
 		t.Fatalf("dial attempts %d, retries %d, backoff %s to %s; want 1, 1, none",
 			o.DialerRetries, o.MaxRetries, o.MinRetryBackoff, o.MaxRetryBackoff)
+	}
+}
+
+func TestMalformedURLErrorKeepsThePasswordOut(t *testing.T) {
+	for _, u := range []string{"redis://:s3cr3t@host:abc/0", "redis://user:s3cr3t@host/x", "redis://:s3cr3t@host/0?dial_timeout=soon"} {
+		_, err := redis.Connect(u)
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("Connect(%q): %v; want an error without the password", u, err)
+		}
 	}
 }
 

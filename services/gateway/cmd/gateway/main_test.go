@@ -64,6 +64,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	for name, env := range map[string]map[string]string{
 		"no accounts url":    {"CATALOGUE_URL": "http://x"},
 		"cache ttl too long": {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "4s"},
+		"cache ttl past 3s":  {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "3.2s"},
 		"zero rate limit":    {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-1"},
 		"bad log level":      {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "LOG_LEVEL": "loud"},
 	} {
