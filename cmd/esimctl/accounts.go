@@ -87,9 +87,13 @@ func (c *cli) accountsGetCommand() *cobra.Command {
 		Args:  exactArgs("ACCOUNT_ID"),
 	}
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		a, err := c.accounts().GetAccount(ctx, &accountsv1.GetAccountRequest{Id: args[0]})
+		id, err := parseID("ACCOUNT_ID", args[0])
 		if err != nil {
-			return c.callFailed("get account "+args[0], "accounts", err)
+			return err
+		}
+		a, err := c.accounts().GetAccount(ctx, &accountsv1.GetAccountRequest{Id: id})
+		if err != nil {
+			return c.callFailed("get account "+id, "accounts", err)
 		}
 		if c.json {
 			return c.printJSON(viewAccount(a), nil)
@@ -157,12 +161,16 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("per-minute")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		accountID, err := parseID("--account", account)
+		if err != nil {
+			return err
+		}
 		if perMinute < 0 {
 			return usagef("--per-minute must be 0 or more, got %d", perMinute)
 		}
-		a, err := c.accounts().SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: account, RateLimitPerMinute: perMinute})
+		a, err := c.accounts().SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: accountID, RateLimitPerMinute: perMinute})
 		if err != nil {
-			return c.callFailed("set rate limit of account "+account, "accounts", err)
+			return c.callFailed("set rate limit of account "+accountID, "accounts", err)
 		}
 		if c.json {
 			return c.printJSON(viewAccount(a), nil)

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -50,7 +56,9 @@ func TestBareGroupIsUsageError(t *testing.T) {
 func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 	env := map[string]string{"ESIM_ACCOUNTS_URL": startAccounts(t), "ESIM_CATALOGUE_URL": startCatalogue(t)}
 	const unknownID = "0193e000-0000-7000-8000-000000000000"
-	upperID := strings.ToUpper(unknownID) // the services print ids in lower case
+	// The services print ids in lower case; esimctl lower-cases them up
+	// front, so its context and theirs are spelt alike.
+	upperID := strings.ToUpper(unknownID)
 
 	var acct account
 	esimctl(t, env, "accounts", "create", "--name", "Context", "--json").ok(t).data(t, &acct)
@@ -61,17 +69,16 @@ func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 	}{
 		{[]string{"accounts", "create", "--name", strings.Repeat("n", 1000)}, "create account"},
 		{[]string{"accounts", "get", unknownID}, "get account " + unknownID},
-		{[]string{"accounts", "get", upperID}, "get account " + upperID},
-		{[]string{"accounts", "get", "not-an-id"}, "get account not-an-id"},
+		{[]string{"accounts", "get", upperID}, "get account " + unknownID},
 		{[]string{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "10"}, "set rate limit of account " + unknownID},
 		{[]string{"keys", "create", "--account", unknownID, "--env", "sandbox"}, "create key for account " + unknownID},
-		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + upperID},
+		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + unknownID},
 		{[]string{"keys", "list", "--account", unknownID}, "list keys of account " + unknownID},
 		{[]string{"keys", "revoke", "--account", acct.ID, "--key", unknownID}, "revoke key " + unknownID + " of account " + acct.ID},
 		{[]string{"keys", "revoke", "--account", unknownID, "--key", unknownID, "--json"}, "revoke key " + unknownID + " of account " + unknownID},
 		{[]string{"plans", "get", unknownID}, "get plan " + unknownID},
 		{[]string{"plans", "retire", unknownID}, "retire plan " + unknownID},
-		{[]string{"plans", "retire", upperID, "--json"}, "retire plan " + upperID},
+		{[]string{"plans", "retire", upperID, "--json"}, "retire plan " + unknownID},
 	} {
 		r := esimctl(t, env, tc.args...)
 		r.wantError(t, 1, "esimctl: "+tc.context+": ")
@@ -81,6 +88,154 @@ func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 		verb, _, _ := strings.Cut(tc.context, " ")
 		if n := strings.Count(strings.ToLower(first), strings.ToLower(verb)+" "); n != 1 {
 			t.Errorf("esimctl %s: %q says %q %d times, want once", strings.Join(tc.args, " "), first, verb, n)
+		}
+	}
+}
+
+// counted puts a request counter in front of a service, to tell whether
+// esimctl called it at all.
+func counted(t *testing.T, serviceURL string) (string, *atomic.Int64) {
+	t.Helper()
+	target, err := url.Parse(serviceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var calls atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, &calls
+}
+
+// A malformed account, key or plan id is a usage error (exit 2) found
+// before any service is called, not an unknown id (exit 1): a typo in a
+// script must not read as "that account is gone". Only the canonical
+// 36-character form is an id: the other spellings uuid.Parse takes
+// (braces, urn:uuid:, no hyphens) are rejected too, even when they spell a
+// real id, so nothing is created, changed or revoked through them.
+func TestMalformedIDIsUsageError(t *testing.T) {
+	accountsURL, catalogueURL := startAccounts(t), startCatalogue(t)
+	direct := map[string]string{"ESIM_ACCOUNTS_URL": accountsURL, "ESIM_CATALOGUE_URL": catalogueURL}
+
+	var acct account
+	esimctl(t, direct, "accounts", "create", "--name", "Typo", "--json").ok(t).data(t, &acct)
+	var k key
+	esimctl(t, direct, "keys", "create", "--account", acct.ID, "--env", "sandbox", "--json").ok(t).data(t, &k)
+	var plans []plan
+	esimctl(t, direct, "plans", "list", "--limit", "1", "--json").ok(t).data(t, &plans)
+	if len(plans) != 1 {
+		t.Fatalf("plans list = %+v, want one plan", plans)
+	}
+	planID := plans[0].ID
+
+	countedAccounts, accountsCalls := counted(t, accountsURL)
+	countedCatalogue, catalogueCalls := counted(t, catalogueURL)
+	env := map[string]string{"ESIM_ACCOUNTS_URL": countedAccounts, "ESIM_CATALOGUE_URL": countedCatalogue}
+
+	// Every spelling of a real id but the canonical one, and plain junk.
+	malformed := func(id string) []string {
+		return []string{
+			"not-a-uuid",
+			"",
+			"{" + id + "}",
+			"urn:uuid:" + id,
+			strings.ReplaceAll(id, "-", ""),
+			" " + id,
+			id + "0",
+			strings.Replace(id, "-", "_", 1),
+		}
+	}
+	type idCase struct {
+		args func(bad string) []string
+		real string // the id the malformed spellings are made from
+		name string // the flag or argument, as the message names it
+	}
+	for _, tc := range []idCase{
+		{func(bad string) []string { return []string{"accounts", "get", bad} }, acct.ID, "ACCOUNT_ID"},
+		{func(bad string) []string {
+			return []string{"accounts", "set-rate-limit", "--account", bad, "--per-minute", "6000"}
+		}, acct.ID, "--account"},
+		{func(bad string) []string { return []string{"keys", "create", "--account", bad, "--env", "live"} }, acct.ID, "--account"},
+		{func(bad string) []string { return []string{"keys", "list", "--account", bad} }, acct.ID, "--account"},
+		{func(bad string) []string { return []string{"keys", "revoke", "--account", bad, "--key", k.ID} }, acct.ID, "--account"},
+		{func(bad string) []string { return []string{"keys", "revoke", "--account", acct.ID, "--key", bad} }, k.ID, "--key"},
+		{func(bad string) []string { return []string{"plans", "get", bad} }, planID, "PLAN_ID"},
+		{func(bad string) []string { return []string{"plans", "retire", bad} }, planID, "PLAN_ID"},
+	} {
+		for _, bad := range malformed(tc.real) {
+			for _, asJSON := range []bool{false, true} {
+				args := tc.args(bad)
+				if asJSON {
+					args = append(args, "--json")
+				}
+				r := esimctl(t, env, args...)
+				want := "esimctl: invalid " + tc.name + " " + strconv.Quote(bad) + ": not a UUID"
+				r.wantError(t, 2)
+				if first, _, _ := strings.Cut(r.stderr, "\n"); first != want {
+					t.Errorf("esimctl %q: error line %q, want %q", args, first, want)
+				}
+			}
+		}
+	}
+	if n, m := accountsCalls.Load(), catalogueCalls.Load(); n != 0 || m != 0 {
+		t.Errorf("malformed ids reached the services: %d accounts calls, %d catalogue calls; want none", n, m)
+	}
+
+	// Nothing changed through the non-canonical spellings.
+	var after account
+	esimctl(t, direct, "accounts", "get", acct.ID, "--json").ok(t).data(t, &after)
+	if after.RateLimitPerMinute != 0 {
+		t.Errorf("rate limit changed to %d through a malformed id", after.RateLimitPerMinute)
+	}
+	var keys []key
+	esimctl(t, direct, "keys", "list", "--account", acct.ID, "--json").ok(t).data(t, &keys)
+	if len(keys) != 1 || keys[0].ID != k.ID || keys[0].Status != "active" {
+		t.Errorf("keys after malformed ids = %+v, want just %s, active", keys, k.ID)
+	}
+	var p plan
+	esimctl(t, direct, "plans", "get", planID, "--json").ok(t).data(t, &p)
+	if p.Status != "active" {
+		t.Errorf("plan %s is %s after malformed ids, want active", planID, p.Status)
+	}
+
+	// The canonical form is taken in either case and sent in lower case.
+	upper := strings.ToUpper
+	esimctl(t, env, "keys", "list", "--account", upper(acct.ID), "--json").ok(t).data(t, &keys)
+	if len(keys) != 1 || keys[0].ID != k.ID {
+		t.Errorf("keys list --account %s = %+v", upper(acct.ID), keys)
+	}
+	esimctl(t, env, "plans", "get", upper(planID), "--json").ok(t).data(t, &p)
+	if p.ID != planID {
+		t.Errorf("plans get %s = %+v", upper(planID), p)
+	}
+	var other account
+	esimctl(t, env, "accounts", "create", "--name", "Keyless", "--json").ok(t).data(t, &other)
+	if got := esimctl(t, env, "keys", "list", "--account", upper(other.ID)).ok(t).stdout; got != "account "+other.ID+" has no API keys\n" {
+		t.Errorf("keys list of a keyless account: %q", got)
+	}
+}
+
+// Usage errors are said once, after a single "esimctl: ", with the
+// command path without its root, and argument counts in good English.
+func TestUsageErrorWording(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plans", "retire"}, "esimctl: plans retire takes 1 argument: PLAN_ID (got 0)"},
+		{[]string{"plans", "retire", "--json"}, "esimctl: plans retire takes 1 argument: PLAN_ID (got 0)"},
+		{[]string{"plans", "get", "a", "b"}, "esimctl: plans get takes 1 argument: PLAN_ID (got 2)"},
+		{[]string{"accounts", "get"}, "esimctl: accounts get takes 1 argument: ACCOUNT_ID (got 0)"},
+		{[]string{"accounts", "list", "x"}, `esimctl: accounts list takes no arguments, got ["x"]`},
+		{[]string{"keys", "list", "--account", "x", "y"}, `esimctl: keys list takes no arguments, got ["y"]`},
+	} {
+		r := esimctl(t, nil, tc.args...)
+		r.wantError(t, 2)
+		if first, _, _ := strings.Cut(r.stderr, "\n"); first != tc.want {
+			t.Errorf("esimctl %s: error line %q, want %q", strings.Join(tc.args, " "), first, tc.want)
 		}
 	}
 }

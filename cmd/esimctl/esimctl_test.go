@@ -261,9 +261,12 @@ func TestErrors(t *testing.T) {
 			{"plans", "list", "--country", "Japan"},
 			{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "-1"},
 			{"--timeout", "0s", "accounts", "list"},
+			{"plans", "retire"}, // missing id
+			{"accounts", "list", "x"},
+			{"keys", "list", "--account", "not-a-uuid"},
 		} {
 			r := esimctl(t, env, args...)
-			if r.code != 2 || !strings.HasPrefix(r.stderr, "esimctl: ") || r.stdout != "" {
+			if r.code != 2 || !strings.HasPrefix(r.stderr, "esimctl: ") || strings.HasPrefix(r.stderr, "esimctl: esimctl") || r.stdout != "" {
 				t.Errorf("esimctl %s: exit %d, stdout %q, stderr %q; want exit 2 and an esimctl: line", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 			}
 		}

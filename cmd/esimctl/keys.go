@@ -68,13 +68,17 @@ hand it to the partner over a secure channel now; it cannot be shown again.`,
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		accountID, err := parseID("--account", account)
+		if err != nil {
+			return err
+		}
 		environment, err := parseEnv(env)
 		if err != nil {
 			return err
 		}
-		resp, err := c.accounts().CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: account, Environment: environment, Name: name})
+		resp, err := c.accounts().CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: accountID, Environment: environment, Name: name})
 		if err != nil {
-			return c.callFailed("create key for account "+account, "accounts", err)
+			return c.callFailed("create key for account "+accountID, "accounts", err)
 		}
 		// On stderr so it never pollutes what a script captures, yet an
 		// operator at a terminal always sees it.
@@ -100,9 +104,13 @@ func (c *cli) keysListCommand() *cobra.Command {
 	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
 	_ = cmd.MarkFlagRequired("account")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
-		resp, err := c.accounts().ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: account})
+		accountID, err := parseID("--account", account)
 		if err != nil {
-			return c.callFailed("list keys of account "+account, "accounts", err)
+			return err
+		}
+		resp, err := c.accounts().ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: accountID})
+		if err != nil {
+			return c.callFailed("list keys of account "+accountID, "accounts", err)
 		}
 		if c.json {
 			views := make([]keyView, 0, len(resp.GetKeys()))
@@ -112,7 +120,7 @@ func (c *cli) keysListCommand() *cobra.Command {
 			return c.printJSON(views, nil)
 		}
 		if len(resp.GetKeys()) == 0 {
-			fmt.Fprintf(c.stdout, "account %s has no API keys\n", account)
+			fmt.Fprintf(c.stdout, "account %s has no API keys\n", accountID)
 			return nil
 		}
 		tw := table(c.stdout, "ID", "ENV", "PREFIX", "NAME", "STATUS", "CREATED", "REVOKED")
@@ -137,9 +145,17 @@ func (c *cli) keysRevokeCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("key")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
-		k, err := c.accounts().RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: account, KeyId: key})
+		accountID, err := parseID("--account", account)
 		if err != nil {
-			return c.callFailed("revoke key "+key+" of account "+account, "accounts", err)
+			return err
+		}
+		keyID, err := parseID("--key", key)
+		if err != nil {
+			return err
+		}
+		k, err := c.accounts().RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: accountID, KeyId: keyID})
+		if err != nil {
+			return c.callFailed("revoke key "+keyID+" of account "+accountID, "accounts", err)
 		}
 		if c.json {
 			return c.printJSON(viewKey(k), nil)

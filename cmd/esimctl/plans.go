@@ -189,10 +189,14 @@ func (c *cli) plansGetCommand() *cobra.Command {
 		Args:  exactArgs("PLAN_ID"),
 	}
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		// Operators look up retired plans too (a partner's old order).
-		p, err := c.catalogue().GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: args[0], IncludeRetired: true})
+		id, err := parseID("PLAN_ID", args[0])
 		if err != nil {
-			return c.callFailed("get plan "+args[0], "catalogue", err)
+			return err
+		}
+		// Operators look up retired plans too (a partner's old order).
+		p, err := c.catalogue().GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id, IncludeRetired: true})
+		if err != nil {
+			return c.callFailed("get plan "+id, "catalogue", err)
 		}
 		if c.json {
 			return c.printJSON(viewPlan(p), nil)
@@ -225,9 +229,13 @@ not_found; orders already placed and their eSIMs are unaffected.`,
 		Args: exactArgs("PLAN_ID"),
 	}
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		p, err := c.catalogue().RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: args[0]})
+		id, err := parseID("PLAN_ID", args[0])
 		if err != nil {
-			return c.callFailed("retire plan "+args[0], "catalogue", err)
+			return err
+		}
+		p, err := c.catalogue().RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id})
+		if err != nil {
+			return c.callFailed("retire plan "+id, "catalogue", err)
 		}
 		if c.json {
 			return c.printJSON(viewPlan(p), nil)

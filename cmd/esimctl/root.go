@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"github.com/twitchtv/twirp"
 
@@ -118,9 +119,7 @@ func missingSubcommand(cmd *cobra.Command, _ []string) error {
 	if !cmd.HasParent() {
 		return usagef("missing command: %s", orList(names))
 	}
-	// run prefixes "esimctl: ", so the path is said without the root.
-	path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
-	return usagef("%s: missing subcommand: %s", path, orList(names))
+	return usagef("%s: missing subcommand: %s", commandPath(cmd), orList(names))
 }
 
 // orList joins names as "a, b or c".
@@ -143,14 +142,36 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 // exactArgs is cobra.ExactArgs with the argument names in the message.
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != len(names) && len(names) == 0 {
-			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		switch {
+		case len(args) == len(names):
+			return nil
+		case len(names) == 0:
+			return usagef("%s takes no arguments, got %q", commandPath(cmd), args)
+		case len(names) == 1:
+			return usagef("%s takes 1 argument: %s (got %d)", commandPath(cmd), names[0], len(args))
 		}
-		if len(args) != len(names) {
-			return usagef("%s takes %d argument(s): %s (got %d)", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
-		}
-		return nil
+		return usagef("%s takes %d arguments: %s (got %d)", commandPath(cmd), len(names), strings.Join(names, " "), len(args))
 	}
+}
+
+// commandPath is the command as an error message names it: run prefixes
+// "esimctl: ", so the path is said without the root ("plans retire").
+func commandPath(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// parseID checks an account, key or plan id before any service is called:
+// a malformed one is a usage error (exit 2), not an unknown id (exit 1).
+// Only the canonical 36-character form is accepted, in either case;
+// uuid.Parse also takes braces, a urn:uuid: prefix and no hyphens. The id
+// is returned in lower case, as the services print ids. name is the flag
+// or argument, as the message names it ("--account", "PLAN_ID").
+func parseID(name, s string) (string, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != len(id.String()) {
+		return "", usagef("invalid %s %q: not a UUID", name, s)
+	}
+	return id.String(), nil
 }
 
 // usageError is a command line that cannot work: exit status 2.
@@ -217,12 +238,11 @@ func (c *cli) callFailed(what, service string, err error) error {
 		if msg == "" {
 			msg = string(twerr.Code())
 		}
-		// The services word some errors with what was being done, as we do
-		// ("create key for account A: not found"); say it once. Compared
-		// without case: they print ids in lower case, the operator may not.
-		if p := what + ": "; len(msg) >= len(p) && strings.EqualFold(msg[:len(p)], p) {
-			msg = msg[len(p):]
-		}
+		// The accounts service words its errors with what was being done, as
+		// we do ("create key for account A: not found"); say it once. Ids
+		// are lower-cased by parseID, as the services print them, so the
+		// two spell the context alike.
+		msg, _ = strings.CutPrefix(msg, what+": ")
 		return &failure{msg: fmt.Sprintf("%s: %s", what, msg)}
 	}
 	return &failure{msg: fmt.Sprintf("%s: %v", what, err)}
