@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -54,7 +56,15 @@ type Telemetry struct {
 	// MetricsHandler serves the Prometheus exposition format at /metrics.
 	MetricsHandler http.Handler
 
-	shutdown []func(context.Context) error
+	shutdown []namedShutdown
+	// stopExports cuts short the span exports still running when
+	// Shutdown's export budget is spent.
+	stopExports context.CancelCauseFunc
+}
+
+type namedShutdown struct {
+	signal string // what it flushes: traces, metrics
+	fn     func(context.Context) error
 }
 
 // Setup builds the logger and the trace and meter providers for one service
@@ -72,8 +82,20 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 	logger := slog.New(&contextHandler{Handler: slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level})}).
 		With("service", service)
 
+	// Everything else that logs in the process goes through the same JSON
+	// handler: the standard library's log package (net/http's server
+	// errors, for one) and OpenTelemetry's own errors and internal logs,
+	// which by default are plain-text lines on stderr. Like the providers
+	// below these are process-wide; the last Setup wins.
+	slog.SetDefault(logger)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("opentelemetry error", "err", err)
+	}))
+	otel.SetLogger(logr.FromSlogHandler(logger.Handler()))
+
 	res := resource.NewSchemaless(semconv.ServiceName(service))
-	t := &Telemetry{Logger: logger}
+	exportCtx, stopExports := context.WithCancelCause(context.Background())
+	t := &Telemetry{Logger: logger, stopExports: stopExports}
 
 	if cfg.OTLPEndpoint != "" || o.spanExporter != nil {
 		tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
@@ -85,11 +107,11 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 			if err != nil {
 				return nil, fmt.Errorf("otlp trace exporter: %w", err)
 			}
-			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+			tpOpts = append(tpOpts, sdktrace.WithBatcher(boundedSpanExporter{exp, exportCtx}))
 		}
 		tp := sdktrace.NewTracerProvider(tpOpts...)
 		t.TracerProvider = tp
-		t.shutdown = append(t.shutdown, tp.Shutdown)
+		t.shutdown = append(t.shutdown, namedShutdown{"traces", tp.Shutdown})
 		otel.SetTracerProvider(tp)
 	} else {
 		otel.SetTracerProvider(tracenoop.NewTracerProvider())
@@ -113,7 +135,7 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 	}
 	mp := sdkmetric.NewMeterProvider(mpOpts...)
 	t.MeterProvider = mp
-	t.shutdown = append(t.shutdown, mp.Shutdown)
+	t.shutdown = append(t.shutdown, namedShutdown{"metrics", mp.Shutdown})
 	t.MetricsHandler = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
 
 	otel.SetMeterProvider(mp)
@@ -134,20 +156,57 @@ func WithSpanExporter(exp sdktrace.SpanExporter) Option {
 	return func(o *options) { o.spanExporter = exp }
 }
 
-// shutdownBudget bounds the final flush of exporters.
-const shutdownBudget = 5 * time.Second
+// shutdownBudget bounds the final flush of exporters. Services drain
+// requests for up to SHUTDOWN_TIMEOUT (20s) after a preStop sleep (5s) of a
+// 30s termination grace period: the flush must fit in what is left, with
+// room for closing the database pool and exiting.
+const shutdownBudget = 3 * time.Second
+
+// exportBudget is the part of shutdownBudget span exports may take; the
+// rest lets the batch span processor report a failed export and stop.
+const exportBudget = shutdownBudget - 500*time.Millisecond
+
+var errExportBudget = errors.New("telemetry shutdown: export budget spent")
 
 // Shutdown flushes exporters; call it last, after the servers stopped. It
 // runs even when ctx is already cancelled (it usually is: the signal that
-// stopped the service cancelled it), within a budget of its own.
+// stopped the service cancelled it), within a budget of its own. Flushing
+// is best effort: a failure (a collector that is down or slow) is logged
+// as a warning and does not fail the shutdown, so Shutdown returns nil.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownBudget)
 	defer cancel()
-	var errs []error
-	for _, f := range t.shutdown {
-		errs = append(errs, f(ctx))
+	// The batch span processor exports its last spans with a context of
+	// its own (30s), which would outlive the budget: cut those exports.
+	exportCtx, cancelExport := context.WithTimeoutCause(ctx, exportBudget, errExportBudget)
+	defer cancelExport()
+	stop := context.AfterFunc(exportCtx, func() { t.stopExports(context.Cause(exportCtx)) })
+	defer stop()
+
+	// Traces and metrics flush side by side, each within the whole budget.
+	var wg sync.WaitGroup
+	for _, s := range t.shutdown {
+		wg.Go(func() {
+			if err := s.fn(ctx); err != nil {
+				t.Logger.Warn("telemetry flush failed", "signal", s.signal, "err", err)
+			}
+		})
 	}
-	return errors.Join(errs...)
+	wg.Wait()
+	return nil
+}
+
+// boundedSpanExporter gives up an export once stop is done.
+type boundedSpanExporter struct {
+	sdktrace.SpanExporter
+	stop context.Context
+}
+
+func (e boundedSpanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(e.stop, func() { cancel(context.Cause(e.stop)) })()
+	return e.SpanExporter.ExportSpans(ctx, spans)
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -4,15 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
 func TestLogsCarryRequestAndTraceIDs(t *testing.T) {
@@ -83,5 +91,135 @@ func TestMetricsHandlerServesPrometheus(t *testing.T) {
 	tel.MetricsHandler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "go_goroutines") {
 		t.Fatalf("metrics: %d %.200s", rec.Code, rec.Body.String())
+	}
+}
+
+// A collector that is down must not fail a service's shutdown, nor hold it
+// past its budget: the flush failure is a JSON warning like every other
+// log line, and OpenTelemetry's own errors are no plain-text lines either.
+func TestShutdownWithCollectorDownWarnsInJSON(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close() // connections are now refused
+
+	// Whatever goes through the standard library's log package lands in
+	// the same output, so a plain-text line there would show.
+	var out telemetrytest.LogBuffer
+	prevSlog, prevW, prevFlags := slog.Default(), log.Writer(), log.Flags()
+	log.SetOutput(&out)
+	t.Cleanup(func() {
+		slog.SetDefault(prevSlog)
+		log.SetOutput(prevW)
+		log.SetFlags(prevFlags)
+	})
+
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "svc", telemetry.Config{LogLevel: "info", OTLPEndpoint: endpoint}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tel.TracerProvider.Tracer("test").Start(ctx, "op")
+	span.End()
+	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(ctx, 1)
+	// Both the standard logger and OpenTelemetry's error handler now write
+	// JSON.
+	log.Print("stdlib line")
+	otel.Handle(errors.New("handled error"))
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel() // as in the services: the signal cancelled their context
+	start := time.Now()
+	err = tel.Shutdown(cancelled)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Errorf("Shutdown: %v, want nil when only the collector is down", err)
+	}
+	// Services drain for 20s after a 5s preStop sleep of a 30s grace period.
+	if elapsed > 4*time.Second {
+		t.Errorf("Shutdown took %v", elapsed)
+	}
+
+	var warnedTraces, warnedMetrics bool
+	for l := range strings.Lines(out.String()) {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Errorf("log line is not JSON: %q", l)
+			continue
+		}
+		text := fmt.Sprint(line)
+		if line["level"] == "WARN" && strings.Contains(text, "connection refused") {
+			warnedTraces = warnedTraces || strings.Contains(text, "/v1/traces")
+			warnedMetrics = warnedMetrics || strings.Contains(text, "/v1/metrics")
+		}
+	}
+	if !warnedTraces || !warnedMetrics {
+		t.Errorf("want warnings for the failed trace and metric exports (traces %v, metrics %v); log:\n%s",
+			warnedTraces, warnedMetrics, out.String())
+	}
+	for _, want := range []string{`"msg":"stdlib line"`, `"err":"handled error"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+// A collector that accepts connections but never answers holds the flush
+// only for Shutdown's budget.
+func TestShutdownWithCollectorHangingIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(collector.Close)
+	t.Cleanup(func() { close(release) })
+
+	var out telemetrytest.LogBuffer
+	prevSlog, prevW, prevFlags := slog.Default(), log.Writer(), log.Flags()
+	t.Cleanup(func() {
+		slog.SetDefault(prevSlog)
+		log.SetOutput(prevW)
+		log.SetFlags(prevFlags)
+	})
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "svc", telemetry.Config{LogLevel: "info", OTLPEndpoint: collector.URL}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tel.TracerProvider.Tracer("test").Start(ctx, "op")
+	span.End()
+	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(ctx, 1)
+
+	start := time.Now()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v, want nil when only the collector is down", err)
+	}
+	if elapsed := time.Since(start); elapsed > 4*time.Second {
+		t.Errorf("Shutdown took %v", elapsed)
+	}
+	var warnings int
+	for l := range strings.Lines(out.String()) {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Errorf("log line is not JSON: %q", l)
+		} else if line["level"] == "WARN" {
+			warnings++
+		}
+	}
+	if warnings < 2 {
+		t.Errorf("want warnings for the trace and metric flushes; log:\n%s", out.String())
 	}
 }
