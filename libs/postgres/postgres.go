@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/exaring/otelpgx"
@@ -155,15 +157,22 @@ func Open(ctx context.Context, databaseURL string, create bool, migrations fs.FS
 	return pool, nil
 }
 
-// Redact hides the password of a database URL so it can be logged.
+// Redact names the server and database of a database URL, for messages
+// and logs, without its password. It rebuilds the name from the parsed
+// fields rather than masking the input: a password can also sit in the
+// query string (?password=) or in key=value form (password=...), and an
+// input that does not parse is not echoed at all.
 func Redact(databaseURL string) string {
-	u, err := url.Parse(databaseURL)
+	cfg, err := pgconn.ParseConfig(databaseURL)
 	if err != nil {
-		// A key=value DSN: drop everything after password=.
-		if i := strings.Index(databaseURL, "password="); i >= 0 {
-			return databaseURL[:i] + "password=xxxxx"
-		}
-		return databaseURL
+		return "(unparsable database URL)"
 	}
-	return u.Redacted()
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Path: "/" + cfg.Database}
+	if strings.HasPrefix(cfg.Host, "/") {
+		// A Unix socket directory: libpq's URL form carries it as ?host=.
+		u.RawQuery = url.Values{"host": {cfg.Host}}.Encode()
+	} else {
+		u.Host = net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	}
+	return u.String()
 }

@@ -84,6 +84,21 @@ func TestConnectNamesTheServerWithoutPassword(t *testing.T) {
 	}
 }
 
+func TestRedactKeepsNoPasswordInAnyForm(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:s3cr3t@db:5433/x":                            "postgres://u@db:5433/x",
+		"postgres://u@db/x?password=s3cr3t&sslmode=disable":        "postgres://u@db:5432/x",
+		"host=db user=u password=s3cr3t dbname=x":                  "postgres://u@db:5432/x",
+		"host=/var/run/postgresql user=u password=s3cr3t dbname=x": "postgres://u@/x?host=%2Fvar%2Frun%2Fpostgresql",
+		"postgres://u:s3%cr3t@db/x":                                "(unparsable database URL)",
+		"password=s3cr3t host=db port=notaport":                    "(unparsable database URL)",
+	} {
+		if got := postgres.Redact(in); got != want || strings.Contains(got, "s3") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // Queries are traced only when a tracer provider is given; google/uuid
 // values go in and come out as uuids.
 func TestTracingIsOptionalAndUUIDsRoundTrip(t *testing.T) {

@@ -58,14 +58,29 @@ func startChild(s childSpec, exited chan<- error) (*child, error) {
 		logFile.Close()
 		close(c.done)
 		if !c.stopping.Load() {
-			exited <- fmt.Errorf("%s (pid %d) exited unexpectedly (%v); last lines of %s:\n%s",
-				c.name, cmd.Process.Pid, c.waitErr, c.logPath, tail(c.logPath, 20))
+			exited <- fmt.Errorf("%s (pid %d) %s without being asked to stop; last lines of %s:\n%s",
+				c.name, cmd.Process.Pid, c.exitStatus(), c.logPath, tail(c.logPath, 20))
 		}
 	}()
 	return c, nil
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exitStatus says how the process ended ("exited with status 0", "was
+// killed by signal 9 (killed)"); valid after done. Wait's error is nil for
+// status 0, which would read "<nil>".
+func (c *child) exitStatus() string {
+	state := c.cmd.ProcessState
+	if state == nil {
+		// Wait failed before the process was reaped.
+		return fmt.Sprintf("ended (%v)", c.waitErr)
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", state.ExitCode())
+}
 
 // waitReady polls /readyz until it answers 200, the process dies or timeout
 // passes.
@@ -95,8 +110,8 @@ func (c *child) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 		select {
 		case <-c.done:
-			return fmt.Errorf("%s exited during start (%v); last lines of %s:\n%s",
-				c.name, c.waitErr, c.logPath, tail(c.logPath, 20))
+			return fmt.Errorf("%s %s during start; last lines of %s:\n%s",
+				c.name, c.exitStatus(), c.logPath, tail(c.logPath, 20))
 		case <-deadline.C:
 			return fmt.Errorf("%s not ready within %s at %s (last answer: %s); last lines of %s:\n%s",
 				c.name, timeout, readyURL, last, c.logPath, tail(c.logPath, 20))
@@ -125,7 +140,7 @@ func (c *child) stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-c.done:
 		if c.waitErr != nil {
-			return fmt.Errorf("%s (pid %d) did not exit cleanly: %v; see %s", c.name, c.pid(), c.waitErr, c.logPath)
+			return fmt.Errorf("%s (pid %d) did not exit cleanly: it %s; see %s", c.name, c.pid(), c.exitStatus(), c.logPath)
 		}
 		return nil
 	case <-timer.C:

@@ -50,12 +50,10 @@ const (
 	DefaultKeyName       = "make run"
 )
 
-// How to start the dependencies on the machines of this project; printed
-// when a preflight check fails.
-const (
-	postgresStartHint = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
-	redisStartHint    = `redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no`
-)
+// How to start a local Postgres on the machines of this project; printed
+// when the preflight finds none. (The Redis hint depends on REDIS_URL: see
+// redisStartHint.)
+const postgresStartHint = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
 
 // Options configure Start. The zero value starts the platform of `make run`.
 type Options struct {

@@ -2,15 +2,21 @@ package platform
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
@@ -37,16 +43,193 @@ func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		"Postgres is not answering at postgres://postgres:xxxxx@127.0.0.1:1/postgres", "PG_URL", "pg_ctlcluster --skip-systemctl-redirect",
-		"Redis is not answering at redis://127.0.0.1:1/0", "REDIS_URL", "redis-server --daemonize yes",
+		// Where it looked, whatever form postgres.Redact gives the URL
+		// without its password.
+		"Postgres is not answering at postgres://postgres", "@127.0.0.1:1/postgres", "PG_URL", "pg_ctlcluster --skip-systemctl-redirect",
+		"Redis is not answering at redis://127.0.0.1:1/0", "REDIS_URL", "redis-server --daemonize yes --bind 127.0.0.1 --port 1 ",
 		"gateway address " + busy.Addr().String() + " is not free",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("preflight error lacks %q:\n%s", want, msg)
 		}
 	}
-	if strings.Contains(msg, "hunter2") {
-		t.Errorf("preflight error leaks the password:\n%s", msg)
+	for _, unwanted := range []string{"hunter2", "--port 6379"} {
+		if strings.Contains(msg, unwanted) {
+			t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
+		}
+	}
+}
+
+// preflightError starts the platform with pgURL and redisURL and returns the
+// error, which must be a preflight failure.
+func preflightError(t *testing.T, pgURL, redisURL string) string {
+	t.Helper()
+	_, err := Start(context.Background(), Options{
+		PGURL: pgURL, RedisURL: redisURL,
+		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
+		BinDir: t.TempDir(), RunDir: t.TempDir(),
+	})
+	if err == nil || !strings.Contains(err.Error(), "preflight failed") {
+		t.Fatalf("Start(PG_URL %q, REDIS_URL %q): %v; want a preflight failure", pgURL, redisURL, err)
+	}
+	return err.Error()
+}
+
+// A Postgres that is up but turns the login down needs PG_URL fixed, not
+// Postgres started; the server's reason is said once, not once per attempt.
+func TestPreflightTellsARefusedPostgresLoginFromAMissingServer(t *testing.T) {
+	for _, tc := range []struct {
+		user, database, reason string
+	}{
+		{"esim_no_such_role", "postgres", `FATAL: role "esim_no_such_role" does not exist (SQLSTATE 28000)`},
+		{"", "esim_no_such_database", `FATAL: database "esim_no_such_database" does not exist (SQLSTATE 3D000)`},
+	} {
+		u, err := url.Parse(pgtest.AdminURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.user != "" {
+			u.User = url.UserPassword(tc.user, "hunter2")
+		}
+		u.Path = "/" + tc.database
+		// No sslmode: pgx then tries with and without TLS, and reported
+		// the refusal twice.
+		u.RawQuery = ""
+		msg := preflightError(t, u.String(), DefaultRedisURL)
+		for _, want := range []string{
+			"Postgres at postgres://", "@" + u.Host + "/" + tc.database + " refused the connection: " + tc.reason,
+			"check the user, password and database in PG_URL (or -pg-url)",
+		} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("preflight error lacks %q:\n%s", want, msg)
+			}
+		}
+		if n := strings.Count(msg, "does not exist"); n != 1 {
+			t.Errorf("the server's reason is given %d times, want once:\n%s", n, msg)
+		}
+		for _, unwanted := range []string{"not answering", "pg_ctlcluster", "hunter2"} {
+			if strings.Contains(msg, unwanted) {
+				t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
+			}
+		}
+	}
+}
+
+func TestPreflightRejectsAPGURLThatDoesNotParse(t *testing.T) {
+	for pgURL, problem := range map[string]string{
+		"not a url": "invalid keyword/value",
+		"postgres://postgres:hunter2@127.0.0.1:nine/postgres": "invalid port",
+	} {
+		msg := preflightError(t, pgURL, DefaultRedisURL)
+		for _, want := range []string{"PG_URL is not a valid Postgres URL: ", problem, "set PG_URL or -pg-url to one like postgres://"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("PG_URL %q: preflight error lacks %q:\n%s", pgURL, want, msg)
+			}
+		}
+		// Neither the input (which may hold a password) nor a start hint.
+		for _, unwanted := range []string{pgURL, "hunter2", "not answering", "pg_ctlcluster"} {
+			if strings.Contains(msg, unwanted) {
+				t.Errorf("PG_URL %q: preflight error contains %q:\n%s", pgURL, unwanted, msg)
+			}
+		}
+	}
+}
+
+// pgx reports a failure once per address and TLS attempt; the preflight
+// says each distinct reason once.
+func TestConnectCauseSaysEachReasonOnce(t *testing.T) {
+	lookup := errors.New("lookup db.invalid: no such host")
+	refused := errors.New("127.0.0.1:5432 (localhost): dial error: connection refused")
+	for err, want := range map[error]string{
+		fmt.Errorf("hostname resolving error: %w", errors.Join(lookup, lookup)):             "hostname resolving error: lookup db.invalid: no such host",
+		errors.Join(refused, errors.New("[::1]:5432 (localhost): tls error: EOF"), refused): "127.0.0.1:5432 (localhost): dial error: connection refused; [::1]:5432 (localhost): tls error: EOF",
+	} {
+		if got := connectCause(err); got.Error() != want || !errors.Is(got, err) {
+			t.Errorf("connectCause(%q) = %q, want %q wrapping the original", err, got, want)
+		}
+	}
+}
+
+func TestRedisStartHintFollowsREDIS_URL(t *testing.T) {
+	for redisURL, want := range map[string]string{
+		"redis://127.0.0.1:6399/0":        `start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6399 --save "" --appendonly no`,
+		"redis://localhost:6400":          `start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6400 --save "" --appendonly no`,
+		"redis://[::1]:6401":              `start it with: redis-server --daemonize yes --bind ::1 --port 6401 --save "" --appendonly no`,
+		"redis://:pw@cache.internal:6402": "start Redis at cache.internal:6402, or point REDIS_URL at a running server",
+		"unix:///tmp/esim-redis.sock":     `start it with: redis-server --daemonize yes --port 0 --unixsocket /tmp/esim-redis.sock --save "" --appendonly no`,
+	} {
+		opts, err := redis.ParseURL(redisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redisStartHint(opts); got != want {
+			t.Errorf("REDIS_URL %s: hint\n  %s\nwant\n  %s", redisURL, got, want)
+		}
+	}
+}
+
+// A Redis that answers with an error needs REDIS_URL fixed, not Redis
+// started.
+func TestPreflightTellsARefusedRedisFromAMissingOne(t *testing.T) {
+	// The real Redis, with credentials it does not know: it answers, and
+	// refuses.
+	u, err := url.Parse(DefaultRedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("nouser", "s3cr3t")
+	msg := preflightError(t, pgtest.AdminURL(), u.String())
+	for _, want := range []string{
+		"Redis at redis://nouser:xxxxx@" + u.Host + u.Path + " refused the connection: WRONGPASS",
+		"check the user, password and database number in REDIS_URL (or -redis-url)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("preflight error lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, unwanted := range []string{"not answering", "redis-server", "Postgres", "s3cr3t"} {
+		if strings.Contains(msg, unwanted) {
+			t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
+		}
+	}
+}
+
+
+// A service that stops by itself is reported with its exit status or
+// signal, including status 0, for which Wait's error is nil.
+func TestAServiceThatStopsSaysHow(t *testing.T) {
+	dir := t.TempDir()
+	for i, tc := range []struct{ script, how string }{
+		{"echo bye; exit 0", "exited with status 0"},
+		{"exit 7", "exited with status 7"},
+		{"kill -KILL $$", "was killed by signal 9 (killed)"},
+	} {
+		spec := childSpec{
+			name: Gateway, addr: "127.0.0.1:1", url: "http://127.0.0.1:1",
+			bin:     filepath.Join(dir, Gateway+strconv.Itoa(i)),
+			logPath: filepath.Join(dir, Gateway+strconv.Itoa(i)+".log"),
+		}
+		if err := os.WriteFile(spec.bin, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		c, err := startChild(spec, exited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-exited:
+			want := fmt.Sprintf("gateway (pid %d) %s without being asked to stop; last lines of %s", c.pid(), tc.how, spec.logPath)
+			if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "<nil>") {
+				t.Errorf("%q: exit reported as\n%v\nwant %q", tc.script, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q: exit not reported within 10 s", tc.script)
+		}
+		err = c.waitReady(context.Background(), 10*time.Second)
+		if want := "gateway " + tc.how + " during start"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: waitReady = %v, want %q", tc.script, err, want)
+		}
 	}
 }
 
@@ -72,7 +255,7 @@ func TestStartReportsTheLogOfAServiceThatDies(t *testing.T) {
 	if err == nil {
 		t.Fatal("Start succeeded with a dying accounts service")
 	}
-	for _, want := range []string{"accounts exited during start", "exit status 3", "config: DATABASE_URL is broken",
+	for _, want := range []string{"accounts exited with status 3 during start", "config: DATABASE_URL is broken",
 		"catalogue not ready within 3s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -6,27 +6,29 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/libs/postgres"
 )
 
 // preflight checks every dependency and reports all failures at once, each
-// with where it looked and how to start the missing piece on this machine.
+// with where it looked and what to do about it on this machine.
 func preflight(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var errs []error
-	if err := pingPostgres(ctx, opts.PGURL); err != nil {
-		errs = append(errs, fmt.Errorf("Postgres is not answering at %s (set PG_URL or -pg-url to use another server): %w\n    start it with: %s",
-			postgres.Redact(opts.PGURL), err, postgresStartHint))
+	if err := checkPostgres(ctx, opts.PGURL); err != nil {
+		errs = append(errs, err)
 	}
-	if err := pingRedis(ctx, opts.RedisURL); err != nil {
-		errs = append(errs, fmt.Errorf("Redis is not answering at %s (set REDIS_URL or -redis-url to use another server): %w\n    start it with: %s",
-			redactRedis(opts.RedisURL), err, redisStartHint))
+	if err := checkRedis(ctx, opts.RedisURL); err != nil {
+		errs = append(errs, err)
 	}
 	for _, s := range []struct{ name, addr string }{
 		{Gateway, opts.GatewayAddr}, {Accounts, opts.AccountsAddr}, {Catalogue, opts.CatalogueAddr},
@@ -41,18 +43,42 @@ func preflight(ctx context.Context, opts Options) error {
 	return nil
 }
 
-func pingPostgres(ctx context.Context, pgURL string) error {
+// checkPostgres connects to pgURL and, when that fails, tells apart the
+// three cases that need different fixes: a URL that does not parse, a
+// server that is not there (start it) and a server that answers but
+// refuses the login (fix the URL; starting it again would not help).
+func checkPostgres(ctx context.Context, pgURL string) error {
 	cfg, err := pgx.ParseConfig(pgURL)
 	if err != nil {
-		return fmt.Errorf("parse URL: %w", err)
+		return fmt.Errorf("PG_URL is not a valid Postgres URL: %s\n    set PG_URL or -pg-url to one like %s",
+			parseProblem(err), DefaultPGURL)
 	}
+	where := postgres.Redact(pgURL)
+	err = pingPostgres(ctx, cfg)
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// The server answered: it is up, and the error is its own words.
+		// pgx reports it once per address and TLS attempt; once is enough.
+		if credentialsProblem(pgErr.Code) {
+			return fmt.Errorf("Postgres at %s refused the connection: %w\n    check the user, password and database in PG_URL (or -pg-url)",
+				where, pgErr)
+		}
+		return fmt.Errorf("Postgres at %s refused the connection: %w", where, pgErr)
+	}
+	hint := "start it with: " + postgresStartHint
+	if !strings.HasPrefix(cfg.Host, "/") && !isLoopback(cfg.Host) {
+		hint = fmt.Sprintf("start Postgres at %s, or point PG_URL at a running server",
+			net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	}
+	return fmt.Errorf("Postgres is not answering at %s (set PG_URL or -pg-url to use another server): %w\n    %s",
+		where, connectCause(err), hint)
+}
+
+func pingPostgres(ctx context.Context, cfg *pgx.ConnConfig) error {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
-	var dialErr *net.OpError
-	if errors.As(err, &dialErr) {
-		// pgx lists one line per address and TLS attempt; the dial error
-		// says it all.
-		return dialErr
-	}
 	if err != nil {
 		return err
 	}
@@ -60,23 +86,140 @@ func pingPostgres(ctx context.Context, pgURL string) error {
 	return conn.Ping(ctx)
 }
 
-func pingRedis(ctx context.Context, redisURL string) error {
+// credentialsProblem reports whether a server's refusal is about what
+// PG_URL names: the role, its password or the database.
+func credentialsProblem(sqlstate string) bool {
+	return strings.HasPrefix(sqlstate, "28") || // invalid_authorization_specification, invalid_password
+		sqlstate == "3D000" // invalid_catalog_name: no such database
+}
+
+// connectCause is why a connection attempt failed, said once: pgx lists one
+// line per address and TLS attempt, and they are usually the same.
+func connectCause(err error) error {
+	var dialErr *net.OpError
+	if errors.As(err, &dialErr) {
+		return dialErr
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		// The rest of ConnectError's text is the user and database, which
+		// the message says already.
+		err = connErr.Unwrap()
+	}
+	return &causeError{msg: sayOnce(err), err: err}
+}
+
+// sayOnce is err's text with repeated branches of joined errors given once.
+func sayOnce(err error) string {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var distinct []string
+		for _, e := range joined.Unwrap() {
+			if s := sayOnce(e); !slices.Contains(distinct, s) {
+				distinct = append(distinct, s)
+			}
+		}
+		return strings.Join(distinct, "; ")
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		// A wrapping error whose text ends with the wrapped one's.
+		if prefix, ok := strings.CutSuffix(err.Error(), inner.Error()); ok {
+			return prefix + sayOnce(inner)
+		}
+	}
+	return err.Error()
+}
+
+// causeError is an error with its text rewritten for a one-line message.
+type causeError struct {
+	msg string
+	err error
+}
+
+func (e *causeError) Error() string { return e.msg }
+func (e *causeError) Unwrap() error { return e.err }
+
+// parseProblem is what is wrong with an unparsable PG_URL, without quoting
+// it: pgx masks the passwords it recognises, but only on a best-effort basis
+// for malformed input.
+func parseProblem(err error) string {
+	msg := err.Error()
+	var parseErr *pgconn.ParseConfigError
+	if errors.As(err, &parseErr) {
+		// "cannot parse `<input>`: <problem>"
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			return msg[i+len("`: "):]
+		}
+		return "cannot parse it"
+	}
+	return msg
+}
+
+// checkRedis is checkPostgres for Redis: an unparsable URL, a Redis that is
+// not there and one that answers but refuses (NOAUTH, WRONGPASS, a database
+// number out of range) each get their own message.
+func checkRedis(ctx context.Context, redisURL string) error {
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
-		return fmt.Errorf("parse URL: %w", err)
+		// net/url's errors quote the whole URL, password included.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		return fmt.Errorf("REDIS_URL is not a valid Redis URL: %w\n    set REDIS_URL or -redis-url to one like %s", err, DefaultRedisURL)
 	}
+	where := redactRedis(redisURL)
 	// A plain dial first: go-redis retries and logs every failed dial on
 	// its own, which would bury the one line that matters here.
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, opts.Network, opts.Addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("Redis is not answering at %s (set REDIS_URL or -redis-url to use another server): %w\n    %s",
+			where, err, redisStartHint(opts))
 	}
 	conn.Close()
 	opts.MaxRetries = -1
 	client := redis.NewClient(opts)
 	defer client.Close()
-	return client.Ping(ctx).Err()
+	err = client.Ping(ctx).Err()
+	var redisErr redis.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &redisErr):
+		return fmt.Errorf("Redis at %s refused the connection: %w\n    check the user, password and database number in REDIS_URL (or -redis-url)",
+			where, redisErr)
+	default:
+		// Something accepted the connection but did not speak Redis to us.
+		return fmt.Errorf("Redis at %s accepted the connection but did not answer PING (is another program listening there?): %w",
+			where, err)
+	}
+}
+
+// redisStartHint says how to get a Redis at the address REDIS_URL names: a
+// local command for a loopback address or Unix socket, otherwise where it
+// is expected to run.
+func redisStartHint(opts *redis.Options) string {
+	const flags = `--save "" --appendonly no`
+	if opts.Network == "unix" {
+		return fmt.Sprintf("start it with: redis-server --daemonize yes --port 0 --unixsocket %s %s", opts.Addr, flags)
+	}
+	host, port, err := net.SplitHostPort(opts.Addr)
+	if err != nil || !isLoopback(host) {
+		return fmt.Sprintf("start Redis at %s, or point REDIS_URL at a running server", opts.Addr)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1" // redis-server binds addresses, not names
+	}
+	return fmt.Sprintf("start it with: redis-server --daemonize yes --bind %s --port %s %s", host, port, flags)
+}
+
+// isLoopback reports whether host names this machine over loopback.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // redactRedis hides a Redis password the way postgres.Redact does for
