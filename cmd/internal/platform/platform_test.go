@@ -194,7 +194,6 @@ func TestPreflightTellsARefusedRedisFromAMissingOne(t *testing.T) {
 	}
 }
 
-
 // A service that stops by itself is reported with its exit status or
 // signal, including status 0, for which Wait's error is nil.
 func TestAServiceThatStopsSaysHow(t *testing.T) {
