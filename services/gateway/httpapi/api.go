@@ -171,6 +171,10 @@ func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
 // ?limit= the default: the partner would get a page they did not ask for.
 func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context)) {
 	u := ctx.URL()
+	if u.RawQuery == "" {
+		next(ctx)
+		return
+	}
 	var details []error
 	for name, values := range u.Query() {
 		switch {
