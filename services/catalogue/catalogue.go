@@ -9,10 +9,12 @@ package catalogue
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -85,8 +87,8 @@ type Plan struct {
 	TotalBytes int64
 	// ValidityDays is 0 on per-day plans.
 	ValidityDays int
-	// Prices holds at most one price per currency, sorted by currency; on
-	// per-day plans a price is per day.
+	// Prices holds exactly one price per account currency (Currencies),
+	// sorted by currency; on per-day plans a price is per day.
 	Prices []Price
 	// Status is empty on plans given to UpsertPlans that leave it to the
 	// catalogue: active when new, unchanged otherwise.
@@ -107,9 +109,22 @@ func (p Plan) PriceIn(c Currency) (int64, bool) {
 
 // Limits of a plan's fields.
 const (
-	MaxNameLength    = 120
-	MaxRegionLength  = 60
-	MaxValidityDays  = 365
+	// MaxNameLength and MaxRegionLength count characters of the trimmed
+	// text, as it is stored.
+	MaxNameLength   = 120
+	MaxRegionLength = 60
+	MaxValidityDays = 365
+	// MaxPriceMinor is 10,000.00 in a two-decimal currency, about a hundred
+	// times the dearest plan of the seed (99.00). It keeps a typo (a price
+	// in minor units entered twice, or MaxInt64) out of the catalogue, and
+	// keeps order totals exact: price x 365 days x 50 eSIMs is below 2^35,
+	// far from overflowing int64 and from the 2^53 beyond which JSON
+	// clients reading numbers as doubles lose cents.
+	MaxPriceMinor = 1_000_000
+	// MaxTotalBytes is 1 TiB, some fifty times the largest plan of the
+	// seed (20 GB): no travel eSIM sells more, and byte counts stay exact
+	// as JSON numbers read as doubles.
+	MaxTotalBytes    = 1 << 40
 	MaxUpsertBatch   = 1000
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100
@@ -133,18 +148,17 @@ func (p Plan) normalized() Plan {
 }
 
 // Validate checks every rule a plan must satisfy to be sold. The first
-// broken rule is reported, naming its field.
+// broken rule is reported, naming its field. Name and region are checked as
+// they are stored: trimmed.
 func (p Plan) Validate() error {
 	if p.ID == uuid.Nil {
 		return invalid("id", "is required")
 	}
-	switch n := utf8.RuneCountInString(p.Name); {
-	case strings.TrimSpace(p.Name) == "":
+	if err := validText("name", p.Name, MaxNameLength); err != nil {
+		return err
+	}
+	if strings.TrimSpace(p.Name) == "" {
 		return invalid("name", "is required")
-	case n > MaxNameLength:
-		return invalid("name", "must be at most %d characters", MaxNameLength)
-	case !utf8.ValidString(p.Name):
-		return invalid("name", "must be valid UTF-8")
 	}
 
 	switch p.Type {
@@ -152,8 +166,8 @@ func (p Plan) Validate() error {
 		if p.Unlimited {
 			return invalid("unlimited", "must be false on a fixed plan")
 		}
-		if p.TotalBytes <= 0 {
-			return invalid("total_bytes", "must be positive on a fixed plan")
+		if p.TotalBytes <= 0 || p.TotalBytes > MaxTotalBytes {
+			return invalid("total_bytes", "must be between 1 and %d (1 TiB) on a fixed plan", MaxTotalBytes)
 		}
 		if p.ValidityDays <= 0 || p.ValidityDays > MaxValidityDays {
 			return invalid("validity_days", "must be between 1 and %d on a fixed plan", MaxValidityDays)
@@ -187,6 +201,10 @@ func (p Plan) Validate() error {
 }
 
 func (p Plan) validateCoverage() error {
+	if err := validText("region", p.Region, MaxRegionLength); err != nil {
+		return err
+	}
+	region := strings.TrimSpace(p.Region)
 	seen := make(map[string]bool, len(p.Countries))
 	for i, c := range p.Countries {
 		if !ValidCountry(c) {
@@ -202,15 +220,12 @@ func (p Plan) validateCoverage() error {
 		if len(p.Countries) != 1 {
 			return invalid("countries", "a country plan covers exactly one country")
 		}
-		if p.Region != "" {
+		if region != "" {
 			return invalid("region", "must be empty on a country plan")
 		}
 	case ScopeRegion:
-		if strings.TrimSpace(p.Region) == "" {
+		if region == "" {
 			return invalid("region", "is required on a regional plan")
-		}
-		if utf8.RuneCountInString(p.Region) > MaxRegionLength {
-			return invalid("region", "must be at most %d characters", MaxRegionLength)
 		}
 		if len(p.Countries) < 2 {
 			return invalid("countries", "a regional plan covers at least two countries")
@@ -219,7 +234,7 @@ func (p Plan) validateCoverage() error {
 		if len(p.Countries) == 0 {
 			return invalid("countries", "a global plan lists the countries it covers")
 		}
-		if p.Region != "" {
+		if region != "" {
 			return invalid("region", "must be empty on a global plan")
 		}
 	default:
@@ -228,9 +243,51 @@ func (p Plan) validateCoverage() error {
 	return nil
 }
 
+// validText checks a name-like field as it will be stored (trimmed): valid
+// UTF-8, at most max characters, and printable. Names are shown in the
+// portal, the CLI and partners' shops: control characters (NUL among them,
+// which Postgres refuses in text) and bidirectional overrides and isolates
+// (which make text display as something else than it is) are refused. The
+// accounts service checks its names the same way; a shared libs/ helper
+// would be worth it for a third user.
+func validText(field, s string, max int) error {
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) {
+		return invalid(field, "must be valid UTF-8")
+	}
+	if utf8.RuneCountInString(s) > max {
+		return invalid(field, "must be at most %d characters", max)
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return invalid(field, "must not contain control characters (found U+%04X)", r)
+	}
+	if i := strings.IndexFunc(s, isBidiControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return invalid(field, "must not contain bidirectional override or isolate characters (found U+%04X)", r)
+	}
+	return nil
+}
+
+// isBidiControl reports the explicit directional embeddings, overrides
+// (U+202A to U+202E) and isolates (U+2066 to U+2069).
+func isBidiControl(r rune) bool {
+	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}
+
+func currencyList() string {
+	names := make([]string, len(Currencies))
+	for i, c := range Currencies {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+// validatePrices requires exactly one price in every account currency: a
+// plan missing one would silently vanish for the partners holding it.
 func validatePrices(prices []Price) error {
 	if len(prices) == 0 {
-		return invalid("prices", "at least one price is required")
+		return invalid("prices", "a price in each account currency (%s) is required", currencyList())
 	}
 	seen := make(map[Currency]bool, len(prices))
 	for i, pr := range prices {
@@ -242,8 +299,13 @@ func validatePrices(prices []Price) error {
 			return invalid(field+".currency", "%s is priced twice", pr.Currency)
 		}
 		seen[pr.Currency] = true
-		if pr.Amount <= 0 {
-			return invalid(field+".amount", "must be positive (minor units)")
+		if pr.Amount <= 0 || pr.Amount > MaxPriceMinor {
+			return invalid(field+".amount", "must be between 1 and %d (minor units)", MaxPriceMinor)
+		}
+	}
+	for _, c := range Currencies {
+		if !seen[c] {
+			return invalid("prices", "no price in %s: every plan is priced in every account currency (%s)", c, currencyList())
 		}
 	}
 	return nil
@@ -304,8 +366,10 @@ func (r UpsertResult) Total() int { return r.Created + r.Updated + r.Unchanged }
 
 // MergeFunc decides what to store for an incoming plan given the stored
 // version (nil when the id is new): the plan to write and whether it differs
-// from what is stored. Plans it reports unchanged are not written.
-type MergeFunc func(stored *Plan, incoming Plan) (write Plan, changed bool)
+// from what is stored. Plans it reports unchanged are not written. An error
+// (a *ValidationError when the incoming plan may not replace the stored
+// one) aborts the whole upsert.
+type MergeFunc func(stored *Plan, incoming Plan) (write Plan, changed bool, err error)
 
 // Store keeps plans. Implementations return ErrNotFound for unknown ids.
 type Store interface {
@@ -319,7 +383,8 @@ type Store interface {
 	GetPlans(ctx context.Context, ids []uuid.UUID) ([]Plan, error)
 	// UpsertPlans runs merge for every plan against its stored version and
 	// writes the changed ones, all in one transaction: either every plan is
-	// stored or none is. Stored versions are locked while merge runs, so
+	// stored or none is, and an error from merge is returned as it is, with
+	// nothing written. Stored versions are locked while merge runs, so
 	// concurrent upserts of the same plans serialise.
 	UpsertPlans(ctx context.Context, plans []Plan, merge MergeFunc) (UpsertResult, error)
 	// RetirePlan marks the plan retired at the given time and returns it;
@@ -430,6 +495,10 @@ func (s *Service) GetPlans(ctx context.Context, ids []uuid.UUID, includeRetired 
 // Status is empty keeps its stored status (active when new), so replaying
 // a catalogue never re-activates a plan an operator retired. Creation time
 // is kept on replace, and a plan given unchanged is not touched at all.
+//
+// An id stays the same product: replacing may change the name, prices,
+// data, validity and a regional or global plan's countries, but not the
+// type, the scope or a country plan's country (see productChange).
 func (s *Service) UpsertPlans(ctx context.Context, plans []Plan) (UpsertResult, error) {
 	if len(plans) == 0 {
 		return UpsertResult{}, invalid("plans", "at least one plan is required")
@@ -454,32 +523,64 @@ func (s *Service) UpsertPlans(ctx context.Context, plans []Plan) (UpsertResult, 
 		batch[i] = p
 	}
 	now := s.clock()
-	res, err := s.store.UpsertPlans(ctx, batch, func(stored *Plan, in Plan) (Plan, bool) {
-		return merge(stored, in, now)
+	res, err := s.store.UpsertPlans(ctx, batch, func(stored *Plan, in Plan) (Plan, bool, error) {
+		w, changed, err := merge(stored, in, now)
+		if err != nil {
+			return Plan{}, false, inField(fmt.Sprintf("plans[%d]", seen[in.ID]), err)
+		}
+		return w, changed, nil
 	})
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return UpsertResult{}, ve
+	}
 	if err != nil {
 		return UpsertResult{}, fmt.Errorf("upsert plans: %w", err)
 	}
 	return res, nil
 }
 
-func merge(stored *Plan, in Plan, now time.Time) (Plan, bool) {
+func merge(stored *Plan, in Plan, now time.Time) (Plan, bool, error) {
 	if stored == nil {
 		if in.Status == "" {
 			in.Status = StatusActive
 		}
 		in.CreatedAt, in.UpdatedAt = now, now
-		return in, true
+		return in, true, nil
+	}
+	if err := productChange(*stored, in); err != nil {
+		return Plan{}, false, err
 	}
 	if in.Status == "" {
 		in.Status = stored.Status
 	}
 	in.CreatedAt, in.UpdatedAt = stored.CreatedAt, stored.UpdatedAt
 	if sameContent(stored.normalized(), in) {
-		return *stored, false
+		return *stored, false, nil
 	}
 	in.UpdatedAt = now
-	return in, true
+	return in, true, nil
+}
+
+// productChange refuses a replacement that would make a stored plan id sell
+// another product: partners keep plan ids, and orders reference them, so a
+// "Japan 5 GB" id must not start selling unlimited days in France. Coverage
+// updates of regional and global plans (a network added or dropped) and
+// commercial changes (name, prices, data, validity) are allowed; retired
+// plans are held to the same rule.
+func productChange(stored, in Plan) error {
+	const instead = "retire it and create a new id"
+	if in.Type != stored.Type {
+		return invalid("type", "cannot change type of an existing plan (%s to %s): %s", stored.Type, in.Type, instead)
+	}
+	if in.Scope != stored.Scope {
+		return invalid("scope", "cannot change scope of an existing plan (%s to %s): %s", stored.Scope, in.Scope, instead)
+	}
+	if in.Scope == ScopeCountry && !slices.Equal(in.Countries, stored.Countries) {
+		return invalid("countries", "cannot change the country of an existing country plan (%s to %s): %s",
+			strings.Join(stored.Countries, ","), strings.Join(in.Countries, ","), instead)
+	}
+	return nil
 }
 
 // RetirePlan takes a plan off sale. It is idempotent: retiring a retired

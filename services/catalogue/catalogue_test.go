@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,12 +64,16 @@ func (m *memStore) UpsertPlans(_ context.Context, plans []Plan, merge MergeFunc)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var res UpsertResult
+	var writes []Plan
 	for _, in := range plans {
 		var stored *Plan
 		if p, ok := m.plans[in.ID]; ok {
 			stored = &p
 		}
-		w, changed := merge(stored, in)
+		w, changed, err := merge(stored, in)
+		if err != nil {
+			return UpsertResult{}, err // like a rolled-back transaction: nothing written
+		}
 		switch {
 		case !changed:
 			res.Unchanged++
@@ -76,8 +83,11 @@ func (m *memStore) UpsertPlans(_ context.Context, plans []Plan, merge MergeFunc)
 			res.Updated++
 		}
 		if changed {
-			m.plans[w.ID] = w
+			writes = append(writes, w)
 		}
+	}
+	for _, w := range writes {
+		m.plans[w.ID] = w
 	}
 	return res, nil
 }
@@ -133,7 +143,7 @@ func perDayPlan() Plan {
 		Region:    "Europe",
 		Countries: []string{"FR", "DE", "IT"},
 		Unlimited: true,
-		Prices:    []Price{{EUR, 600}},
+		Prices:    []Price{{EUR, 600}, {USD, 650}, {GBP, 520}},
 	}
 }
 
@@ -189,6 +199,24 @@ func TestValidate(t *testing.T) {
 		{"global with region", perDayPlan, func(p *Plan) { p.Scope = ScopeGlobal }, "region"},
 		{"unknown scope", fixedPlan, func(p *Plan) { p.Scope = "continent" }, "scope"},
 		{"no prices", fixedPlan, func(p *Plan) { p.Prices = nil }, "prices"},
+		{"no GBP price", fixedPlan, func(p *Plan) { p.Prices = p.Prices[:2] }, "prices"},
+		{"EUR price only", perDayPlan, func(p *Plan) { p.Prices = p.Prices[:1] }, "prices"},
+		{"price over the maximum", fixedPlan, func(p *Plan) { p.Prices[1].Amount = 1_000_001 }, "prices[1].amount"},
+		{"price of MaxInt64", fixedPlan, func(p *Plan) { p.Prices[0].Amount = math.MaxInt64 }, "prices[0].amount"},
+		{"bytes over the maximum", fixedPlan, func(p *Plan) { p.TotalBytes = 1<<40 + 1 }, "total_bytes"},
+		{"bytes of MaxInt64", fixedPlan, func(p *Plan) { p.TotalBytes = math.MaxInt64 }, "total_bytes"},
+		{"NUL in name", fixedPlan, func(p *Plan) { p.Name = "Japan\x00 5 GB" }, "name"},
+		{"escape in name", fixedPlan, func(p *Plan) { p.Name = "Japan \x1b[31m5 GB" }, "name"},
+		{"newline in name", fixedPlan, func(p *Plan) { p.Name = "Japan\n5 GB" }, "name"},
+		{"C1 control in name", fixedPlan, func(p *Plan) { p.Name = "Japan\u0085 5 GB" }, "name"},
+		{"right-to-left override in name", fixedPlan, func(p *Plan) { p.Name = "Japan \u202e5 GB" }, "name"},
+		{"left-to-right embedding in name", fixedPlan, func(p *Plan) { p.Name = "Japan \u202a5 GB" }, "name"},
+		{"first-strong isolate in name", fixedPlan, func(p *Plan) { p.Name = "Japan \u20685 GB" }, "name"},
+		{"pop directional isolate in name", fixedPlan, func(p *Plan) { p.Name = "Japan \u20695 GB" }, "name"},
+		{"NUL in region", perDayPlan, func(p *Plan) { p.Region = "Eu\x00rope" }, "region"},
+		{"tab in region", perDayPlan, func(p *Plan) { p.Region = "Eu\trope" }, "region"},
+		{"right-to-left override in region", perDayPlan, func(p *Plan) { p.Region = "\u202eeporuE" }, "region"},
+		{"left-to-right isolate in region", perDayPlan, func(p *Plan) { p.Region = "\u2066Europe" }, "region"},
 		{"zero price", fixedPlan, func(p *Plan) { p.Prices[1].Amount = 0 }, "prices[1].amount"},
 		{"negative price", fixedPlan, func(p *Plan) { p.Prices[0].Amount = -1 }, "prices[0].amount"},
 		{"unsupported currency", fixedPlan, func(p *Plan) { p.Prices[2].Currency = "JPY" }, "prices[2].currency"},
@@ -440,4 +468,145 @@ func TestServiceClockIsStorable(t *testing.T) {
 	if got.Location() != time.UTC || got.Nanosecond() != 123456000 {
 		t.Fatalf("created_at %v: want UTC truncated to microseconds", got)
 	}
+}
+
+// Every plan is priced in every account currency: the error names the
+// currency that is missing, so an operator knows what to add.
+func TestValidateNamesTheMissingCurrency(t *testing.T) {
+	for _, missing := range []Currency{EUR, GBP, USD} {
+		p := fixedPlan()
+		p.Prices = slices.DeleteFunc(p.Prices, func(pr Price) bool { return pr.Currency == missing })
+		err := p.Validate()
+		wantValidation(t, err, "prices")
+		if !strings.Contains(err.Error(), string(missing)) {
+			t.Errorf("without %s: %v; want the reason to name %s", missing, err, missing)
+		}
+	}
+}
+
+// Lengths are counted on what is stored: the trimmed text.
+func TestValidateCountsLengthAfterTrimming(t *testing.T) {
+	name := strings.Repeat("é", 120)
+	region := strings.Repeat("r", 60)
+	p := perDayPlan()
+	p.Name, p.Region = " "+name+"\t", "  "+region+" "
+	if err := p.Validate(); err != nil {
+		t.Fatalf("padded %d-character name and %d-character region: %v", 120, 60, err)
+	}
+	svc, st, _ := newTestService()
+	if _, err := svc.UpsertPlans(context.Background(), []Plan{p}); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.plans[p.ID]; got.Name != name || got.Region != region {
+		t.Fatalf("stored name %q region %q, want them trimmed", got.Name, got.Region)
+	}
+	p.Name = " " + name + "x"
+	wantValidation(t, p.Validate(), "name")
+	p.Name, p.Region = name, " "+region+"x"
+	wantValidation(t, p.Validate(), "region")
+}
+
+// A plan id is a product partners keep ordering: an upsert may reprice,
+// rename or resize it, and change a multi-country plan's coverage, but not
+// turn it into another kind of product. A batch holding such a change
+// writes nothing.
+func TestUpsertRejectsChangingWhatAPlanIs(t *testing.T) {
+	ctx := context.Background()
+	fresh := func() Plan {
+		p := fixedPlan()
+		p.ID = uuid.MustParse("0190d3f0-0000-7000-8000-0000000000aa")
+		return p
+	}
+	perDay := func(p *Plan) { p.Type, p.Unlimited, p.TotalBytes, p.ValidityDays = PlanTypePerDay, true, 0, 0 }
+	fixed := func(p *Plan) { p.Type, p.Unlimited, p.TotalBytes, p.ValidityDays = PlanTypeFixed, false, gigabyte, 7 }
+	for _, tc := range []struct {
+		name    string
+		base    func() Plan
+		retired bool
+		change  func(*Plan)
+		field   string
+	}{
+		{"fixed to per_day", fixedPlan, false, perDay, "plans[1].type"},
+		{"per_day to fixed", perDayPlan, false, fixed, "plans[1].type"},
+		{"retired fixed to per_day", fixedPlan, true, perDay, "plans[1].type"},
+		{"country to region", fixedPlan, false, func(p *Plan) { p.Scope, p.Region, p.Countries = ScopeRegion, "Asia", []string{"JP", "KR"} }, "plans[1].scope"},
+		{"region to global", perDayPlan, false, func(p *Plan) { p.Scope, p.Region = ScopeGlobal, "" }, "plans[1].scope"},
+		{"country JP to FR", fixedPlan, false, func(p *Plan) { p.Countries = []string{"FR"} }, "plans[1].countries"},
+		{"retired country JP to FR", fixedPlan, true, func(p *Plan) { p.Countries = []string{"FR"} }, "plans[1].countries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, st, _ := newTestService()
+			p := tc.base()
+			if _, err := svc.UpsertPlans(ctx, []Plan{p}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.retired {
+				if _, err := svc.RetirePlan(ctx, p.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := st.plans[p.ID]
+			tc.change(&p)
+			if err := p.Validate(); err != nil {
+				t.Fatalf("the changed plan must be valid on its own: %v", err)
+			}
+			_, err := svc.UpsertPlans(ctx, []Plan{fresh(), p})
+			wantValidation(t, err, tc.field)
+			if !strings.Contains(err.Error(), "retire it and create a new id") {
+				t.Errorf("reason %q does not say what to do instead", err)
+			}
+			if got := st.plans[p.ID]; fmt.Sprint(got) != fmt.Sprint(before) {
+				t.Fatalf("rejected upsert changed the plan:\nbefore %+v\nafter  %+v", before, got)
+			}
+			if _, stored := st.plans[fresh().ID]; stored || len(st.plans) != 1 {
+				t.Fatalf("a rejected batch stored its valid plan: %d plans", len(st.plans))
+			}
+		})
+	}
+}
+
+func TestUpsertAllowsCoverageAndCommercialChanges(t *testing.T) {
+	svc, st, _ := newTestService()
+	ctx := context.Background()
+	country, region := fixedPlan(), perDayPlan()
+	global := perDayPlan()
+	global.ID, global.Scope, global.Region = uuid.MustParse("0190d3f0-0000-7000-8000-000000000003"), ScopeGlobal, ""
+	if _, err := svc.UpsertPlans(ctx, []Plan{country, region, global}); err != nil {
+		t.Fatal(err)
+	}
+	country.Name, country.TotalBytes, country.ValidityDays = "Japan 6 GB, 45 days", 6*gigabyte, 45
+	country.Prices[0].Amount++
+	country.Countries = []string{"JP"}
+	region.Countries = append(region.Countries, "ES")
+	region.Region = "Western Europe"
+	global.Countries = []string{"US", "JP"}
+	res, err := svc.UpsertPlans(ctx, []Plan{country, region, global})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (UpsertResult{Updated: 3}) {
+		t.Fatalf("result %+v, want three updates", res)
+	}
+	if got := st.plans[region.ID]; !slices.Equal(got.Countries, []string{"DE", "ES", "FR", "IT"}) || got.Region != "Western Europe" {
+		t.Fatalf("regional coverage update not stored: %+v", got)
+	}
+	if got := st.plans[global.ID]; !slices.Equal(got.Countries, []string{"JP", "US"}) {
+		t.Fatalf("global coverage update not stored: %+v", got)
+	}
+}
+
+func TestValidateAcceptsTheMaxima(t *testing.T) {
+	p := fixedPlan()
+	p.TotalBytes = MaxTotalBytes
+	for i := range p.Prices {
+		p.Prices[i].Amount = MaxPriceMinor
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("plan at the maxima: %v", err)
+	}
+	p.TotalBytes++
+	wantValidation(t, p.Validate(), "total_bytes")
+	p.TotalBytes--
+	p.Prices[2].Amount++
+	wantValidation(t, p.Validate(), "prices[2].amount")
 }

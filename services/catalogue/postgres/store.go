@@ -147,7 +147,13 @@ func (s *Store) UpsertPlans(ctx context.Context, plans []catalogue.Plan, merge c
 		var writes []catalogue.Plan
 		for _, in := range plans {
 			old := stored[in.ID]
-			w, changed := merge(old, in)
+			w, changed, err := merge(old, in)
+			if err != nil {
+				// Returned as it is (a domain error keeps its type), and
+				// the transaction rolls back: nothing of the batch is
+				// written.
+				return err
+			}
 			switch {
 			case !changed:
 				res.Unchanged++

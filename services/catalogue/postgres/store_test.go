@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -78,7 +79,7 @@ func TestUpsertThenGetRoundTrips(t *testing.T) {
 	region := catalogue.Plan{
 		ID: uuid.Must(uuid.NewV7()), Name: "Asia Unlimited, per day", Type: catalogue.PlanTypePerDay,
 		Scope: catalogue.ScopeRegion, Region: "Asia", Countries: []string{"TH", "JP", "KR"}, Unlimited: true,
-		Prices: []catalogue.Price{{Currency: catalogue.USD, Amount: 900}, {Currency: catalogue.GBP, Amount: 720}},
+		Prices: []catalogue.Price{{Currency: catalogue.USD, Amount: 900}, {Currency: catalogue.GBP, Amount: 720}, {Currency: catalogue.EUR, Amount: 830}},
 	}
 	if res := upsert(t, svc, region); res.Created != 1 {
 		t.Fatalf("result %+v", res)
@@ -89,7 +90,7 @@ func TestUpsertThenGetRoundTrips(t *testing.T) {
 	}
 	want := region
 	want.Countries = []string{"JP", "KR", "TH"}
-	want.Prices = []catalogue.Price{{Currency: catalogue.GBP, Amount: 720}, {Currency: catalogue.USD, Amount: 900}}
+	want.Prices = []catalogue.Price{{Currency: catalogue.EUR, Amount: 830}, {Currency: catalogue.GBP, Amount: 720}, {Currency: catalogue.USD, Amount: 900}}
 	want.Status = catalogue.StatusActive
 	want.CreatedAt = time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
 	want.UpdatedAt = want.CreatedAt
@@ -109,7 +110,7 @@ func TestUpsertReplacesContentAndPricesButKeepsCreation(t *testing.T) {
 	first, _ := store.GetPlan(ctx, p.ID)
 
 	p.Name = "Japan 2 GB, 30 days"
-	p.Prices = []catalogue.Price{{Currency: catalogue.EUR, Amount: 990}}
+	p.Prices = []catalogue.Price{{Currency: catalogue.EUR, Amount: 990}, {Currency: catalogue.GBP, Amount: 890}, {Currency: catalogue.USD, Amount: 1100}}
 	if res := upsert(t, svc, p); res.Updated != 1 {
 		t.Fatalf("result %+v", res)
 	}
@@ -123,13 +124,30 @@ func TestUpsertReplacesContentAndPricesButKeepsCreation(t *testing.T) {
 	if !got.CreatedAt.Equal(first.CreatedAt) || !got.UpdatedAt.After(first.UpdatedAt) {
 		t.Fatalf("created %v -> %v, updated %v -> %v", first.CreatedAt, got.CreatedAt, first.UpdatedAt, got.UpdatedAt)
 	}
-	// The dropped currencies are no longer sold.
+	// The store replaces prices wholesale: a currency missing from a write
+	// (the domain no longer allows one, but rows written before it may lack
+	// one) is no longer sold.
+	p.Prices = p.Prices[:1]
+	storeAsIs(t, store, p, got.CreatedAt)
 	page, err := svc.ListPlans(ctx, catalogue.ListFilter{Currency: catalogue.USD})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.Total != 0 {
 		t.Fatalf("plan still listed in USD: %+v", page)
+	}
+}
+
+// storeAsIs writes p through the store alone, active and created at at,
+// bypassing the domain's rules: for rows the domain would no longer write.
+func storeAsIs(t *testing.T, store *postgres.Store, p catalogue.Plan, at time.Time) {
+	t.Helper()
+	_, err := store.UpsertPlans(context.Background(), []catalogue.Plan{p}, func(_ *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool, error) {
+		in.Status, in.CreatedAt, in.UpdatedAt = catalogue.StatusActive, at, at
+		return in, true, nil
+	})
+	if err != nil {
+		t.Fatalf("store %s as is: %v", p.Name, err)
 	}
 }
 
@@ -141,9 +159,9 @@ func TestUpsertIsAllOrNothing(t *testing.T) {
 	// batch when the database refuses one, so go around the service.
 	bad := countryPlan(2, "FR", catalogue.PlanTypeFixed, catalogue.Price{Currency: "JPY", Amount: 100})
 	now := time.Now().UTC()
-	_, err := store.UpsertPlans(ctx, []catalogue.Plan{good, bad}, func(_ *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool) {
+	_, err := store.UpsertPlans(ctx, []catalogue.Plan{good, bad}, func(_ *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool, error) {
 		in.Status, in.CreatedAt, in.UpdatedAt = catalogue.StatusActive, now, now
-		return in, true
+		return in, true, nil
 	})
 	if err == nil {
 		t.Fatal("a plan priced in JPY was stored")
@@ -157,7 +175,7 @@ func TestUpsertIsAllOrNothing(t *testing.T) {
 }
 
 func TestListFiltersNewestFirst(t *testing.T) {
-	svc, _ := newService(t)
+	svc, store := newService(t)
 	ctx := context.Background()
 	jpFixed := countryPlan(1, "JP", catalogue.PlanTypeFixed)
 	jpDay := countryPlan(2, "JP", catalogue.PlanTypePerDay)
@@ -170,9 +188,14 @@ func TestListFiltersNewestFirst(t *testing.T) {
 	}
 	retired := countryPlan(5, "JP", catalogue.PlanTypeFixed)
 	// One upsert per plan: each gets its own creation time, in this order.
-	for _, p := range []catalogue.Plan{jpFixed, jpDay, frFixed, eurOnly, asia, retired} {
+	// The domain prices every plan in every currency; eurOnly and asia are
+	// rows written before that rule, which the currency filter must handle.
+	for _, p := range []catalogue.Plan{jpFixed, jpDay, frFixed} {
 		upsert(t, svc, p)
 	}
+	storeAsIs(t, store, eurOnly, time.Date(2026, 1, 1, 0, 3, 20, 0, time.UTC))
+	storeAsIs(t, store, asia, time.Date(2026, 1, 1, 0, 3, 40, 0, time.UTC))
+	upsert(t, svc, retired)
 	if _, err := svc.RetirePlan(ctx, retired.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -447,5 +470,82 @@ func TestSeedIsIdempotentAndKeepsRetiredPlansRetired(t *testing.T) {
 	}
 	if jp.Total == 0 {
 		t.Fatal("no regional per-day plan covers JP")
+	}
+}
+
+// A rejected upsert writes nothing, whether the domain refuses a plan
+// before the store is called or while the store holds the stored versions
+// locked (a change of what an existing plan is): the stored plans stay as
+// they were and the valid plans of the batch are not created.
+func TestRejectedUpsertWritesNothing(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	jp := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+	asia := catalogue.Plan{
+		ID: uuid.Must(uuid.NewV7()), Name: "Asia 5 GB", Type: catalogue.PlanTypeFixed, Scope: catalogue.ScopeRegion,
+		Region: "Asia", Countries: []string{"JP", "KR"}, TotalBytes: 5 << 30, ValidityDays: 30,
+		Prices: []catalogue.Price{{Currency: catalogue.EUR, Amount: 1800}, {Currency: catalogue.GBP, Amount: 1600}, {Currency: catalogue.USD, Amount: 2000}},
+	}
+	upsert(t, svc, jp, asia)
+	stored := func() []catalogue.Plan {
+		t.Helper()
+		got, err := store.GetPlans(ctx, []uuid.UUID{jp.ID, asia.ID})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("stored plans: %d, %v", len(got), err)
+		}
+		slices.SortFunc(got, func(a, b catalogue.Plan) int { return strings.Compare(a.Name, b.Name) })
+		return got
+	}
+	before := stored()
+
+	for i, tc := range []struct {
+		name   string
+		base   catalogue.Plan
+		change func(*catalogue.Plan)
+		field  string
+	}{
+		{"missing GBP", jp, func(p *catalogue.Plan) { p.Prices = p.Prices[:2] }, "plans[1].prices"},
+		{"price of MaxInt64", jp, func(p *catalogue.Plan) { p.Prices[0].Amount = math.MaxInt64 }, "plans[1].prices[0].amount"},
+		{"total_bytes of MaxInt64", jp, func(p *catalogue.Plan) { p.TotalBytes = math.MaxInt64 }, "plans[1].total_bytes"},
+		{"NUL in name", jp, func(p *catalogue.Plan) { p.Name = "JP\x00plan" }, "plans[1].name"},
+		{"right-to-left override in name", jp, func(p *catalogue.Plan) { p.Name = "JP \u202enalp" }, "plans[1].name"},
+		{"NUL in region", asia, func(p *catalogue.Plan) { p.Region = "As\x00ia" }, "plans[1].region"},
+		{"fixed to per_day", jp, func(p *catalogue.Plan) {
+			p.Type, p.Unlimited, p.TotalBytes, p.ValidityDays = catalogue.PlanTypePerDay, true, 0, 0
+		}, "plans[1].type"},
+		{"country to region", jp, func(p *catalogue.Plan) {
+			p.Scope, p.Region, p.Countries = catalogue.ScopeRegion, "Asia", []string{"JP", "KR"}
+		}, "plans[1].scope"},
+		{"region to country", asia, func(p *catalogue.Plan) {
+			p.Scope, p.Region, p.Countries = catalogue.ScopeCountry, "", []string{"JP"}
+		}, "plans[1].scope"},
+		{"country JP to FR", jp, func(p *catalogue.Plan) { p.Countries = []string{"FR"} }, "plans[1].countries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := tc.base
+			bad.Prices = slices.Clone(bad.Prices)
+			bad.Name = "Changed " + bad.Name
+			tc.change(&bad)
+			fresh := countryPlan(10+i, "FR", catalogue.PlanTypeFixed)
+			_, err := svc.UpsertPlans(ctx, []catalogue.Plan{fresh, bad})
+			var ve *catalogue.ValidationError
+			if !errors.As(err, &ve) || ve.Field != tc.field {
+				t.Fatalf("err = %v, want a validation error on %s", err, tc.field)
+			}
+			if after := stored(); !reflect.DeepEqual(after, before) {
+				t.Fatalf("a rejected upsert changed stored plans:\nbefore %+v\nafter  %+v", before, after)
+			}
+			if _, err := store.GetPlan(ctx, fresh.ID); !errors.Is(err, catalogue.ErrNotFound) {
+				t.Fatalf("the valid plan of a rejected batch was stored: %v", err)
+			}
+		})
+	}
+
+	// What may change does: a regional plan's coverage and every
+	// commercial field.
+	asia.Countries = append(slices.Clone(asia.Countries), "TH")
+	jp.Name, jp.TotalBytes = "Japan 3 GB, 30 days", 3<<30
+	if res := upsert(t, svc, jp, asia); res.Updated != 2 {
+		t.Fatalf("coverage and content update: %+v", res)
 	}
 }

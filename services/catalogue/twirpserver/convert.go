@@ -40,14 +40,19 @@ var (
 	statusesPB  = invert(statuses)
 )
 
-// planFromProto converts an incoming plan. Unspecified or unknown enum
-// values become the empty domain value, which validation rejects (type,
-// scope) or reads as "leave as stored" (status); timestamps are the
-// catalogue's to set and are ignored.
+// planFromProto converts an incoming plan. Unspecified or unknown type and
+// scope values become the empty domain value, which validation rejects. An
+// unspecified status is the empty status, "leave as stored"; an unknown one
+// is refused here, since it would otherwise read as that. Timestamps are
+// the catalogue's to set and are ignored.
 func planFromProto(p *cataloguev1.Plan) (catalogue.Plan, error) {
 	id, err := uuid.Parse(p.GetId())
 	if err != nil {
 		return catalogue.Plan{}, &catalogue.ValidationError{Field: "id", Reason: "must be a UUID"}
+	}
+	status, known := statuses[p.GetStatus()]
+	if !known && p.GetStatus() != cataloguev1.PlanStatus_PLAN_STATUS_UNSPECIFIED {
+		return catalogue.Plan{}, &catalogue.ValidationError{Field: "status", Reason: "must be active, retired or unspecified (keep the stored status)"}
 	}
 	prices := make([]catalogue.Price, len(p.GetPrices()))
 	for i, m := range p.GetPrices() {
@@ -64,7 +69,7 @@ func planFromProto(p *cataloguev1.Plan) (catalogue.Plan, error) {
 		TotalBytes:   p.GetTotalBytes(),
 		ValidityDays: int(p.GetValidityDays()),
 		Prices:       prices,
-		Status:       statuses[p.GetStatus()],
+		Status:       status,
 	}, nil
 }
 

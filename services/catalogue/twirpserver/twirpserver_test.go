@@ -3,7 +3,9 @@ package twirpserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -253,7 +255,7 @@ func TestUpsertPlans(t *testing.T) {
 		Countries:    []string{"JP"},
 		TotalBytes:   50 << 30,
 		ValidityDays: 30,
-		Prices:       []*cataloguev1.Money{{AmountMinor: 6900, Currency: "USD"}, {AmountMinor: 6400, Currency: "EUR"}},
+		Prices:       []*cataloguev1.Money{{AmountMinor: 6900, Currency: "USD"}, {AmountMinor: 6400, Currency: "EUR"}, {AmountMinor: 5500, Currency: "GBP"}},
 	}
 	resp, err := f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{plan}})
 	if err != nil {
@@ -266,7 +268,7 @@ func TestUpsertPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Name != plan.Name || got.Status != cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE || got.Prices[0].Currency != "EUR" || got.Prices[1].AmountMinor != 6900 {
+	if got.Name != plan.Name || got.Status != cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE || got.Prices[0].Currency != "EUR" || got.Prices[2].AmountMinor != 6900 {
 		t.Fatalf("stored plan %v", got)
 	}
 	// The newest plan heads the JP listing.
@@ -299,5 +301,96 @@ func TestStorageFailureIsInternalAndLogged(t *testing.T) {
 	logs := f.logs.String()
 	if !strings.Contains(logs, "catalogue call failed") || !strings.Contains(logs, "ListPlans") {
 		t.Fatalf("internal error not logged with its method:\n%s", logs)
+	}
+}
+
+// Every bad plan of a batch is invalid_argument naming its field, never
+// internal, and the batch writes nothing: the stored plan it targets is
+// unchanged and the batch's valid plan is not created.
+func TestUpsertRejectsBadPlansAndWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	get := func(slug string) *cataloguev1.Plan {
+		t.Helper()
+		p, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: catalogue.SeedPlanID(slug).String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	jp, asia := get("jp-5gb-30d"), get("asia-1gb-7d")
+	withoutCurrency := func(c string) func(*cataloguev1.Plan) {
+		return func(p *cataloguev1.Plan) {
+			p.Prices = slices.DeleteFunc(p.Prices, func(m *cataloguev1.Money) bool { return m.Currency == c })
+		}
+	}
+	for i, tc := range []struct {
+		name   string
+		base   *cataloguev1.Plan
+		change func(*cataloguev1.Plan)
+		field  string
+		reason string // part of the reason, when it matters
+	}{
+		{"missing GBP", jp, withoutCurrency("GBP"), "plans[1].prices", "GBP"},
+		{"missing USD", asia, withoutCurrency("USD"), "plans[1].prices", "USD"},
+		{"price of MaxInt64", jp, func(p *cataloguev1.Plan) { p.Prices[2].AmountMinor = math.MaxInt64 }, "plans[1].prices[2].amount", ""},
+		{"price just over the maximum", jp, func(p *cataloguev1.Plan) { p.Prices[0].AmountMinor = catalogue.MaxPriceMinor + 1 }, "plans[1].prices[0].amount", ""},
+		{"total_bytes of MaxInt64", jp, func(p *cataloguev1.Plan) { p.TotalBytes = math.MaxInt64 }, "plans[1].total_bytes", ""},
+		{"NUL in name", jp, func(p *cataloguev1.Plan) { p.Name = "Japan\x005 GB" }, "plans[1].name", ""},
+		{"right-to-left override in name", jp, func(p *cataloguev1.Plan) { p.Name = "Japan \u202eBG 5" }, "plans[1].name", ""},
+		{"NUL in region", asia, func(p *cataloguev1.Plan) { p.Region = "As\x00ia" }, "plans[1].region", ""},
+		{"isolate in region", asia, func(p *cataloguev1.Plan) { p.Region = "\u2067Asia\u2069" }, "plans[1].region", ""},
+		{"unknown status", jp, func(p *cataloguev1.Plan) { p.Status = cataloguev1.PlanStatus(7) }, "plans[1].status", ""},
+		{"fixed to per_day", jp, func(p *cataloguev1.Plan) {
+			p.Type, p.Unlimited, p.TotalBytes, p.ValidityDays = cataloguev1.PlanType_PLAN_TYPE_PER_DAY, true, 0, 0
+		}, "plans[1].type", "retire it and create a new id"},
+		{"region to global", asia, func(p *cataloguev1.Plan) {
+			p.Scope, p.Region = cataloguev1.CoverageScope_COVERAGE_SCOPE_GLOBAL, ""
+		}, "plans[1].scope", "retire it and create a new id"},
+		{"country JP to FR", jp, func(p *cataloguev1.Plan) { p.Countries = []string{"FR"} }, "plans[1].countries", "retire it and create a new id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := proto.Clone(tc.base).(*cataloguev1.Plan)
+			bad.Name += " (changed)"
+			tc.change(bad)
+			fresh := proto.Clone(jp).(*cataloguev1.Plan)
+			fresh.Id = fmt.Sprintf("0190d3f0-0000-7000-8000-%012d", 500+i)
+			_, err := f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{fresh, bad}})
+			wantInvalidArgument(t, err, tc.field)
+			var twerr twirp.Error
+			errors.As(err, &twerr)
+			if !strings.Contains(twerr.Meta("reason"), tc.reason) {
+				t.Errorf("reason %q, want it to mention %q", twerr.Meta("reason"), tc.reason)
+			}
+			if after := get(map[*cataloguev1.Plan]string{jp: "jp-5gb-30d", asia: "asia-1gb-7d"}[tc.base]); !proto.Equal(after, tc.base) {
+				t.Fatalf("a rejected upsert changed the stored plan:\nbefore %v\nafter  %v", tc.base, after)
+			}
+			_, err = f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: fresh.Id, IncludeRetired: true})
+			wantCode(t, err, twirp.NotFound)
+		})
+	}
+	if strings.Contains(f.logs.String(), "catalogue call failed") {
+		t.Fatalf("a bad plan was logged as an internal error:\n%s", f.logs)
+	}
+}
+
+// An unspecified status leaves the stored one (so re-sending a catalogue
+// never re-activates a retired plan); a padded name is measured trimmed.
+func TestUpsertKeepsStatusAndTrimsBeforeMeasuring(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := catalogue.SeedPlanID("jp-5gb-30d").String()
+	plan, err := f.client.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("n", catalogue.MaxNameLength)
+	plan.Status, plan.Name = cataloguev1.PlanStatus_PLAN_STATUS_UNSPECIFIED, " "+name+" "
+	if _, err := f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{plan}}); err != nil {
+		t.Fatalf("padded %d-character name: %v", catalogue.MaxNameLength, err)
+	}
+	got, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id, IncludeRetired: true})
+	if err != nil || got.Name != name || got.Status != cataloguev1.PlanStatus_PLAN_STATUS_RETIRED {
+		t.Fatalf("stored %v, %v; want the trimmed name, still retired", got, err)
 	}
 }
