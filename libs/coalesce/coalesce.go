@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -65,9 +66,42 @@ func New[In, Out any](send Func[In, Out], opts Options) *Batcher[In, Out] {
 // ErrBatchSize reports a Func that answered the wrong number of outputs.
 var ErrBatchSize = errors.New("coalesce: batch answered a different number of outputs than inputs")
 
+// ErrPanicked reports a Func that panicked (or exited its goroutine) while
+// sending a batch. Every call in that batch fails with a *PanicError, which
+// wraps it.
+var ErrPanicked = errors.New("coalesce: send panicked")
+
+// PanicError is the error of every call in a batch whose Func panicked. It
+// carries the panic's value and the stack where it was recovered, for the
+// caller to log.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("%v: %v", ErrPanicked, e.Value) }
+
+// Unwrap makes errors.Is(err, ErrPanicked) hold, and reaches the panic's
+// value when that is itself an error.
+func (e *PanicError) Unwrap() []error {
+	if v, ok := e.Value.(error); ok {
+		return []error{ErrPanicked, v}
+	}
+	return []error{ErrPanicked}
+}
+
 // Do sends in, alone or with other calls, and returns its output. A caller
 // whose ctx ends stops waiting at once with ctx's error; the batch it joined
 // still goes out for the others.
+//
+// A panic in the Func never leaves Do: every call of the batch gets a
+// *PanicError (errors.Is ErrPanicked) and the slot is freed. That holds on
+// both paths, the caller's own goroutine (a call sent alone while a slot was
+// free) and the batcher's (queued calls): whether a call goes out alone or
+// queued depends only on load, so re-panicking on one path and returning an
+// error on the other would make the same fault crash a caller's goroutine
+// when idle and return an error when busy. On the batcher's goroutine
+// nothing above run could recover it, and a panic there killed the process.
 func (b *Batcher[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	var zero Out
 	if err := ctx.Err(); err != nil {
@@ -95,10 +129,11 @@ func (b *Batcher[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	}
 }
 
-// run sends batch, answers its calls and hands the slot to the queue.
+// run sends batch, answers its calls and hands the slot to the queue. It
+// never panics: a panicking Func fails the batch's calls instead (see Do).
 func (b *Batcher[In, Out]) run(batch []*call[In, Out]) {
-	// Deferred so that a panicking Func (recovered by an HTTP server, say)
-	// cannot leak the slot and, slot by slot, stop the batcher.
+	// Deferred so that a panicking Func cannot leak the slot and, slot by
+	// slot, stop the batcher.
 	defer b.release()
 
 	// Callers that gave up while queued are not sent for.
@@ -126,18 +161,38 @@ func (b *Batcher[In, Out]) run(batch []*call[In, Out]) {
 	for i, c := range batch {
 		ins[i] = c.in
 	}
-	outs, err := b.send(ctx, ins)
-	if err == nil && len(outs) != len(batch) {
-		err = fmt.Errorf("%w: %d inputs, %d outputs", ErrBatchSize, len(batch), len(outs))
-	}
-	for i, c := range batch {
-		if err != nil {
-			c.err = err
-		} else {
-			c.out = outs[i]
+
+	var outs []Out
+	var err error
+	returned := false
+	// Answers the calls however send ends: returning, panicking, or calling
+	// runtime.Goexit, which unwinds the goroutine whatever recover does.
+	// Deferred after release, so it runs first: callers are answered before
+	// the slot moves on.
+	defer func() {
+		if !returned {
+			v := recover()
+			if v == nil {
+				// Only Goexit unwinds without a panic value (since Go 1.21
+				// panic(nil) panics with *runtime.PanicNilError).
+				v = "runtime.Goexit called"
+			}
+			outs, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
 		}
-		close(c.done)
-	}
+		if err == nil && len(outs) != len(batch) {
+			err = fmt.Errorf("%w: %d inputs, %d outputs", ErrBatchSize, len(batch), len(outs))
+		}
+		for i, c := range batch {
+			if err != nil {
+				c.err = err
+			} else {
+				c.out = outs[i]
+			}
+			close(c.done)
+		}
+	}()
+	outs, err = b.send(ctx, ins)
+	returned = true
 }
 
 // release frees a slot, or passes it straight to the queued calls.

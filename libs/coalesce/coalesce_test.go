@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,8 +183,9 @@ func TestCallerThatGivesUpReturnsAtOnceAndIsNotSent(t *testing.T) {
 	}
 }
 
-// TestReleasesTheSlotWhenSendPanics: a panic recovered above Do (as
-// net/http does) must not leak the slot.
+// TestReleasesTheSlotWhenSendPanics: a panic in a call sent alone, on the
+// caller's goroutine, is the caller's error (not a panic) and does not leak
+// the slot.
 func TestReleasesTheSlotWhenSendPanics(t *testing.T) {
 	b := coalesce.New(func(ctx context.Context, in []int) ([]int, error) {
 		if in[0] < 0 {
@@ -188,8 +194,16 @@ func TestReleasesTheSlotWhenSendPanics(t *testing.T) {
 		return in, nil
 	}, coalesce.Options{MaxInFlight: 1})
 	func() {
-		defer func() { _ = recover() }()
-		_, _ = b.Do(context.Background(), -1)
+		defer func() {
+			if v := recover(); v != nil {
+				t.Errorf("Do re-panicked with %v; want an error", v)
+			}
+		}()
+		_, err := b.Do(context.Background(), -1)
+		var pe *coalesce.PanicError
+		if !errors.Is(err, coalesce.ErrPanicked) || !errors.As(err, &pe) || pe.Value != "negative" {
+			t.Errorf("err = %v, want a PanicError of \"negative\"", err)
+		}
 	}()
 	done := make(chan error, 1)
 	go func() { _, err := b.Do(context.Background(), 1); done <- err }()
@@ -200,6 +214,116 @@ func TestReleasesTheSlotWhenSendPanics(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("slot leaked by the panic: the next call never went out")
+	}
+}
+
+// inChild runs the calling test again in a child process (the test binary
+// with childEnv set) and fails if the child fails or crashes: a panic on
+// the batcher's own goroutine kills the whole process, which no recover in
+// the test can catch. It reports whether this is the child, which then
+// runs the body.
+func inChild(t *testing.T) bool {
+	t.Helper()
+	const childEnv = "COALESCE_TEST_CHILD"
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child process failed (%v); the process must survive the panic:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child process did not run the test:\n%s", out)
+	}
+	return false
+}
+
+// TestPanicInQueuedBatchFailsItsCalls: a panic in a batch of queued calls,
+// sent on the batcher's goroutine, neither kills the process nor strands a
+// caller: every call in the batch gets ErrPanicked with the panic's value,
+// the slot is freed, and later calls go through.
+func TestPanicInQueuedBatchFailsItsCalls(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
+	testQueuedBatchEndsAbnormally(t, func() { panic("boom") }, "boom")
+}
+
+// TestGoexitInQueuedBatchFailsItsCalls: runtime.Goexit (t.FailNow in a
+// fake, say) unwinds past any recover; its callers are answered all the
+// same.
+func TestGoexitInQueuedBatchFailsItsCalls(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
+	testQueuedBatchEndsAbnormally(t, runtime.Goexit, "runtime.Goexit called")
+}
+
+func testQueuedBatchEndsAbnormally(t *testing.T, fail func(), wantValue any) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]int
+	b := coalesce.New(func(ctx context.Context, in []int) ([]int, error) {
+		mu.Lock()
+		batches = append(batches, append([]int(nil), in...))
+		n := len(batches)
+		mu.Unlock()
+		switch n {
+		case 1:
+			<-release
+		case 2:
+			fail()
+		}
+		return in, nil
+	}, coalesce.Options{MaxInFlight: 1})
+
+	ctx := context.Background()
+	type result struct {
+		v   int
+		err error
+	}
+	firstDone := make(chan result, 1)
+	go func() { v, err := b.Do(ctx, 1); firstDone <- result{v, err} }()
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(batches) == 1 })
+	queued := make(chan result, 2)
+	for v := 2; v <= 3; v++ {
+		go func() { v, err := b.Do(ctx, v); queued <- result{v, err} }()
+	}
+	waitFor(t, func() bool { return coalesce.Queued(b) == 2 })
+	close(release)
+
+	if r := <-firstDone; r.err != nil || r.v != 1 {
+		t.Fatalf("slot holder: %v, %v", r.v, r.err)
+	}
+	for range 2 {
+		select {
+		case r := <-queued:
+			var pe *coalesce.PanicError
+			if !errors.Is(r.err, coalesce.ErrPanicked) || !errors.As(r.err, &pe) || pe.Value != wantValue {
+				t.Fatalf("queued call in the failed batch: %v, %v; want ErrPanicked with %v", r.v, r.err, wantValue)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a queued call of the failed batch was never answered")
+		}
+	}
+	mu.Lock()
+	slices.Sort(batches[1]) // queued concurrently, in either order
+	if fmt.Sprint(batches) != "[[1] [2 3]]" {
+		t.Fatalf("batches %v, want [[1] [2 3]]", batches)
+	}
+	mu.Unlock()
+
+	done := make(chan result, 1)
+	go func() { v, err := b.Do(ctx, 4); done <- result{v, err} }()
+	select {
+	case r := <-done:
+		if r.err != nil || r.v != 4 {
+			t.Fatalf("call after the failed batch: %v, %v", r.v, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("slot leaked by the failed batch: the next call never went out")
 	}
 }
 
