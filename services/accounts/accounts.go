@@ -72,6 +72,18 @@ const (
 	MaxNameLength    = 120
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100
+	// MaxPage bounds paging, as in the catalogue: Postgres reads and
+	// discards every row before an OFFSET, so an unbounded page (up to
+	// MaxInt32 on the wire) is a costly request for an empty answer.
+	MaxPage = 10000
+	// MaxRateLimitPerMinute bounds an account's rate limit: a million
+	// requests a minute per key is about 16,700 a second, more than a whole
+	// gateway deployment serves today (its measured maximum is some 15,000
+	// to 18,000 a second). Anything larger is a typo or an attempt at
+	// "unlimited", which the platform does not offer, and an allowance
+	// near MaxInt32 would make the gateway's GCRA interval (60 s / limit)
+	// a few nanoseconds.
+	MaxRateLimitPerMinute = 1_000_000
 )
 
 // Account is a partner of the platform.
@@ -249,8 +261,8 @@ type AccountPage struct {
 	Total    int64
 }
 
-// ListAccounts returns accounts newest first. page is 1-based; 0 means 1.
-// limit is 1..MaxPageLimit; 0 means DefaultPageLimit.
+// ListAccounts returns accounts newest first. page is 1..MaxPage; 0 means
+// 1. limit is 1..MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Service) ListAccounts(ctx context.Context, page, limit int32) (AccountPage, error) {
 	if page == 0 {
 		page = 1
@@ -258,8 +270,8 @@ func (s *Service) ListAccounts(ctx context.Context, page, limit int32) (AccountP
 	if limit == 0 {
 		limit = DefaultPageLimit
 	}
-	if page < 1 {
-		return AccountPage{}, invalid("page", "must be at least 1")
+	if page < 1 || page > MaxPage {
+		return AccountPage{}, invalid("page", fmt.Sprintf("must be between 1 and %d", MaxPage))
 	}
 	if limit < 1 || limit > MaxPageLimit {
 		return AccountPage{}, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxPageLimit))
@@ -460,7 +472,12 @@ func wellFormedSecret(s string) bool {
 
 // validName trims surrounding spaces and checks length in characters (not
 // bytes) and that the name is printable text, since names are shown in the
-// portal and the CLI.
+// portal and the CLI. A non-empty name must show something: at least one
+// letter or digit, so that a name of only invisible characters (zero-width
+// spaces, format marks) cannot pass as present, for an account or a key.
+// Bidirectional overrides and isolates are refused anywhere in it: they
+// reorder the text around them, so a name could display as something
+// other than what it is, in a table of accounts or keys or in a terminal.
 func validName(field, name string, required bool) (string, error) {
 	name = strings.TrimSpace(name)
 	if !utf8.ValidString(name) {
@@ -476,12 +493,24 @@ func validName(field, name string, required bool) (string, error) {
 	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return "", invalid(field, "must not contain control characters")
 	}
+	if strings.IndexFunc(name, isBidiControl) >= 0 {
+		return "", invalid(field, "must not contain bidirectional override or isolate characters")
+	}
+	if n > 0 && strings.IndexFunc(name, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		return "", invalid(field, "must contain at least one letter or digit")
+	}
 	return name, nil
 }
 
+// isBidiControl reports the embedding and override characters U+202A to
+// U+202E and the isolates U+2066 to U+2069.
+func isBidiControl(r rune) bool {
+	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}
+
 func validRateLimit(perMinute int32) error {
-	if perMinute < 0 {
-		return invalid("rate_limit_per_minute", "must be 0 (the gateway default) or more")
+	if perMinute < 0 || perMinute > MaxRateLimitPerMinute {
+		return invalid("rate_limit_per_minute", fmt.Sprintf("must be between 0 (the gateway default) and %d", MaxRateLimitPerMinute))
 	}
 	return nil
 }

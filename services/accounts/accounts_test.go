@@ -248,8 +248,22 @@ func TestCreateAccountValidation(t *testing.T) {
 		{NewAccount{Name: "x", Currency: "JPY"}, "currency"},
 		{NewAccount{Name: "x", Currency: "usd"}, "currency"},
 		{NewAccount{Name: "x", RateLimitPerMinute: -1}, "rate_limit_per_minute"},
+		{NewAccount{Name: "x", RateLimitPerMinute: MaxRateLimitPerMinute + 1}, "rate_limit_per_minute"},
+		{NewAccount{Name: "x", RateLimitPerMinute: math.MaxInt32}, "rate_limit_per_minute"},
+		// Names that show nothing, or not what they are.
+		{NewAccount{Name: "\u202e\u200b"}, "name"},
+		{NewAccount{Name: "\u200b\u200b"}, "name"},
+		{NewAccount{Name: " \u2060\ufeff "}, "name"},
+		{NewAccount{Name: "--"}, "name"},
+		{NewAccount{Name: "Acme\u202eofni.exe"}, "name"},
+		{NewAccount{Name: "Acme \u2066Travel\u2069"}, "name"},
+		{NewAccount{Name: "\u202aAcme\u202c"}, "name"},
 	} {
+		before := len(svc.store.(*memStore).accounts)
 		_, err := svc.CreateAccount(ctx, tc.in)
+		if after := len(svc.store.(*memStore).accounts); after != before {
+			t.Errorf("CreateAccount(%+q) stored an account", tc.in.Name)
+		}
 		var ve *ValidationError
 		if !errors.As(err, &ve) || ve.Field != tc.field {
 			t.Errorf("CreateAccount(%+v): err = %v, want a ValidationError on %s", tc.in, err, tc.field)
@@ -258,6 +272,11 @@ func TestCreateAccountValidation(t *testing.T) {
 
 	if _, err := svc.CreateAccount(ctx, NewAccount{Name: strings.Repeat("é", 120), Currency: GBP, RateLimitPerMinute: 0}); err != nil {
 		t.Errorf("120 characters (240 bytes) rejected: %v", err)
+	}
+	for _, name := range []string{"7", "東京トラベル", "Ünïcödé Reisen", "Acme\u200dTravel", "متحدة للسفر"} {
+		if _, err := svc.CreateAccount(ctx, NewAccount{Name: name, RateLimitPerMinute: MaxRateLimitPerMinute}); err != nil {
+			t.Errorf("CreateAccount(%+q, the maximum rate limit) rejected: %v", name, err)
+		}
 	}
 
 	chosen := uuid.New()
@@ -269,6 +288,28 @@ func TestCreateAccountValidation(t *testing.T) {
 	}
 }
 
+func TestSetRateLimitBounds(t *testing.T) {
+	ctx := context.Background()
+	svc := NewService(newMemStore())
+	a, err := svc.CreateAccount(ctx, NewAccount{Name: "Acme", RateLimitPerMinute: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, perMinute := range []int32{-1, MaxRateLimitPerMinute + 1, math.MaxInt32} {
+		_, err := svc.SetRateLimit(ctx, a.ID, perMinute)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Field != "rate_limit_per_minute" {
+			t.Errorf("SetRateLimit(%d): err = %v, want a ValidationError on rate_limit_per_minute", perMinute, err)
+		}
+		if got, _ := svc.GetAccount(ctx, a.ID); got.RateLimitPerMinute != 600 {
+			t.Errorf("SetRateLimit(%d) changed the stored limit to %d", perMinute, got.RateLimitPerMinute)
+		}
+	}
+	if got, err := svc.SetRateLimit(ctx, a.ID, MaxRateLimitPerMinute); err != nil || got.RateLimitPerMinute != MaxRateLimitPerMinute {
+		t.Errorf("SetRateLimit(the maximum) = %v, %v", got.RateLimitPerMinute, err)
+	}
+}
+
 func TestListAccountsPaging(t *testing.T) {
 	svc := NewService(newMemStore())
 	for _, tc := range []struct {
@@ -276,6 +317,8 @@ func TestListAccountsPaging(t *testing.T) {
 		field       string
 	}{
 		{-1, 20, "page"},
+		{MaxPage + 1, 20, "page"},
+		{math.MaxInt32, 100, "page"},
 		{1, -1, "limit"},
 		{1, 101, "limit"},
 	} {
@@ -287,6 +330,9 @@ func TestListAccountsPaging(t *testing.T) {
 	}
 	if _, err := svc.ListAccounts(context.Background(), 0, 0); err != nil {
 		t.Errorf("defaults rejected: %v", err)
+	}
+	if _, err := svc.ListAccounts(context.Background(), MaxPage, MaxPageLimit); err != nil {
+		t.Errorf("the last page rejected: %v", err)
 	}
 }
 
@@ -302,6 +348,8 @@ func TestCreateKeyValidation(t *testing.T) {
 		{NewKey{AccountID: a.ID, Environment: ""}, "environment"},
 		{NewKey{AccountID: a.ID, Environment: "staging"}, "environment"},
 		{NewKey{AccountID: a.ID, Environment: Live, Name: strings.Repeat("n", 121)}, "name"},
+		{NewKey{AccountID: a.ID, Environment: Live, Name: "\u202e\u200b"}, "name"},
+		{NewKey{AccountID: a.ID, Environment: Live, Name: "prod\u202e"}, "name"},
 	} {
 		_, err := svc.CreateKey(ctx, tc.in)
 		var ve *ValidationError

@@ -63,21 +63,31 @@ func (s *Server) Close() { s.pool.Close() }
 // request's context so the line carries its request and trace ids. The
 // caller only ever sees "internal error". Expected outcomes (not found,
 // unauthenticated, invalid argument) are the caller's business and would
-// only be noise here. Causes come from storage and never contain secrets:
-// the domain hashes a secret before it reaches storage.
+// only be noise here. So, mostly, are calls cut short by their context (a
+// caller that gave up, whose own log says why): those are logged at debug
+// level, for tracing a timeout through, and never at error level. Causes
+// come from storage and never contain secrets: the domain hashes a secret
+// before it reaches storage.
 func errorLogging(log *slog.Logger) *twirp.ServerHooks {
 	return &twirp.ServerHooks{
 		Error: func(ctx context.Context, twerr twirp.Error) context.Context {
-			if twerr.Code() != twirp.Internal {
-				return ctx
+			switch twerr.Code() {
+			case twirp.Internal:
+				method, _ := twirp.MethodName(ctx)
+				log.ErrorContext(ctx, "twirp internal error", "method", method, "error", cause(twerr).Error())
+			case twirp.Canceled, twirp.DeadlineExceeded:
+				method, _ := twirp.MethodName(ctx)
+				log.DebugContext(ctx, "twirp call cut short by its context", "method", method, "code", string(twerr.Code()), "error", cause(twerr).Error())
 			}
-			method, _ := twirp.MethodName(ctx)
-			cause := errors.Unwrap(twerr)
-			if cause == nil {
-				cause = twerr
-			}
-			log.ErrorContext(ctx, "twirp internal error", "method", method, "error", cause.Error())
 			return ctx
 		},
 	}
+}
+
+// cause is the error twerr wraps, or twerr itself.
+func cause(twerr twirp.Error) error {
+	if c := errors.Unwrap(twerr); c != nil {
+		return c
+	}
+	return twerr
 }

@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -19,6 +22,13 @@ import (
 // start assembles the service exactly as run and the gateway's tests do.
 func start(t *testing.T) (*server.Server, *httptest.Server, *telemetrytest.LogBuffer) {
 	t.Helper()
+	srv, ts, logs, _ := startWithDatabase(t)
+	return srv, ts, logs
+}
+
+// startWithDatabase is start, also returning the service's database URL.
+func startWithDatabase(t *testing.T) (*server.Server, *httptest.Server, *telemetrytest.LogBuffer, string) {
+	t.Helper()
 	ctx := context.Background()
 	logs := &telemetrytest.LogBuffer{}
 	tel, err := telemetry.Setup(ctx, "accounts", telemetry.Config{LogLevel: "debug"}, logs)
@@ -26,14 +36,15 @@ func start(t *testing.T) (*server.Server, *httptest.Server, *telemetrytest.LogBu
 		t.Fatalf("telemetry: %v", err)
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	srv, err := server.New(ctx, server.Config{DatabaseURL: pgtest.NewDatabase(t)}, tel)
+	dbURL := pgtest.NewDatabase(t)
+	srv, err := server.New(ctx, server.Config{DatabaseURL: dbURL}, tel)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return srv, ts, logs
+	return srv, ts, logs, dbURL
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -134,5 +145,64 @@ func TestNewFailsWithoutDatabase(t *testing.T) {
 	}
 	if _, err := server.New(ctx, server.Config{DatabaseURL: pgtest.NewDatabase(t)}, nil); err == nil {
 		t.Error("server.New accepted nil telemetry")
+	}
+}
+
+// TestCallerThatGivesUpIsNotAnError: a caller whose deadline passes while
+// its call waits (here on a locked table) closes the connection; the
+// server's context ends, and that is logged at debug level as cut short,
+// not at error level as an internal error.
+func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
+	ctx := context.Background()
+	_, ts, logs, dbURL := startWithDatabase(t)
+	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.GetAccount(short, &accountsv1.GetAccountRequest{Id: a.GetId()}); err == nil {
+		t.Fatal("GetAccount answered through a locked table")
+	}
+
+	var cut map[string]any
+	deadline := time.Now().Add(5 * time.Second)
+	for cut == nil && time.Now().Before(deadline) {
+		for line := range strings.Lines(logs.String()) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "twirp call cut short by its context" {
+				cut = rec
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = tx.Rollback(ctx)
+	for line := range strings.Lines(logs.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["level"] == "ERROR" {
+			t.Errorf("a caller giving up was logged at error level: %s", line)
+		}
+	}
+	if cut == nil {
+		t.Fatalf("the abandoned call was not logged at debug level:\n%s", logs)
+	}
+	if cut["level"] != "DEBUG" || cut["method"] != "GetAccount" || cut["code"] != "canceled" {
+		t.Errorf("logged %v; want a debug line naming GetAccount and canceled", cut)
 	}
 }

@@ -177,7 +177,8 @@ func lookupID(s string) (uuid.UUID, error) {
 
 // errorCodes is the one mapping from the domain's sentinel errors to Twirp
 // codes. ValidationError (InvalidArgument) is handled beside it because it
-// carries a field; everything else is Internal.
+// carries a field, and the context's errors after it; everything else is
+// Internal.
 var errorCodes = []struct {
 	err  error
 	code twirp.ErrorCode
@@ -187,9 +188,24 @@ var errorCodes = []struct {
 	{accounts.ErrUnauthenticated, twirp.Unauthenticated},
 }
 
+// contextCodes map a call cut short by its context: the caller gave up
+// (the gateway's timeout closed the connection) or a deadline passed. These
+// are not failures of accounts, so they are not Internal (which the server
+// logs at error level and callers count as an outage), as in the catalogue.
+var contextCodes = []struct {
+	err  error
+	code twirp.ErrorCode
+	msg  string
+}{
+	{context.Canceled, twirp.Canceled, "request canceled"},
+	{context.DeadlineExceeded, twirp.DeadlineExceeded, "deadline exceeded"},
+}
+
 // twirpError converts a domain error for the wire. Internal errors reach
 // the caller as a bare "internal error": their cause (SQL, connection
-// details) stays wrapped inside for the server's error hook to log.
+// details) stays wrapped inside for the server's error hook to log. So do
+// context errors: the storage error around one (a failed connection
+// attempt, say) can name the database's host and user.
 func twirpError(err error) error {
 	var ve *accounts.ValidationError
 	if errors.As(err, &ve) {
@@ -201,6 +217,11 @@ func twirpError(err error) error {
 			// ("revoke key K of account A: not found"), which helps operators
 			// and reveals nothing; ErrUnauthenticated is always bare.
 			return twirp.NewError(m.code, err.Error())
+		}
+	}
+	for _, m := range contextCodes {
+		if errors.Is(err, m.err) {
+			return twirp.WrapError(twirp.NewError(m.code, m.msg), err)
 		}
 	}
 	return twirp.WrapError(twirp.InternalError("internal error"), err)

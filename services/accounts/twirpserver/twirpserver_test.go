@@ -5,9 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"math"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,9 +31,25 @@ import (
 // fresh database and returns the generated protobuf client for it.
 func newClient(t *testing.T) (accountsv1.Accounts, *pgxpool.Pool) {
 	t.Helper()
+	return newClientWithContext(t, nil)
+}
+
+// newClientWithContext is newClient with the server's request context
+// replaced by reqCtx's answer (when reqCtx is not nil): how a test makes
+// the server see a caller that gave up, or a deadline, while the
+// connection stays open for the answer.
+func newClientWithContext(t *testing.T, reqCtx func(context.Context) context.Context) (accountsv1.Accounts, *pgxpool.Pool) {
+	t.Helper()
 	pool := pgtest.New(t, postgres.Migrations)
 	svc := accounts.NewService(postgres.NewStore(pool))
-	ts := httptest.NewServer(accountsv1.NewAccountsServer(twirpserver.New(svc)))
+	var h http.Handler = accountsv1.NewAccountsServer(twirpserver.New(svc))
+	if reqCtx != nil {
+		twirpHandler := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			twirpHandler.ServeHTTP(w, r.WithContext(reqCtx(r.Context())))
+		})
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client()), pool
 }
@@ -335,5 +356,128 @@ func TestStorageFailureIsInternal(t *testing.T) {
 	var twerr twirp.Error
 	if errors.As(err, &twerr) && twerr.Msg() != "internal error" {
 		t.Errorf("internal error message = %q, want the bland %q", twerr.Msg(), "internal error")
+	}
+}
+
+// A call whose context ends on the server (the caller gave up, or a
+// deadline passed, here while the query waits on a locked table) is
+// Canceled or DeadlineExceeded, not Internal: the server logs Internal as
+// an outage, and callers would count one. The message stays bland: the
+// storage error around a context error can name the database.
+func TestEndedContextIsCanceledOrDeadlineExceeded(t *testing.T) {
+	ctx := context.Background()
+	var mode atomic.Value // of string
+	mode.Store("")
+	c, pool := newClientWithContext(t, func(ctx context.Context) context.Context {
+		switch mode.Load() {
+		case "canceled":
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx
+		case "past deadline":
+			ctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+			cancel() // the deadline has passed already; Err stays DeadlineExceeded
+			return ctx
+		case "tiny deadline":
+			ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			context.AfterFunc(ctx, cancel)
+			return ctx
+		}
+		return ctx
+	})
+	a := createAccount(t, c, "")
+
+	for _, tc := range []struct {
+		mode string
+		code twirp.ErrorCode
+		msg  string
+	}{
+		{"canceled", twirp.Canceled, "request canceled"},
+		{"past deadline", twirp.DeadlineExceeded, "deadline exceeded"},
+	} {
+		mode.Store(tc.mode)
+		_, err := c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: a.GetId()})
+		wantTwirp(t, tc.mode+" GetAccount", err, tc.code, "")
+		var twerr twirp.Error
+		if errors.As(err, &twerr) && twerr.Msg() != tc.msg {
+			t.Errorf("%s: message %q, want the bland %q", tc.mode, twerr.Msg(), tc.msg)
+		}
+		_, err = c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: "sk_live_" + strings.Repeat("a", 32)})
+		wantTwirp(t, tc.mode+" Authenticate", err, tc.code, "")
+	}
+
+	// A slow path: the query waits on a lock until the deadline passes.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	mode.Store("tiny deadline")
+	_, err = c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: a.GetId()})
+	wantTwirp(t, "GetAccount past a tiny deadline", err, twirp.DeadlineExceeded, "")
+	_ = tx.Rollback(ctx)
+
+	mode.Store("")
+	if got, err := c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: a.GetId()}); err != nil || got.GetId() != a.GetId() {
+		t.Errorf("GetAccount afterwards = %v, %v", got, err)
+	}
+}
+
+// Out-of-range input is InvalidArgument naming the field, and changes
+// nothing: no account is created, a stored limit stays as it was.
+func TestOutOfRangeInputIsInvalidAndChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme", RateLimitPerMinute: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for name, req := range map[string]*accountsv1.CreateAccountRequest{
+		"rate limit MaxInt32":        {Name: "x", RateLimitPerMinute: math.MaxInt32},
+		"rate limit above the bound": {Name: "x", RateLimitPerMinute: accounts.MaxRateLimitPerMinute + 1},
+		"invisible name":             {Name: "\u202e\u200b"},
+		"zero-width name":            {Name: "\u200b"},
+		"name with a bidi override":  {Name: "Acme\u202eofni.exe"},
+		"name with a bidi isolate":   {Name: "Acme \u2067Travel\u2069"},
+		"punctuation only":           {Name: "..."},
+	} {
+		_, err := c.CreateAccount(ctx, req)
+		field := "name"
+		if req.GetRateLimitPerMinute() != 0 {
+			field = "rate_limit_per_minute"
+		}
+		wantTwirp(t, "CreateAccount with "+name, err, twirp.InvalidArgument, field)
+	}
+	if list, err := c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{}); err != nil || list.GetTotal() != 1 {
+		t.Errorf("ListAccounts after rejected creations = %v, %v; want only the first account", list, err)
+	}
+
+	for _, perMinute := range []int32{math.MaxInt32, accounts.MaxRateLimitPerMinute + 1} {
+		_, err := c.SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: a.GetId(), RateLimitPerMinute: perMinute})
+		wantTwirp(t, fmt.Sprintf("SetRateLimit(%d)", perMinute), err, twirp.InvalidArgument, "rate_limit_per_minute")
+	}
+	if got, err := c.GetAccount(ctx, &accountsv1.GetAccountRequest{Id: a.GetId()}); err != nil || got.GetRateLimitPerMinute() != 600 {
+		t.Errorf("GetAccount after rejected SetRateLimit = %v, %v; want the limit still 600", got, err)
+	}
+	if got, err := c.SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: a.GetId(), RateLimitPerMinute: accounts.MaxRateLimitPerMinute}); err != nil || got.GetRateLimitPerMinute() != accounts.MaxRateLimitPerMinute {
+		t.Errorf("SetRateLimit(the maximum) = %v, %v", got, err)
+	}
+
+	for _, page := range []int32{math.MaxInt32, accounts.MaxPage + 1} {
+		_, err := c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{Page: page})
+		wantTwirp(t, fmt.Sprintf("ListAccounts page %d", page), err, twirp.InvalidArgument, "page")
+	}
+	if list, err := c.ListAccounts(ctx, &accountsv1.ListAccountsRequest{Page: accounts.MaxPage}); err != nil || len(list.GetAccounts()) != 0 || list.GetTotal() != 1 {
+		t.Errorf("ListAccounts at the last page = %v, %v; want an empty page and the total", list, err)
+	}
+
+	_, err = c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE, Name: "\u202e\u200b"})
+	wantTwirp(t, "CreateKey with an invisible name", err, twirp.InvalidArgument, "name")
+	if keys, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId()}); err != nil || len(keys.GetKeys()) != 0 {
+		t.Errorf("ListKeys after a rejected CreateKey = %v, %v; want none", keys, err)
 	}
 }
