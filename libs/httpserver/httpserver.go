@@ -108,7 +108,7 @@ func Handler(r Routes) http.Handler {
 		}
 		// Outside the tracing, so the route slot SetRoute fills is in the
 		// span's request too.
-		app = newServerMetrics(mp).measure(app, route)
+		app = newServerMetrics(mp).measure(app, route, logger)
 	}
 	mux.Handle("/", app)
 	// Outermost, so probes and metrics carry a Request-Id too.

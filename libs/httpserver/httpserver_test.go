@@ -3,6 +3,7 @@ package httpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -195,5 +196,48 @@ func TestNotReadyLogsTheCause(t *testing.T) {
 	resp.Body.Close()
 	if strings.Contains(string(body), "user=svc") || !strings.Contains(logs.String(), "user=svc") || !strings.Contains(logs.String(), `"check":"postgres"`) {
 		t.Fatalf("body %s\nlogs %s\nwant the cause in the log only", body, logs.String())
+	}
+}
+
+func TestDebugLevelLogsEveryRequest(t *testing.T) {
+	for level, want := range map[string]bool{"debug": true, "info": false} {
+		var logs bytes.Buffer
+		tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: level}, &logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
+			Name: "svc", Telemetry: tel,
+			App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				httpserver.SetRoute(r.Context(), "/things/{id}")
+				w.WriteHeader(http.StatusTeapot)
+			}),
+		}))
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/things/42", nil)
+		req.Header.Set("Request-Id", "req_logged")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+
+		var line struct {
+			Msg, Method, Route, RequestID string
+			Status                        int
+		}
+		found := false
+		for l := range strings.Lines(logs.String()) {
+			if err := json.Unmarshal([]byte(l), &line); err == nil && line.Msg == "request" {
+				found = true
+				break
+			}
+		}
+		if found != want {
+			t.Fatalf("LOG_LEVEL=%s: request logged %v, want %v:\n%s", level, found, want, logs.String())
+		}
+		if want && (line.Method != "GET" || line.Route != "/things/{id}" || line.Status != http.StatusTeapot || !strings.Contains(logs.String(), `"request_id":"req_logged"`)) {
+			t.Fatalf("request line %+v:\n%s", line, logs.String())
+		}
 	}
 }

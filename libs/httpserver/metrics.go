@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -115,14 +116,25 @@ func (m *serverMetrics) add(l labels) metric.RecordOption {
 
 // measure wraps next so every request's duration is recorded under its
 // route: the one the app set with SetRoute, else route(r).
-func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) string) http.Handler {
+//
+// At debug level it also logs every request (method, route, status,
+// duration; the logger adds request and trace ids): what an operator turns
+// on to follow traffic, off by default because at info level a line per
+// request would cost more than the request itself on the hot path.
+func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		slot := &routeSlot{method: r.Method}
 		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, slot))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		m.record(labels{method: methodLabel(r.Method), route: routeOf(r, route), status: sw.statusCode()}, time.Since(start))
+		l := labels{method: methodLabel(r.Method), route: routeOf(r, route), status: sw.statusCode()}
+		took := time.Since(start)
+		m.record(l, took)
+		if log.Enabled(r.Context(), slog.LevelDebug) {
+			log.LogAttrs(r.Context(), slog.LevelDebug, "request", slog.String("method", l.method), slog.String("route", l.route),
+				slog.Int("status", l.status), slog.Float64("duration_ms", float64(took.Microseconds())/1000))
+		}
 	})
 }
 
