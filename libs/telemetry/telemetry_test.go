@@ -94,6 +94,35 @@ func TestMetricsHandlerServesPrometheus(t *testing.T) {
 	}
 }
 
+// setupWithSomethingToExport sets telemetry up against an OTLP endpoint,
+// with one span and one metric point waiting, so that Shutdown has both
+// kinds to flush. Whatever goes through the standard library's log package
+// lands in the returned output too, so a plain-text line there would show.
+func setupWithSomethingToExport(t *testing.T, endpoint string) (*telemetry.Telemetry, *telemetrytest.LogBuffer) {
+	t.Helper()
+	out := &telemetrytest.LogBuffer{}
+	prevSlog, prevW, prevFlags := slog.Default(), log.Writer(), log.Flags()
+	log.SetOutput(out)
+	t.Cleanup(func() {
+		slog.SetDefault(prevSlog)
+		log.SetOutput(prevW)
+		log.SetFlags(prevFlags)
+	})
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "svc", telemetry.Config{LogLevel: "info", OTLPEndpoint: endpoint}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tel.TracerProvider.Tracer("test").Start(ctx, "op")
+	span.End()
+	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(ctx, 1)
+	return tel, out
+}
+
 // A collector that is down must not fail a service's shutdown, nor hold it
 // past its budget: the flush failure is a JSON warning like every other
 // log line, and OpenTelemetry's own errors are no plain-text lines either.
@@ -105,29 +134,8 @@ func TestShutdownWithCollectorDownWarnsInJSON(t *testing.T) {
 	endpoint := "http://" + ln.Addr().String()
 	ln.Close() // connections are now refused
 
-	// Whatever goes through the standard library's log package lands in
-	// the same output, so a plain-text line there would show.
-	var out telemetrytest.LogBuffer
-	prevSlog, prevW, prevFlags := slog.Default(), log.Writer(), log.Flags()
-	log.SetOutput(&out)
-	t.Cleanup(func() {
-		slog.SetDefault(prevSlog)
-		log.SetOutput(prevW)
-		log.SetFlags(prevFlags)
-	})
-
 	ctx := context.Background()
-	tel, err := telemetry.Setup(ctx, "svc", telemetry.Config{LogLevel: "info", OTLPEndpoint: endpoint}, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, span := tel.TracerProvider.Tracer("test").Start(ctx, "op")
-	span.End()
-	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.calls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter.Add(ctx, 1)
+	tel, out := setupWithSomethingToExport(t, endpoint)
 	// Both the standard logger and OpenTelemetry's error handler now write
 	// JSON.
 	log.Print("stdlib line")
@@ -183,25 +191,8 @@ func TestShutdownWithCollectorHangingIsBounded(t *testing.T) {
 	t.Cleanup(collector.Close)
 	t.Cleanup(func() { close(release) })
 
-	var out telemetrytest.LogBuffer
-	prevSlog, prevW, prevFlags := slog.Default(), log.Writer(), log.Flags()
-	t.Cleanup(func() {
-		slog.SetDefault(prevSlog)
-		log.SetOutput(prevW)
-		log.SetFlags(prevFlags)
-	})
 	ctx := context.Background()
-	tel, err := telemetry.Setup(ctx, "svc", telemetry.Config{LogLevel: "info", OTLPEndpoint: collector.URL}, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, span := tel.TracerProvider.Tracer("test").Start(ctx, "op")
-	span.End()
-	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.calls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter.Add(ctx, 1)
+	tel, out := setupWithSomethingToExport(t, collector.URL)
 
 	start := time.Now()
 	if err := tel.Shutdown(ctx); err != nil {

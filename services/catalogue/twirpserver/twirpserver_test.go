@@ -29,6 +29,15 @@ type fixture struct {
 	logs   *telemetrytest.LogBuffer
 }
 
+// wantNoInternalError fails the test if what (a caller's mistake, say) was
+// logged as the catalogue's own failure.
+func (f fixture) wantNoInternalError(t *testing.T, what string) {
+	t.Helper()
+	if strings.Contains(f.logs.String(), "catalogue call failed") {
+		t.Fatalf("%s was logged as an internal error:\n%s", what, f.logs)
+	}
+}
+
 // newFixture serves a seeded catalogue over real HTTP on a fresh database
 // and returns the generated protobuf client for it.
 func newFixture(t *testing.T) fixture {
@@ -175,9 +184,7 @@ func TestUnknownAndMalformedIDsAreNotFound(t *testing.T) {
 		_, err = f.client.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id})
 		wantCode(t, err, twirp.NotFound)
 	}
-	if strings.Contains(f.logs.String(), "catalogue call failed") {
-		t.Fatalf("not_found was logged as an internal error:\n%s", f.logs)
-	}
+	f.wantNoInternalError(t, "not_found")
 }
 
 func TestGetPlansLeavesOutWhatGetPlanWouldNotFind(t *testing.T) {
@@ -206,9 +213,7 @@ func TestGetPlansLeavesOutWhatGetPlanWouldNotFind(t *testing.T) {
 	if err != nil || len(res.Plans) != 2 {
 		t.Fatalf("GetPlans including retired: %v, %v; want jp and fr", res.GetPlans(), err)
 	}
-	if strings.Contains(f.logs.String(), "catalogue call failed") {
-		t.Fatalf("a left-out id was logged as an internal error:\n%s", f.logs)
-	}
+	f.wantNoInternalError(t, "a left-out id")
 }
 
 func TestGetPlansRefusesMoreThanOneHundredIDs(t *testing.T) {
@@ -369,9 +374,7 @@ func TestUpsertRejectsBadPlansAndWritesNothing(t *testing.T) {
 			wantCode(t, err, twirp.NotFound)
 		})
 	}
-	if strings.Contains(f.logs.String(), "catalogue call failed") {
-		t.Fatalf("a bad plan was logged as an internal error:\n%s", f.logs)
-	}
+	f.wantNoInternalError(t, "a bad plan")
 }
 
 // An unspecified status leaves the stored one (so re-sending a catalogue
