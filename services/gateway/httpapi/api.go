@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/esimplatform/esim/libs/coalesce"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/services/gateway"
 )
@@ -166,9 +168,11 @@ func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
 	next(huma.WithValue(ctx, principalKey{}, p))
 }
 
-// rejectAmbiguousQuery refuses a query parameter given twice or without a
-// value. Parsed leniently, ?limit=1&limit=200 would take the first and
-// ?limit= the default: the partner would get a page they did not ask for.
+// rejectAmbiguousQuery refuses a query parameter given twice, given
+// without a value, or not URL-encoded. Parsed leniently, ?limit=1&limit=200
+// would take the first and ?limit= the default, and net/url drops a pair it
+// cannot decode (?country=%zz) without a word: each time the partner would
+// get a page they did not ask for.
 func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context)) {
 	u := ctx.URL()
 	if u.RawQuery == "" {
@@ -176,20 +180,36 @@ func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context
 		return
 	}
 	var details []error
-	for name, values := range u.Query() {
+	bad := func(name, reason string) {
+		details = append(details, &huma.ErrorDetail{Location: "query." + name, Message: reason})
+	}
+	seen := map[string]int{}
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		if pair == "" {
+			continue // a stray "&" says nothing
+		}
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, nameErr := url.QueryUnescape(rawName)
+		value, valueErr := url.QueryUnescape(rawValue)
 		switch {
-		case len(values) > 1:
-			details = append(details, &huma.ErrorDetail{Location: "query." + name, Message: "given more than once"})
-		case values[0] == "":
-			details = append(details, &huma.ErrorDetail{Location: "query." + name, Message: "given without a value"})
+		case nameErr != nil || strings.Contains(rawName, ";"):
+			bad(rawName, "not a URL-encoded parameter name")
+			continue
+		case valueErr != nil || strings.Contains(rawValue, ";"):
+			bad(name, "not a URL-encoded value")
+		case value == "":
+			bad(name, "given without a value")
+		}
+		if seen[name]++; seen[name] == 2 {
+			bad(name, "given more than once")
 		}
 	}
 	if len(details) == 0 {
 		next(ctx)
 		return
 	}
-	// Map order is random; the answer must not be.
-	slices.SortFunc(details, func(a, b error) int {
+	// The answer follows the parameters' names, not the order they came in.
+	slices.SortStableFunc(details, func(a, b error) int {
 		return strings.Compare(a.(*huma.ErrorDetail).Location, b.(*huma.ErrorDetail).Location)
 	})
 	_ = huma.WriteErr(a.api, ctx, http.StatusBadRequest, "", details...)
@@ -217,6 +237,13 @@ func (a *handlers) logInternal(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		// The caller went away; nothing failed on our side.
 		a.Log.InfoContext(ctx, "request abandoned by the caller", "err", err)
+		return
+	}
+	// A panic in a coalesced backend call comes back as an error; its stack
+	// is the only place that says where it happened.
+	var panicked *coalesce.PanicError
+	if errors.As(err, &panicked) {
+		a.Log.ErrorContext(ctx, "request failed", "err", err, "stack", string(panicked.Stack))
 		return
 	}
 	a.Log.ErrorContext(ctx, "request failed", "err", err)

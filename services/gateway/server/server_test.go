@@ -376,6 +376,11 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 		{"limit=", "limit"},
 		{"limit=1&limit=200", "limit"},
 		{"country=JP&country=ZZ", "country"},
+		// net/url drops what it cannot decode: these must not list all.
+		{"country=%zz", "country"},
+		{"limit=5&limit=%zz", "limit"},
+		{"limit=50&limit=1;", "limit"},
+		{"limit=1;page=2", "limit"},
 		{"country=ZZZ", "country"},
 		{"country=ZZ", "country"},
 		{"country=1", "country"},
