@@ -1,7 +1,6 @@
 package httpserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
 func TestProbesAndRequestIDs(t *testing.T) {
@@ -176,7 +176,7 @@ func labelValue(line, name string) string {
 }
 
 func TestNotReadyLogsTheCause(t *testing.T) {
-	var logs bytes.Buffer
+	var logs telemetrytest.LogBuffer
 	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "warn"}, &logs)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestNotReadyLogsTheCause(t *testing.T) {
 
 func TestDebugLevelLogsEveryRequest(t *testing.T) {
 	for level, want := range map[string]bool{"debug": true, "info": false} {
-		var logs bytes.Buffer
+		var logs telemetrytest.LogBuffer
 		tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: level}, &logs)
 		if err != nil {
 			t.Fatal(err)
@@ -223,8 +223,9 @@ func TestDebugLevelLogsEveryRequest(t *testing.T) {
 		srv.Close()
 
 		var line struct {
-			Msg, Method, Route, RequestID string
-			Status                        int
+			Msg, Method, Route string
+			RequestID          string `json:"request_id"`
+			Status             int
 		}
 		found := false
 		for l := range strings.Lines(logs.String()) {
@@ -236,7 +237,7 @@ func TestDebugLevelLogsEveryRequest(t *testing.T) {
 		if found != want {
 			t.Fatalf("LOG_LEVEL=%s: request logged %v, want %v:\n%s", level, found, want, logs.String())
 		}
-		if want && (line.Method != "GET" || line.Route != "/things/{id}" || line.Status != http.StatusTeapot || !strings.Contains(logs.String(), `"request_id":"req_logged"`)) {
+		if want && (line.Method != "GET" || line.Route != "/things/{id}" || line.Status != http.StatusTeapot || line.RequestID != "req_logged") {
 			t.Fatalf("request line %+v:\n%s", line, logs.String())
 		}
 	}

@@ -88,6 +88,11 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 	// which by default are plain-text lines on stderr. Like the providers
 	// below these are process-wide; the last Setup wins.
 	slog.SetDefault(logger)
+	// What arrives through the log package is net/http's "http: panic
+	// serving ..." with its stack, TLS handshake failures and the like:
+	// errors, which must survive LOG_LEVEL=warn (SetDefault alone files
+	// them at info).
+	slog.SetLogLoggerLevel(slog.LevelError)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("opentelemetry error", "err", err)
 	}))

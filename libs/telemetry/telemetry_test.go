@@ -201,16 +201,45 @@ func TestShutdownWithCollectorHangingIsBounded(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 4*time.Second {
 		t.Errorf("Shutdown took %v", elapsed)
 	}
-	var warnings int
+	// The metric flush fails in Shutdown; the span batcher reports its cut
+	// export through OpenTelemetry's error handler instead.
+	var warnedTraces, warnedMetrics bool
 	for l := range strings.Lines(out.String()) {
 		var line map[string]any
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			t.Errorf("log line is not JSON: %q", l)
-		} else if line["level"] == "WARN" {
-			warnings++
+			continue
 		}
+		errText, _ := line["err"].(string)
+		if line["level"] != "WARN" {
+			continue
+		}
+		warnedMetrics = warnedMetrics || line["msg"] == "telemetry flush failed" && line["signal"] == "metrics"
+		warnedTraces = warnedTraces || line["msg"] == "telemetry flush failed" && line["signal"] == "traces" ||
+			line["msg"] == "opentelemetry error" && strings.Contains(errText, "traces export")
 	}
-	if warnings < 2 {
-		t.Errorf("want warnings for the trace and metric flushes; log:\n%s", out.String())
+	if !warnedTraces || !warnedMetrics {
+		t.Errorf("want a warning for each cut flush (traces %v, metrics %v); log:\n%s", warnedTraces, warnedMetrics, out.String())
+	}
+}
+
+// The log package carries net/http's errors (a handler's panic, with its
+// stack): they stay errors, and so survive a quiet LOG_LEVEL.
+func TestStandardLogLinesAreErrorsInJSON(t *testing.T) {
+	prevSlog, prevW, prevFlags := slog.Default(), log.Writer(), log.Flags()
+	t.Cleanup(func() {
+		slog.SetDefault(prevSlog)
+		slog.SetLogLoggerLevel(slog.LevelInfo)
+		log.SetOutput(prevW)
+		log.SetFlags(prevFlags)
+	})
+	out := &telemetrytest.LogBuffer{}
+	if _, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "warn"}, out); err != nil {
+		t.Fatal(err)
+	}
+	log.Print("http: panic serving 127.0.0.1:1: boom")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &line); err != nil || line["level"] != "ERROR" || line["msg"] != "http: panic serving 127.0.0.1:1: boom" {
+		t.Fatalf("log line %q (%v), want the message as one JSON line at ERROR", out.String(), err)
 	}
 }
