@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -157,22 +158,52 @@ func Open(ctx context.Context, databaseURL string, create bool, migrations fs.FS
 	return pool, nil
 }
 
-// Redact names the server and database of a database URL, for messages
+// Redact names the servers and database of a database URL, for messages
 // and logs, without its password. It rebuilds the name from the parsed
 // fields rather than masking the input: a password can also sit in the
 // query string (?password=) or in key=value form (password=...), and an
 // input that does not parse is not echoed at all.
+//
+// Every host pgx would try is named once, in order, as
+// postgres://u@h1:1,h2:2/x. Unix-socket directories go in ?host= the way
+// libpq's URLs carry them, with ?port= always beside them: the port names
+// the socket file (.s.PGSQL.<port>) as it names a TCP address, and a TCP
+// host always shows its port too.
 func Redact(databaseURL string) string {
 	cfg, err := pgconn.ParseConfig(databaseURL)
 	if err != nil {
 		return "(unparsable database URL)"
 	}
+	type hostPort struct {
+		host string
+		port uint16
+	}
+	// pgx lists a host once per TLS mode it will try (sslmode=prefer
+	// gives two), so the fallbacks repeat hosts.
+	hosts := []hostPort{{cfg.Host, cfg.Port}}
+	socket := strings.HasPrefix(cfg.Host, "/")
+	for _, fb := range cfg.Fallbacks {
+		if hp := (hostPort{fb.Host, fb.Port}); !slices.Contains(hosts, hp) {
+			hosts = append(hosts, hp)
+			socket = socket || strings.HasPrefix(fb.Host, "/")
+		}
+	}
 	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Path: "/" + cfg.Database}
-	if strings.HasPrefix(cfg.Host, "/") {
-		// A Unix socket directory: libpq's URL form carries it as ?host=.
-		u.RawQuery = url.Values{"host": {cfg.Host}}.Encode()
+	if socket {
+		// A socket directory cannot go in the URL's host part, so every
+		// host goes in the query, comma-separated as libpq reads it.
+		names, ports := make([]string, len(hosts)), make([]string, len(hosts))
+		for i, hp := range hosts {
+			names[i] = url.QueryEscape(hp.host)
+			ports[i] = strconv.Itoa(int(hp.port))
+		}
+		u.RawQuery = "host=" + strings.Join(names, ",") + "&port=" + strings.Join(ports, ",")
 	} else {
-		u.Host = net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+		addrs := make([]string, len(hosts))
+		for i, hp := range hosts {
+			addrs[i] = net.JoinHostPort(hp.host, strconv.Itoa(int(hp.port)))
+		}
+		u.Host = strings.Join(addrs, ",")
 	}
 	return u.String()
 }

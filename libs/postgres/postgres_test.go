@@ -86,15 +86,27 @@ func TestConnectNamesTheServerWithoutPassword(t *testing.T) {
 
 func TestRedactKeepsNoPasswordInAnyForm(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://u:s3cr3t@db:5433/x":                            "postgres://u@db:5433/x",
-		"postgres://u@db/x?password=s3cr3t&sslmode=disable":        "postgres://u@db:5432/x",
-		"host=db user=u password=s3cr3t dbname=x":                  "postgres://u@db:5432/x",
-		"host=/var/run/postgresql user=u password=s3cr3t dbname=x": "postgres://u@/x?host=%2Fvar%2Frun%2Fpostgresql",
-		"postgres://u:s3%cr3t@db/x":                                "(unparsable database URL)",
-		"password=s3cr3t host=db port=notaport":                    "(unparsable database URL)",
+		"postgres://u:s3cr3t@db:5433/x":                     "postgres://u@db:5433/x",
+		"postgres://u@db/x?password=s3cr3t&sslmode=disable": "postgres://u@db:5432/x",
+		"host=db user=u password=s3cr3t dbname=x":           "postgres://u@db:5432/x",
+		// Every host, once each: pgx repeats a host per TLS mode it tries.
+		"postgres://u:s3cr3t@h1:1,h2:2/x?sslmode=prefer":           "postgres://u@h1:1,h2:2/x",
+		"postgres://u:s3cr3t@[::1]:5433,db/x":                      "postgres://u@[::1]:5433,db:5432/x",
+		"host=h1,h2,h1 port=1,2,1 user=u password=s3cr3t dbname=x": "postgres://u@h1:1,h2:2/x",
+		// A socket's port names its file (.s.PGSQL.<port>), so it stays.
+		"host=/var/run/postgresql user=u password=s3cr3t dbname=x":    "postgres://u@/x?host=%2Fvar%2Frun%2Fpostgresql&port=5432",
+		"host=/tmp port=5433 user=u password=s3cr3t dbname=x":         "postgres://u@/x?host=%2Ftmp&port=5433",
+		"host=/tmp,db port=5433,5434 user=u password=s3cr3t dbname=x": "postgres://u@/x?host=%2Ftmp,db&port=5433,5434",
+		"postgres://u:s3%cr3t@db/x":                                   "(unparsable database URL)",
+		"password=s3cr3t host=db port=notaport":                       "(unparsable database URL)",
 	} {
-		if got := postgres.Redact(in); got != want || strings.Contains(got, "s3") {
+		got := postgres.Redact(in)
+		if got != want || strings.Contains(got, "s3") {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+		// What Redact gives names the same servers when read back.
+		if again := postgres.Redact(got); got != "(unparsable database URL)" && again != got {
+			t.Errorf("Redact(%q) = %q, but Redact(%q) = %q", in, got, got, again)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/twitchtv/twirp"
@@ -343,11 +344,17 @@ func (p *Platform) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// databaseURL returns serverURL pointing at database name instead.
+// databaseURL returns serverURL pointing at database name instead. It
+// takes only the URL form: pgx reads anything else as key=value settings.
+// Neither error quotes serverURL, which may hold a password; nor a URL
+// rebuilt from it, which would look like the form asked for.
 func databaseURL(serverURL, name string) (string, error) {
+	if !strings.HasPrefix(serverURL, "postgres://") && !strings.HasPrefix(serverURL, "postgresql://") {
+		return "", fmt.Errorf("PG_URL is in key=value form; give it as a postgres:// URL (like %s)", DefaultPGURL)
+	}
 	u, err := url.Parse(serverURL)
-	if err != nil || u.Scheme == "" {
-		return "", fmt.Errorf("PG_URL %q is not a postgres:// URL", postgres.Redact(serverURL))
+	if err != nil {
+		return "", fmt.Errorf("PG_URL is not a valid postgres:// URL; give one like %s", DefaultPGURL)
 	}
 	u.Path = "/" + name
 	return u.String(), nil

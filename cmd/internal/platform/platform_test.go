@@ -140,13 +140,88 @@ func TestPreflightRejectsAPGURLThatDoesNotParse(t *testing.T) {
 func TestConnectCauseSaysEachReasonOnce(t *testing.T) {
 	lookup := errors.New("lookup db.invalid: no such host")
 	refused := errors.New("127.0.0.1:5432 (localhost): dial error: connection refused")
+	// As pgx says a failed dial: the address, then net's own error, which
+	// names the address again.
+	dialRefused := func(port int) error {
+		return fmt.Errorf("127.0.0.1:%d (127.0.0.1): dial error: %w", port, &net.OpError{
+			Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port},
+			Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED},
+		})
+	}
 	for err, want := range map[error]string{
 		fmt.Errorf("hostname resolving error: %w", errors.Join(lookup, lookup)):             "hostname resolving error: lookup db.invalid: no such host",
 		errors.Join(refused, errors.New("[::1]:5432 (localhost): tls error: EOF"), refused): "127.0.0.1:5432 (localhost): dial error: connection refused; [::1]:5432 (localhost): tls error: EOF",
+		// Two hosts, each tried with and without TLS: each host's reason.
+		errors.Join(dialRefused(1), dialRefused(1), dialRefused(2), dialRefused(2)): "dial tcp 127.0.0.1:1: connect: connection refused; dial tcp 127.0.0.1:2: connect: connection refused",
 	} {
 		if got := connectCause(err); got.Error() != want || !errors.Is(got, err) {
 			t.Errorf("connectCause(%q) = %q, want %q wrapping the original", err, got, want)
 		}
+	}
+}
+
+// A server that answers but whose TLS the client turns down (or that has
+// no TLS) is up: the message says to fix sslmode, not to start it.
+func TestPreflightTellsATLSFailureFromAMissingServer(t *testing.T) {
+	u, err := url.Parse(pgtest.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The local server's certificate does not name 127.0.0.1 (and is not
+	// signed by a CA this machine trusts); a server without TLS refuses it.
+	u.RawQuery = "sslmode=verify-full"
+	err = checkPostgres(context.Background(), u.String())
+	if err == nil {
+		t.Skipf("Postgres at %s passes sslmode=verify-full; no TLS failure to report", u.Redacted())
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"Postgres at postgres://", "@" + u.Host + "/", " answered but the connection failed: ",
+		"check the sslmode and TLS settings in PG_URL (or -pg-url)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("preflight error lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, unwanted := range []string{"not answering", "pg_ctlcluster", "start "} {
+		if strings.Contains(msg, unwanted) {
+			t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
+		}
+	}
+}
+
+// With several hosts in PG_URL, each one's reason is given.
+func TestPreflightNamesEachPostgresHostThatIsNotAnswering(t *testing.T) {
+	err := checkPostgres(context.Background(), "postgres://postgres:hunter2@127.0.0.1:1,127.0.0.1:2/postgres?connect_timeout=2")
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"Postgres is not answering at postgres://postgres@127.0.0.1:1,127.0.0.1:2/postgres ",
+		": dial tcp 127.0.0.1:1: connect: connection refused; dial tcp 127.0.0.1:2: connect: connection refused\n",
+		"pg_ctlcluster",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("preflight error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "hunter2") {
+		t.Errorf("preflight error contains the password:\n%s", msg)
+	}
+}
+
+// Start rewrites PG_URL's database, which it can do only to a URL; the
+// message does not show the key=value input (or a URL made from it).
+func TestDatabaseURLAsksForAURLInsteadOfKeyValue(t *testing.T) {
+	_, err := databaseURL("host=127.0.0.1 user=u password=hunter2 dbname=x", "accounts")
+	want := "PG_URL is in key=value form; give it as a postgres:// URL (like " + DefaultPGURL + ")"
+	if err == nil || err.Error() != want {
+		t.Fatalf("databaseURL(key=value) error %v, want %q", err, want)
+	}
+	got, err := databaseURL("postgres://u:hunter2@h1:1,h2:2/x?sslmode=disable", "accounts")
+	if want := "postgres://u:hunter2@h1:1,h2:2/accounts?sslmode=disable"; err != nil || got != want {
+		t.Fatalf("databaseURL(multi-host) = %q, %v; want %q", got, err, want)
 	}
 }
 

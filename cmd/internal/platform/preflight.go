@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,9 +45,11 @@ func preflight(ctx context.Context, opts Options) error {
 }
 
 // checkPostgres connects to pgURL and, when that fails, tells apart the
-// three cases that need different fixes: a URL that does not parse, a
-// server that is not there (start it) and a server that answers but
-// refuses the login (fix the URL; starting it again would not help).
+// cases that need different fixes: a URL that does not parse, a server
+// that is not there (start it), a server that answers but refuses the login
+// (fix the URL; starting it again would not help) and one that answers but
+// with which the connection fails before a login, as TLS does when sslmode
+// asks for what the server cannot give (fix sslmode).
 func checkPostgres(ctx context.Context, pgURL string) error {
 	cfg, err := pgx.ParseConfig(pgURL)
 	if err != nil {
@@ -54,7 +57,7 @@ func checkPostgres(ctx context.Context, pgURL string) error {
 			parseProblem(err), DefaultPGURL)
 	}
 	where := postgres.Redact(pgURL)
-	err = pingPostgres(ctx, cfg)
+	answered, err := pingPostgres(ctx, cfg)
 	if err == nil {
 		return nil
 	}
@@ -68,6 +71,13 @@ func checkPostgres(ctx context.Context, pgURL string) error {
 		}
 		return fmt.Errorf("Postgres at %s refused the connection: %w", where, pgErr)
 	}
+	if answered {
+		// Something took the connection, so starting Postgres is not the
+		// fix; what failed is most often TLS ("server refused TLS
+		// connection", a certificate sslmode=verify-* does not accept).
+		return fmt.Errorf("Postgres at %s answered but the connection failed: %w\n    check the sslmode and TLS settings in PG_URL (or -pg-url)",
+			where, connectCause(err))
+	}
 	hint := "start it with: " + postgresStartHint
 	if !strings.HasPrefix(cfg.Host, "/") && !isLoopback(cfg.Host) {
 		hint = fmt.Sprintf("start Postgres at %s, or point PG_URL at a running server",
@@ -77,13 +87,29 @@ func checkPostgres(ctx context.Context, pgURL string) error {
 		where, connectCause(err), hint)
 }
 
-func pingPostgres(ctx context.Context, cfg *pgx.ConnConfig) error {
+// pingPostgres connects with cfg and pings. answered says whether any dial
+// reached a listener: when none did, every attempt failed at the dial
+// (connection refused, no such host or socket, a timeout while connecting)
+// and Postgres is not there; when one did, what failed came after it. The
+// dial is watched rather than the error read because pgx turns a dial
+// timed out by the context into the same error as a TLS handshake timed
+// out, and reports a certificate pgx turns down as a failed write.
+func pingPostgres(ctx context.Context, cfg *pgx.ConnConfig) (answered bool, err error) {
+	var dialed atomic.Bool
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil {
+			dialed.Store(true)
+		}
+		return conn, err
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return err
+		return dialed.Load(), err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return conn.Ping(ctx)
+	return true, conn.Ping(ctx)
 }
 
 // credentialsProblem reports whether a server's refusal is about what
@@ -96,10 +122,6 @@ func credentialsProblem(sqlstate string) bool {
 // connectCause is why a connection attempt failed, said once: pgx lists one
 // line per address and TLS attempt, and they are usually the same.
 func connectCause(err error) error {
-	var dialErr *net.OpError
-	if errors.As(err, &dialErr) {
-		return dialErr
-	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
 		// The rest of ConnectError's text is the user and database, which
@@ -109,7 +131,8 @@ func connectCause(err error) error {
 	return &causeError{msg: sayOnce(err), err: err}
 }
 
-// sayOnce is err's text with repeated branches of joined errors given once.
+// sayOnce is err's text with repeated branches of joined errors given once,
+// and a failed dial said as net says it, which names the address.
 func sayOnce(err error) string {
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var distinct []string
@@ -120,6 +143,11 @@ func sayOnce(err error) string {
 		}
 		return strings.Join(distinct, "; ")
 	}
+	if dialErr := dialFailure(err); dialErr != nil {
+		// Not pgx's "127.0.0.1:1 (127.0.0.1): dial error: " before it: net
+		// names the address already.
+		return dialErr.Error()
+	}
 	if inner := errors.Unwrap(err); inner != nil {
 		// A wrapping error whose text ends with the wrapped one's.
 		if prefix, ok := strings.CutSuffix(err.Error(), inner.Error()); ok {
@@ -127,6 +155,17 @@ func sayOnce(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// dialFailure is the failed dial err wraps, if any, looking no further than
+// a join: each branch of one is a different attempt.
+func dialFailure(err error) *net.OpError {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if opErr, ok := err.(*net.OpError); ok && opErr.Op == "dial" {
+			return opErr
+		}
+	}
+	return nil
 }
 
 // causeError is an error with its text rewritten for a one-line message.
