@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/accounts"
 )
 
 // accountView is an account in --json output.
@@ -52,7 +53,7 @@ plans are priced and balances kept in it.`,
 	}
 	cmd.Flags().StringVar(&name, "name", "", "display name of the partner (required)")
 	cmd.Flags().StringVar(&currency, "currency", "USD", "account currency: USD, EUR or GBP")
-	cmd.Flags().Int32Var(&rateLimit, "rate-limit", 0, "requests per minute for each API key (0: the gateway's default)")
+	cmd.Flags().Int32Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("requests per minute for each API key, at most %d (0: the gateway's default)", accounts.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("name")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		if strings.TrimSpace(name) == "" {
@@ -62,8 +63,8 @@ plans are priced and balances kept in it.`,
 		if err != nil {
 			return err
 		}
-		if rateLimit < 0 {
-			return usagef("--rate-limit must be 0 or more, got %d", rateLimit)
+		if err := checkRateLimit("--rate-limit", rateLimit); err != nil {
+			return err
 		}
 		a, err := c.accounts().CreateAccount(ctx, &accountsv1.CreateAccountRequest{
 			Name: name, Currency: cur, RateLimitPerMinute: rateLimit,
@@ -151,13 +152,13 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set-rate-limit --account ID --per-minute N",
 		Short: "Set the requests per minute allowed to each API key of an account",
-		Long: `Set the requests per minute allowed to each API key of an account.
-0 goes back to the gateway's default (RATE_LIMIT_PER_MINUTE, 1200 unless configured).`,
+		Long: fmt.Sprintf(`Set the requests per minute allowed to each API key of an account, at most %d.
+0 goes back to the gateway's default (RATE_LIMIT_PER_MINUTE, 1200 unless configured).`, accounts.MaxRateLimitPerMinute),
 		Example: `  esimctl accounts set-rate-limit --account 0193... --per-minute 6000`,
 		Args:    exactArgs(),
 	}
 	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
-	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, "requests per minute per key; 0 for the default (required)")
+	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, fmt.Sprintf("requests per minute per key, at most %d; 0 for the default (required)", accounts.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("per-minute")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
@@ -165,8 +166,8 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if perMinute < 0 {
-			return usagef("--per-minute must be 0 or more, got %d", perMinute)
+		if err := checkRateLimit("--per-minute", perMinute); err != nil {
+			return err
 		}
 		a, err := c.accounts().SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: accountID, RateLimitPerMinute: perMinute})
 		if err != nil {
@@ -179,6 +180,16 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 		return nil
 	})
 	return cmd
+}
+
+// checkRateLimit applies the accounts service's bounds to a rate limit
+// given by flag, so that an out-of-range value is a usage error (exit 2)
+// before any call, not an operation the service refuses (exit 1).
+func checkRateLimit(flag string, perMinute int32) error {
+	if perMinute < 0 || perMinute > accounts.MaxRateLimitPerMinute {
+		return usagef("invalid %s %d: want 0 (the gateway's default) to %d", flag, perMinute, accounts.MaxRateLimitPerMinute)
+	}
+	return nil
 }
 
 // parseCurrency accepts the currencies the platform prices in; checking here

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/esimplatform/esim/services/accounts"
 )
 
 // A group given without a subcommand is a usage error naming the
@@ -215,6 +217,63 @@ func TestMalformedIDIsUsageError(t *testing.T) {
 	esimctl(t, env, "accounts", "create", "--name", "Keyless", "--json").ok(t).data(t, &other)
 	if got := esimctl(t, env, "keys", "list", "--account", upper(other.ID)).ok(t).stdout; got != "account "+other.ID+" has no API keys\n" {
 		t.Errorf("keys list of a keyless account: %q", got)
+	}
+}
+
+// A rate limit outside the accounts service's bounds (0 to
+// accounts.MaxRateLimitPerMinute) is a usage error (exit 2) naming the flag
+// and the maximum, found before any call; the service would refuse it as a
+// failed operation (exit 1). The maximum itself is taken, and the help
+// text says what it is.
+func TestRateLimitOutOfRangeIsUsageError(t *testing.T) {
+	accountsURL := startAccounts(t)
+	direct := map[string]string{"ESIM_ACCOUNTS_URL": accountsURL}
+	var acct account
+	esimctl(t, direct, "accounts", "create", "--name", "Limits", "--json").ok(t).data(t, &acct)
+
+	countedAccounts, calls := counted(t, accountsURL)
+	env := map[string]string{"ESIM_ACCOUNTS_URL": countedAccounts}
+	maxText := strconv.Itoa(accounts.MaxRateLimitPerMinute)
+	over := strconv.Itoa(accounts.MaxRateLimitPerMinute + 1)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"accounts", "set-rate-limit", "--account", acct.ID, "--per-minute", over},
+			"esimctl: invalid --per-minute " + over + ": want 0 (the gateway's default) to " + maxText},
+		{[]string{"accounts", "set-rate-limit", "--account", acct.ID, "--per-minute", "2147483647", "--json"},
+			"esimctl: invalid --per-minute 2147483647: want 0 (the gateway's default) to " + maxText},
+		{[]string{"accounts", "set-rate-limit", "--account", acct.ID, "--per-minute", "-1"},
+			"esimctl: invalid --per-minute -1: want 0 (the gateway's default) to " + maxText},
+		{[]string{"accounts", "create", "--name", "Too fast", "--rate-limit", over},
+			"esimctl: invalid --rate-limit " + over + ": want 0 (the gateway's default) to " + maxText},
+		{[]string{"accounts", "create", "--name", "Too fast", "--rate-limit", "-5", "--json"},
+			"esimctl: invalid --rate-limit -5: want 0 (the gateway's default) to " + maxText},
+	} {
+		r := esimctl(t, env, tc.args...)
+		r.wantError(t, 2)
+		if first, _, _ := strings.Cut(r.stderr, "\n"); first != tc.want {
+			t.Errorf("esimctl %s: error line %q, want %q", strings.Join(tc.args, " "), first, tc.want)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("out-of-range rate limits reached the accounts service: %d calls, want none", n)
+	}
+
+	var got account
+	esimctl(t, env, "accounts", "set-rate-limit", "--account", acct.ID, "--per-minute", maxText, "--json").ok(t).data(t, &got)
+	if got.RateLimitPerMinute != accounts.MaxRateLimitPerMinute {
+		t.Errorf("rate limit = %d, want the maximum %s", got.RateLimitPerMinute, maxText)
+	}
+	esimctl(t, env, "accounts", "create", "--name", "Fastest", "--rate-limit", maxText, "--json").ok(t).data(t, &got)
+	if got.RateLimitPerMinute != accounts.MaxRateLimitPerMinute {
+		t.Errorf("created with rate limit %d, want the maximum %s", got.RateLimitPerMinute, maxText)
+	}
+
+	for _, args := range [][]string{{"accounts", "set-rate-limit", "--help"}, {"accounts", "create", "--help"}} {
+		if r := esimctl(t, nil, args...).ok(t); !strings.Contains(r.stdout, "at most "+maxText) {
+			t.Errorf("esimctl %s does not give the maximum %s:\n%s", strings.Join(args, " "), maxText, r.stdout)
+		}
 	}
 }
 

@@ -247,15 +247,24 @@ func (p Plan) validateCoverage() error {
 // UTF-8, at most max characters, and printable. Names are shown in the
 // portal, the CLI and partners' shops: control characters (NUL among them,
 // which Postgres refuses in text) and bidirectional overrides and isolates
-// (which make text display as something else than it is) are refused. The
-// accounts service checks its names the same way; a shared libs/ helper
-// would be worth it for a third user.
+// (which make text display as something else than it is) are refused. A
+// non-empty value must show something: at least one letter or digit, so
+// that a name of only invisible characters (zero-width spaces, format
+// marks) or only punctuation cannot pass as present. An empty value passes
+// here; whether the field is required is the caller's rule.
+//
+// These are the rules, and the reasons, of the accounts service's
+// validName (services/accounts/accounts.go), except that the reasons here
+// also name the offending character ("(found U+202E)"), since it is most
+// often invisible. Keep the two in step; a shared libs/ helper would be
+// worth it for a third user.
 func validText(field, s string, max int) error {
 	s = strings.TrimSpace(s)
 	if !utf8.ValidString(s) {
 		return invalid(field, "must be valid UTF-8")
 	}
-	if utf8.RuneCountInString(s) > max {
+	n := utf8.RuneCountInString(s)
+	if n > max {
 		return invalid(field, "must be at most %d characters", max)
 	}
 	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
@@ -266,7 +275,14 @@ func validText(field, s string, max int) error {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		return invalid(field, "must not contain bidirectional override or isolate characters (found U+%04X)", r)
 	}
+	if n > 0 && strings.IndexFunc(s, isLetterOrDigit) < 0 {
+		return invalid(field, "must contain at least one letter or digit")
+	}
 	return nil
+}
+
+func isLetterOrDigit(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // isBidiControl reports the explicit directional embeddings, overrides

@@ -217,6 +217,11 @@ func TestValidate(t *testing.T) {
 		{"tab in region", perDayPlan, func(p *Plan) { p.Region = "Eu\trope" }, "region"},
 		{"right-to-left override in region", perDayPlan, func(p *Plan) { p.Region = "\u202eeporuE" }, "region"},
 		{"left-to-right isolate in region", perDayPlan, func(p *Plan) { p.Region = "\u2066Europe" }, "region"},
+		{"zero-width space as name", fixedPlan, func(p *Plan) { p.Name = "\u200b" }, "name"},
+		{"punctuation as name", fixedPlan, func(p *Plan) { p.Name = "--" }, "name"},
+		{"format marks as name", fixedPlan, func(p *Plan) { p.Name = " \u200e\u2060 " }, "name"},
+		{"zero-width space as region", perDayPlan, func(p *Plan) { p.Region = "\u200b" }, "region"},
+		{"punctuation as region", perDayPlan, func(p *Plan) { p.Region = "- * -" }, "region"},
 		{"zero price", fixedPlan, func(p *Plan) { p.Prices[1].Amount = 0 }, "prices[1].amount"},
 		{"negative price", fixedPlan, func(p *Plan) { p.Prices[0].Amount = -1 }, "prices[0].amount"},
 		{"unsupported currency", fixedPlan, func(p *Plan) { p.Prices[2].Currency = "JPY" }, "prices[2].currency"},
@@ -230,6 +235,53 @@ func TestValidate(t *testing.T) {
 			tc.change(&p)
 			wantValidation(t, p.Validate(), tc.field)
 		})
+	}
+}
+
+// TestValidateTextReasons pins the reasons given for a name or region, which
+// are those of the accounts service's names (services/accounts/accounts.go,
+// validName), the catalogue adding the offending character where one is at
+// fault.
+func TestValidateTextReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		base   func() Plan
+		change func(*Plan)
+		field  string
+		reason string
+	}{
+		{"zero-width space as name", fixedPlan, func(p *Plan) { p.Name = "\u200b" }, "name", "must contain at least one letter or digit"},
+		{"punctuation as name", fixedPlan, func(p *Plan) { p.Name = " -- " }, "name", "must contain at least one letter or digit"},
+		{"blank name", fixedPlan, func(p *Plan) { p.Name = " \t " }, "name", "is required"},
+		{"zero-width space as region", perDayPlan, func(p *Plan) { p.Region = "\u200b" }, "region", "must contain at least one letter or digit"},
+		{"control in name", fixedPlan, func(p *Plan) { p.Name = "Japan\x1b5 GB" }, "name", "must not contain control characters (found U+001B)"},
+		{"override in region", perDayPlan, func(p *Plan) { p.Region = "Eu\u202erope" }, "region", "must not contain bidirectional override or isolate characters (found U+202E)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.base()
+			tc.change(&p)
+			err := p.Validate()
+			wantValidation(t, err, tc.field)
+			var ve *ValidationError
+			errors.As(err, &ve)
+			if ve.Reason != tc.reason {
+				t.Fatalf("reason %q, want %q", ve.Reason, tc.reason)
+			}
+		})
+	}
+
+	// Text with a letter or digit anywhere passes, in any script.
+	for _, name := range []string{"5", "日本 5 GB", "Ελλάδα", "— 7 —", "Japan\u200b 5 GB"} {
+		p := fixedPlan()
+		p.Name = name
+		if err := p.Validate(); err != nil {
+			t.Errorf("name %q: %v", name, err)
+		}
+	}
+	p := perDayPlan()
+	p.Region = "Europe\u200d"
+	if err := p.Validate(); err != nil {
+		t.Errorf("region with a joiner: %v", err)
 	}
 }
 

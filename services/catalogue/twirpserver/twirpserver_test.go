@@ -2,14 +2,18 @@ package twirpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twitchtv/twirp"
@@ -312,6 +316,157 @@ func TestStorageFailureIsInternalAndLogged(t *testing.T) {
 // Every bad plan of a batch is invalid_argument naming its field, never
 // internal, and the batch writes nothing: the stored plan it targets is
 // unchanged and the batch's valid plan is not created.
+// newFixtureWithContext is newFixture with every request's server-side
+// context passed through reqCtx, and logs kept down to debug level.
+func newFixtureWithContext(t *testing.T, reqCtx func(context.Context) context.Context) fixture {
+	t.Helper()
+	pool := pgtest.New(t, postgres.Migrations)
+	svc := catalogue.NewService(postgres.NewStore(pool), nil)
+	if _, err := svc.Seed(context.Background()); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	logs := &telemetrytest.LogBuffer{}
+	h := twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(reqCtx(r.Context())))
+	}))
+	t.Cleanup(srv.Close)
+	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, srv.Client()), pool: pool, logs: logs}
+}
+
+// logRecords are the JSON log lines written so far.
+func (f fixture) logRecords() []map[string]any {
+	var recs []map[string]any
+	for line := range strings.Lines(f.logs.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
+}
+
+// A call whose context ends on the server (the caller gave up, or a
+// deadline passed) is Canceled or DeadlineExceeded with a bare message, as
+// from the accounts service: not Internal, which is logged as an outage,
+// and without the storage error's text, which can name the database's user
+// and host. It is logged at debug level, never at error level.
+func TestEndedContextIsCanceledOrDeadlineExceeded(t *testing.T) {
+	ctx := context.Background()
+	var mode atomic.Value // of string
+	mode.Store("")
+	f := newFixtureWithContext(t, func(ctx context.Context) context.Context {
+		switch mode.Load() {
+		case "canceled":
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx
+		case "past deadline":
+			ctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+			cancel() // the deadline has passed already; Err stays DeadlineExceeded
+			return ctx
+		}
+		return ctx
+	})
+	jp, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Country: "JP"})
+	if err != nil || len(jp.Plans) == 0 {
+		t.Fatalf("ListPlans JP = %v, %v", jp, err)
+	}
+	id := jp.Plans[0].Id
+
+	for _, tc := range []struct {
+		mode string
+		code twirp.ErrorCode
+		msg  string
+	}{
+		{"canceled", twirp.Canceled, "request canceled"},
+		{"past deadline", twirp.DeadlineExceeded, "deadline exceeded"},
+	} {
+		mode.Store(tc.mode)
+		for method, call := range map[string]func() error{
+			"ListPlans": func() error {
+				_, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{})
+				return err
+			},
+			"GetPlan": func() error {
+				_, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+				return err
+			},
+		} {
+			twerr := wantCode(t, call(), tc.code)
+			if twerr.Msg() != tc.msg {
+				t.Errorf("%s %s: message %q, want the bare %q", tc.mode, method, twerr.Msg(), tc.msg)
+			}
+		}
+	}
+	mode.Store("")
+
+	var cut int
+	for _, rec := range f.logRecords() {
+		if rec["level"] == "ERROR" {
+			t.Errorf("a call cut short by its context was logged at error level: %v", rec)
+		}
+		if rec["msg"] == "catalogue call cut short by its context" {
+			if rec["level"] != "DEBUG" || rec["method"] == "" || rec["error"] == "" {
+				t.Errorf("logged %v; want a debug line with the method and the cause", rec)
+			}
+			cut++
+		}
+	}
+	if cut != 4 {
+		t.Errorf("%d calls logged as cut short, want 4:\n%s", cut, f.logs)
+	}
+	if _, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id}); err != nil {
+		t.Errorf("GetPlan afterwards: %v", err)
+	}
+}
+
+// TestCallerThatGivesUpIsNotAnError: a caller whose deadline passes while
+// its call waits (here on a locked table) closes the connection; the
+// server's context ends, and that is logged at debug level as cut short,
+// not at error level as an internal error.
+func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
+	ctx := context.Background()
+	f := newFixtureWithContext(t, func(ctx context.Context) context.Context { return ctx })
+
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE plans IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := f.client.ListPlans(short, &cataloguev1.ListPlansRequest{}); err == nil {
+		t.Fatal("ListPlans answered through a locked table")
+	}
+
+	var cut map[string]any
+	for deadline := time.Now().Add(5 * time.Second); cut == nil && time.Now().Before(deadline); {
+		for _, rec := range f.logRecords() {
+			if rec["msg"] == "catalogue call cut short by its context" {
+				cut = rec
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = tx.Rollback(ctx)
+	for _, rec := range f.logRecords() {
+		if rec["level"] == "ERROR" {
+			t.Errorf("a caller giving up was logged at error level: %v", rec)
+		}
+	}
+	if cut == nil {
+		t.Fatalf("the abandoned call was not logged at debug level:\n%s", f.logs)
+	}
+	if cut["level"] != "DEBUG" || cut["method"] != "ListPlans" || cut["code"] != "canceled" {
+		t.Errorf("logged %v; want a debug line naming ListPlans and canceled", cut)
+	}
+}
+
 func TestUpsertRejectsBadPlansAndWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
