@@ -490,16 +490,23 @@ func validName(field, name string, required bool) (string, error) {
 	if n > MaxNameLength {
 		return "", invalid(field, fmt.Sprintf("must be at most %d characters", MaxNameLength))
 	}
-	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return "", invalid(field, "must not contain control characters")
+	// The offending character is named: it is usually invisible, and the
+	// catalogue words the same rules the same way.
+	if i := strings.IndexFunc(name, unicode.IsControl); i >= 0 {
+		return "", invalid(field, fmt.Sprintf("must not contain control characters (found U+%04X)", firstRune(name[i:])))
 	}
-	if strings.IndexFunc(name, isBidiControl) >= 0 {
-		return "", invalid(field, "must not contain bidirectional override or isolate characters")
+	if i := strings.IndexFunc(name, isBidiControl); i >= 0 {
+		return "", invalid(field, fmt.Sprintf("must not contain bidirectional override or isolate characters (found U+%04X)", firstRune(name[i:])))
 	}
 	if n > 0 && strings.IndexFunc(name, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
 		return "", invalid(field, "must contain at least one letter or digit")
 	}
 	return name, nil
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }
 
 // isBidiControl reports the embedding and override characters U+202A to

@@ -270,6 +270,17 @@ func TestCreateAccountValidation(t *testing.T) {
 		}
 	}
 
+	// An invisible offender is named, as the catalogue names it.
+	for name, want := range map[string]string{
+		"Acme\u202eofni.exe": "must not contain bidirectional override or isolate characters (found U+202E)",
+		"Acme\x1b[31m":       "must not contain control characters (found U+001B)",
+	} {
+		var ve *ValidationError
+		if _, err := svc.CreateAccount(ctx, NewAccount{Name: name}); !errors.As(err, &ve) || ve.Reason != want {
+			t.Errorf("CreateAccount(%+q): %v, want the reason %q", name, err, want)
+		}
+	}
+
 	if _, err := svc.CreateAccount(ctx, NewAccount{Name: strings.Repeat("é", 120), Currency: GBP, RateLimitPerMinute: 0}); err != nil {
 		t.Errorf("120 characters (240 bytes) rejected: %v", err)
 	}
