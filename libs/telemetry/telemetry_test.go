@@ -94,6 +94,22 @@ func TestMetricsHandlerServesPrometheus(t *testing.T) {
 	}
 }
 
+// jsonLines decodes a log, failing the test for every line that is not a
+// JSON object: a plain-text line is what these tests exist to catch.
+func jsonLines(t *testing.T, output string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for l := range strings.Lines(output) {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Errorf("log line is not JSON: %q", l)
+			continue
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
 // setupWithSomethingToExport sets telemetry up against an OTLP endpoint,
 // with one span and one metric point waiting, so that Shutdown has both
 // kinds to flush. Whatever goes through the standard library's log package
@@ -155,12 +171,7 @@ func TestShutdownWithCollectorDownWarnsInJSON(t *testing.T) {
 	}
 
 	var warnedTraces, warnedMetrics bool
-	for l := range strings.Lines(out.String()) {
-		var line map[string]any
-		if err := json.Unmarshal([]byte(l), &line); err != nil {
-			t.Errorf("log line is not JSON: %q", l)
-			continue
-		}
+	for _, line := range jsonLines(t, out.String()) {
 		text := fmt.Sprint(line)
 		if line["level"] == "WARN" && strings.Contains(text, "connection refused") {
 			warnedTraces = warnedTraces || strings.Contains(text, "/v1/traces")
@@ -204,12 +215,7 @@ func TestShutdownWithCollectorHangingIsBounded(t *testing.T) {
 	// The metric flush fails in Shutdown; the span batcher reports its cut
 	// export through OpenTelemetry's error handler instead.
 	var warnedTraces, warnedMetrics bool
-	for l := range strings.Lines(out.String()) {
-		var line map[string]any
-		if err := json.Unmarshal([]byte(l), &line); err != nil {
-			t.Errorf("log line is not JSON: %q", l)
-			continue
-		}
+	for _, line := range jsonLines(t, out.String()) {
 		errText, _ := line["err"].(string)
 		if line["level"] != "WARN" {
 			continue

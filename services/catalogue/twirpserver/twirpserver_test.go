@@ -44,18 +44,7 @@ func (f fixture) wantNoInternalError(t *testing.T, what string) {
 
 // newFixture serves a seeded catalogue over real HTTP on a fresh database
 // and returns the generated protobuf client for it.
-func newFixture(t *testing.T) fixture {
-	t.Helper()
-	pool := pgtest.New(t, postgres.Migrations)
-	svc := catalogue.NewService(postgres.NewStore(pool), nil)
-	if _, err := svc.Seed(context.Background()); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
-	logs := &telemetrytest.LogBuffer{}
-	srv := httptest.NewServer(twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, nil))))
-	t.Cleanup(srv.Close)
-	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, srv.Client()), pool: pool, logs: logs}
-}
+func newFixture(t *testing.T) fixture { return newFixtureWithContext(t, nil) }
 
 func wantCode(t *testing.T, err error, code twirp.ErrorCode) twirp.Error {
 	t.Helper()
@@ -313,11 +302,9 @@ func TestStorageFailureIsInternalAndLogged(t *testing.T) {
 	}
 }
 
-// Every bad plan of a batch is invalid_argument naming its field, never
-// internal, and the batch writes nothing: the stored plan it targets is
-// unchanged and the batch's valid plan is not created.
 // newFixtureWithContext is newFixture with every request's server-side
-// context passed through reqCtx, and logs kept down to debug level.
+// context passed through reqCtx, when given. Logs are kept down to debug
+// level, where a call cut short by its context is logged.
 func newFixtureWithContext(t *testing.T, reqCtx func(context.Context) context.Context) fixture {
 	t.Helper()
 	pool := pgtest.New(t, postgres.Migrations)
@@ -327,9 +314,13 @@ func newFixtureWithContext(t *testing.T, reqCtx func(context.Context) context.Co
 	}
 	logs := &telemetrytest.LogBuffer{}
 	h := twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(reqCtx(r.Context())))
-	}))
+	if reqCtx != nil {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(w, r.WithContext(reqCtx(r.Context())))
+		})
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, srv.Client()), pool: pool, logs: logs}
 }
@@ -467,6 +458,9 @@ func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
 	}
 }
 
+// Every bad plan of a batch is invalid_argument naming its field, never
+// internal, and the batch writes nothing: the stored plan it targets is
+// unchanged and the batch's valid plan is not created.
 func TestUpsertRejectsBadPlansAndWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
