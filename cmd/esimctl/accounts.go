@@ -117,7 +117,7 @@ func (c *cli) accountsListCommand() *cobra.Command {
 		Short: "List partner accounts, newest first",
 		Args:  exactArgs(),
 	}
-	addPaging(cmd, &page, &limit)
+	addPaging(cmd, &page, &limit, accounts.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		if err := checkPaging(page, limit); err != nil {
 			return err
@@ -203,17 +203,30 @@ func parseCurrency(s string) (string, error) {
 	return "", usagef("invalid --currency %q: want USD, EUR or GBP", s)
 }
 
-func addPaging(cmd *cobra.Command, page, limit *int32) {
-	cmd.Flags().Int32Var(page, "page", 1, "page number, from 1")
-	cmd.Flags().Int32Var(limit, "limit", 20, "items per page, 1 to 100")
+// The bounds of --page and --limit. Every service that lists takes the
+// same (docs/decisions.md: pages up to 10,000 on every list, 1 to 100 items
+// each); a test holds the catalogue's to these.
+const (
+	maxPage      = accounts.MaxPage
+	maxPageLimit = accounts.MaxPageLimit
+)
+
+// addPaging adds --page and --limit; defaultLimit is the list's page size
+// when --limit is not given.
+func addPaging(cmd *cobra.Command, page, limit *int32, defaultLimit int32) {
+	cmd.Flags().Int32Var(page, "page", 1, fmt.Sprintf("page number, 1 to %d", maxPage))
+	cmd.Flags().Int32Var(limit, "limit", defaultLimit, fmt.Sprintf("items per page, 1 to %d", maxPageLimit))
 }
 
+// checkPaging applies the services' bounds to --page and --limit, so that
+// an out-of-range value is a usage error (exit 2) before any call, not an
+// operation the service refuses (exit 1).
 func checkPaging(page, limit int32) error {
-	if page < 1 {
-		return usagef("invalid --page %d: want 1 or more", page)
+	if page < 1 || page > maxPage {
+		return usagef("invalid --page %d: want 1 to %d", page, maxPage)
 	}
-	if limit < 1 || limit > 100 {
-		return usagef("invalid --limit %d: want 1 to 100", limit)
+	if limit < 1 || limit > maxPageLimit {
+		return usagef("invalid --limit %d: want 1 to %d", limit, maxPageLimit)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/accounts"
 )
 
 // keyView is an API key in --json output. It never carries the secret: the
@@ -96,19 +97,27 @@ hand it to the partner over a secure channel now; it cannot be shown again.`,
 
 func (c *cli) keysListCommand() *cobra.Command {
 	var account string
+	var page, limit int32
 	cmd := &cobra.Command{
-		Use:   "list --account ID",
-		Short: "List an account's API keys (prefixes only, never secrets)",
-		Args:  exactArgs(),
+		Use:   "list --account ID [--page N] [--limit N]",
+		Short: "List an account's API keys, newest first (prefixes only, never secrets)",
+		Long: fmt.Sprintf(`List an account's API keys, newest first, revoked ones included. Prefixes
+only: a secret is shown once, when its key is created. A page holds %d keys
+unless --limit says otherwise.`, accounts.DefaultKeyPageLimit),
+		Args: exactArgs(),
 	}
 	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
 	_ = cmd.MarkFlagRequired("account")
+	addPaging(cmd, &page, &limit, accounts.DefaultKeyPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		accountID, err := parseID("--account", account)
 		if err != nil {
 			return err
 		}
-		resp, err := c.accounts().ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: accountID})
+		if err := checkPaging(page, limit); err != nil {
+			return err
+		}
+		resp, err := c.accounts().ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: accountID, Page: page, Limit: limit})
 		if err != nil {
 			return c.callFailed("list keys of account "+accountID, "accounts", err)
 		}
@@ -117,9 +126,9 @@ func (c *cli) keysListCommand() *cobra.Command {
 			for _, k := range resp.GetKeys() {
 				views = append(views, viewKey(k))
 			}
-			return c.printJSON(views, nil)
+			return c.printJSON(views, newPagination(page, limit, resp.GetTotal()))
 		}
-		if len(resp.GetKeys()) == 0 {
+		if resp.GetTotal() == 0 && len(resp.GetKeys()) == 0 {
 			fmt.Fprintf(c.stdout, "account %s has no API keys\n", accountID)
 			return nil
 		}
@@ -128,7 +137,11 @@ func (c *cli) keysListCommand() *cobra.Command {
 			v := viewKey(k)
 			row(tw, v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, when(k.GetCreatedAt()), when(k.GetRevokedAt()))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		c.pageFooter(page, limit, resp.GetTotal(), len(resp.GetKeys()), "keys")
+		return nil
 	})
 	return cmd
 }

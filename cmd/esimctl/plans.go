@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/catalogue"
 )
 
 // planView is a plan in --json output, shaped like the public API's plan
@@ -138,7 +139,7 @@ func (c *cli) plansListCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&country, "country", "", "only plans covering this ISO 3166-1 alpha-2 country (JP, FR, ...)")
 	cmd.Flags().StringVar(&planType, "type", "", "only plans of this type: fixed or per_day")
-	addPaging(cmd, &page, &limit)
+	addPaging(cmd, &page, &limit, catalogue.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		req := &cataloguev1.ListPlansRequest{Page: page, Limit: limit}
 		if country != "" {

@@ -72,6 +72,11 @@ const (
 	MaxNameLength    = 120
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100
+	// DefaultKeyPageLimit is ListKeys' page size when the caller names
+	// none: the largest page, so that an account's keys, revoked ones of
+	// past rotations included, come back in one answer as they did before
+	// ListKeys was paginated.
+	DefaultKeyPageLimit = MaxPageLimit
 	// MaxPage bounds paging, as in the catalogue: Postgres reads and
 	// discards every row before an OFFSET, so an unbounded page (up to
 	// MaxInt32 on the wire) is a costly request for an empty answer.
@@ -173,8 +178,9 @@ type Store interface {
 	SetRateLimit(ctx context.Context, id uuid.UUID, perMinute int32) (Account, error)
 	// InsertKey returns ErrNotFound when the account does not exist.
 	InsertKey(ctx context.Context, k APIKey, secretHash []byte) error
-	// ListKeys returns the account's keys, newest first, revoked included.
-	ListKeys(ctx context.Context, accountID uuid.UUID) ([]APIKey, error)
+	// ListKeys returns one page of the account's keys, newest first (ties
+	// by id), revoked included, and the account's total count of keys.
+	ListKeys(ctx context.Context, accountID uuid.UUID, limit int32, offset int64) ([]APIKey, int64, error)
 	// RevokeKey sets revoked_at to at unless already set, and returns the
 	// key; ErrNotFound unless the key belongs to the account.
 	RevokeKey(ctx context.Context, accountID, keyID uuid.UUID, at time.Time) (APIKey, error)
@@ -264,20 +270,10 @@ type AccountPage struct {
 // ListAccounts returns accounts newest first. page is 1..MaxPage; 0 means
 // 1. limit is 1..MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Service) ListAccounts(ctx context.Context, page, limit int32) (AccountPage, error) {
-	if page == 0 {
-		page = 1
+	limit, offset, err := paging(page, limit, DefaultPageLimit)
+	if err != nil {
+		return AccountPage{}, err
 	}
-	if limit == 0 {
-		limit = DefaultPageLimit
-	}
-	if page < 1 || page > MaxPage {
-		return AccountPage{}, invalid("page", fmt.Sprintf("must be between 1 and %d", MaxPage))
-	}
-	if limit < 1 || limit > MaxPageLimit {
-		return AccountPage{}, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxPageLimit))
-	}
-	// int64 so that a huge page number cannot overflow into a negative offset.
-	offset := int64(page-1) * int64(limit)
 	list, total, err := s.store.ListAccounts(ctx, limit, offset)
 	if err != nil {
 		return AccountPage{}, fmt.Errorf("list accounts: %w", err)
@@ -335,18 +331,31 @@ func (s *Service) CreateKey(ctx context.Context, in NewKey) (IssuedKey, error) {
 	return IssuedKey{Key: k, Secret: secret}, nil
 }
 
-// ListKeys returns the account's keys newest first, revoked ones included
-// so partners can see when a key stopped working. An unknown account is
-// ErrNotFound rather than an empty list.
-func (s *Service) ListKeys(ctx context.Context, accountID uuid.UUID) ([]APIKey, error) {
-	if _, err := s.store.Account(ctx, accountID); err != nil {
-		return nil, fmt.Errorf("list keys of account %s: %w", accountID, err)
-	}
-	keys, err := s.store.ListKeys(ctx, accountID)
+// KeyPage is one page of an account's keys and the account's total
+// number of keys across all pages.
+type KeyPage struct {
+	Keys  []APIKey
+	Total int64
+}
+
+// ListKeys returns a page of the account's keys newest first (ties by id,
+// so pages neither repeat nor skip a key), revoked ones included so
+// partners can see when a key stopped working. page is 1..MaxPage; 0 means
+// 1. limit is 1..MaxPageLimit; 0 means DefaultKeyPageLimit. An unknown
+// account is ErrNotFound rather than an empty list.
+func (s *Service) ListKeys(ctx context.Context, accountID uuid.UUID, page, limit int32) (KeyPage, error) {
+	limit, offset, err := paging(page, limit, DefaultKeyPageLimit)
 	if err != nil {
-		return nil, fmt.Errorf("list keys of account %s: %w", accountID, err)
+		return KeyPage{}, err
 	}
-	return keys, nil
+	if _, err := s.store.Account(ctx, accountID); err != nil {
+		return KeyPage{}, fmt.Errorf("list keys of account %s: %w", accountID, err)
+	}
+	keys, total, err := s.store.ListKeys(ctx, accountID, limit, offset)
+	if err != nil {
+		return KeyPage{}, fmt.Errorf("list keys of account %s: %w", accountID, err)
+	}
+	return KeyPage{Keys: keys, Total: total}, nil
 }
 
 // RevokeKey stops the key authenticating. It is idempotent: revoking again
@@ -513,6 +522,25 @@ func firstRune(s string) rune {
 // U+202E and the isolates U+2066 to U+2069.
 func isBidiControl(r rune) bool {
 	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}
+
+// paging checks a requested page and page size (0 means page 1 and
+// defaultLimit) and returns the limit and offset to read.
+func paging(page, limit, defaultLimit int32) (int32, int64, error) {
+	if page == 0 {
+		page = 1
+	}
+	if limit == 0 {
+		limit = defaultLimit
+	}
+	if page < 1 || page > MaxPage {
+		return 0, 0, invalid("page", fmt.Sprintf("must be between 1 and %d", MaxPage))
+	}
+	if limit < 1 || limit > MaxPageLimit {
+		return 0, 0, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxPageLimit))
+	}
+	// int64 so that a huge page number cannot overflow into a negative offset.
+	return limit, int64(page-1) * int64(limit), nil
 }
 
 func validRateLimit(perMinute int32) error {

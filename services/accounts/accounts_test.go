@@ -23,6 +23,8 @@ type memStore struct {
 	keys     map[uuid.UUID]APIKey
 	hashes   map[uuid.UUID][]byte
 	lookups  int // KeyByHash calls
+	// keyPages records the (limit, offset) of every ListKeys call.
+	keyPages [][2]int64
 	fail     error
 }
 
@@ -77,7 +79,18 @@ func (m *memStore) InsertKey(_ context.Context, k APIKey, secretHash []byte) err
 	return nil
 }
 
-func (m *memStore) ListKeys(context.Context, uuid.UUID) ([]APIKey, error) { return nil, nil }
+func (m *memStore) ListKeys(_ context.Context, accountID uuid.UUID, limit int32, offset int64) ([]APIKey, int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keyPages = append(m.keyPages, [2]int64{int64(limit), offset})
+	var total int64
+	for _, k := range m.keys {
+		if k.AccountID == accountID {
+			total++
+		}
+	}
+	return nil, total, nil
+}
 
 func (m *memStore) RevokeKey(_ context.Context, accountID, keyID uuid.UUID, at time.Time) (APIKey, error) {
 	m.mu.Lock()
@@ -344,6 +357,67 @@ func TestListAccountsPaging(t *testing.T) {
 	}
 	if _, err := svc.ListAccounts(context.Background(), MaxPage, MaxPageLimit); err != nil {
 		t.Errorf("the last page rejected: %v", err)
+	}
+}
+
+// ListKeys checks page and limit as ListAccounts does, before reading
+// anything, and defaults to a page large enough for an account's keys.
+func TestListKeysPaging(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	svc := NewService(store)
+	a, err := svc.CreateAccount(ctx, NewAccount{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		page, limit int32
+		field       string
+	}{
+		{-1, 20, "page"},
+		{MaxPage + 1, 20, "page"},
+		{math.MaxInt32, 100, "page"},
+		{math.MinInt32, 0, "page"},
+		{1, -1, "limit"},
+		{1, MaxPageLimit + 1, "limit"},
+		{0, math.MaxInt32, "limit"},
+	} {
+		_, err := svc.ListKeys(ctx, a.ID, tc.page, tc.limit)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Field != tc.field {
+			t.Errorf("ListKeys(%d, %d): err = %v, want a ValidationError on %s", tc.page, tc.limit, err, tc.field)
+		}
+	}
+	if len(store.keyPages) != 0 {
+		t.Errorf("rejected pages reached the store: %v", store.keyPages)
+	}
+	for _, tc := range []struct {
+		page, limit           int32
+		wantLimit, wantOffset int64
+	}{
+		{0, 0, DefaultKeyPageLimit, 0},
+		{1, 0, DefaultKeyPageLimit, 0},
+		{3, 7, 7, 14},
+		{MaxPage, MaxPageLimit, MaxPageLimit, (MaxPage - 1) * MaxPageLimit},
+	} {
+		store.keyPages = nil
+		if _, err := svc.ListKeys(ctx, a.ID, tc.page, tc.limit); err != nil {
+			t.Errorf("ListKeys(%d, %d): %v", tc.page, tc.limit, err)
+			continue
+		}
+		if want := [][2]int64{{tc.wantLimit, tc.wantOffset}}; fmt.Sprint(store.keyPages) != fmt.Sprint(want) {
+			t.Errorf("ListKeys(%d, %d) read %v, want limit and offset %v", tc.page, tc.limit, store.keyPages, want)
+		}
+	}
+	if DefaultKeyPageLimit < DefaultPageLimit || DefaultKeyPageLimit > MaxPageLimit {
+		t.Errorf("DefaultKeyPageLimit = %d, want between %d and %d", DefaultKeyPageLimit, DefaultPageLimit, MaxPageLimit)
+	}
+	store.keyPages = nil
+	if _, err := svc.ListKeys(ctx, uuid.New(), 0, 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ListKeys(unknown account): err = %v, want ErrNotFound", err)
+	}
+	if len(store.keyPages) != 0 {
+		t.Errorf("an unknown account's keys were read: %v", store.keyPages)
 	}
 }
 

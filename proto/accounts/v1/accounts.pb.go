@@ -630,9 +630,16 @@ func (x *CreateKeyResponse) GetSecret() string {
 	return ""
 }
 
+// ListKeys pages through an account's keys, revoked ones included, newest
+// first (ties by id, so the order is stable across pages).
 type ListKeysRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AccountId string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	// 1..10000; defaults to 1.
+	Page int32 `protobuf:"varint,2,opt,name=page,proto3" json:"page,omitempty"`
+	// 1..100; defaults to 100, so that an account's keys, with the revoked
+	// ones of a few rotations, fit on one page.
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -674,9 +681,25 @@ func (x *ListKeysRequest) GetAccountId() string {
 	return ""
 }
 
+func (x *ListKeysRequest) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *ListKeysRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type ListKeysResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keys          []*ApiKey              `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Keys  []*ApiKey              `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	// Every key of the account, across all pages.
+	Total         int32 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +739,13 @@ func (x *ListKeysResponse) GetKeys() []*ApiKey {
 		return x.Keys
 	}
 	return nil
+}
+
+func (x *ListKeysResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
 }
 
 type RevokeKeyRequest struct {
@@ -937,12 +967,15 @@ const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\"W\n" +
 	"\x11CreateKeyResponse\x12*\n" +
 	"\x03key\x18\x01 \x01(\v2\x18.esim.accounts.v1.ApiKeyR\x03key\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\tR\x06secret\"0\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"Z\n" +
 	"\x0fListKeysRequest\x12\x1d\n" +
 	"\n" +
-	"account_id\x18\x01 \x01(\tR\taccountId\"@\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\x12\x12\n" +
+	"\x04page\x18\x02 \x01(\x05R\x04page\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"V\n" +
 	"\x10ListKeysResponse\x12,\n" +
-	"\x04keys\x18\x01 \x03(\v2\x18.esim.accounts.v1.ApiKeyR\x04keys\"H\n" +
+	"\x04keys\x18\x01 \x03(\v2\x18.esim.accounts.v1.ApiKeyR\x04keys\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x05R\x05total\"H\n" +
 	"\x10RevokeKeyRequest\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\tR\taccountId\x12\x15\n" +

@@ -30,10 +30,16 @@ INSERT INTO api_keys (id, account_id, environment, prefix, name, secret_hash, cr
 VALUES ($1, $2, $3, $4, $5, $6, $7);
 
 -- name: ListKeys :many
+-- id breaks ties between keys created in the same microsecond, so a page
+-- boundary never splits them differently from one call to the next.
 SELECT id, account_id, environment, prefix, name, created_at, revoked_at
 FROM api_keys
-WHERE account_id = $1
-ORDER BY created_at DESC, id DESC;
+WHERE account_id = sqlc.arg(account_id)
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: CountKeys :one
+SELECT count(*) FROM api_keys WHERE account_id = $1;
 
 -- name: RevokeKey :one
 -- COALESCE keeps the first revocation time, so revoking twice is a no-op.

@@ -108,17 +108,23 @@ func (s *Store) InsertKey(ctx context.Context, k accounts.APIKey, secretHash []b
 	return nil
 }
 
-// ListKeys implements accounts.Store.
-func (s *Store) ListKeys(ctx context.Context, accountID uuid.UUID) ([]accounts.APIKey, error) {
-	rows, err := s.q.ListKeys(ctx, accountID)
+// ListKeys implements accounts.Store. As in ListAccounts, the page and the
+// count are two statements: a key created in between may make the total
+// off by one, which a paginated listing tolerates.
+func (s *Store) ListKeys(ctx context.Context, accountID uuid.UUID, limit int32, offset int64) ([]accounts.APIKey, int64, error) {
+	rows, err := s.q.ListKeys(ctx, db.ListKeysParams{AccountID: accountID, RowLimit: limit, RowOffset: offset})
 	if err != nil {
-		return nil, fmt.Errorf("select keys: %w", err)
+		return nil, 0, fmt.Errorf("select keys: %w", err)
+	}
+	total, err := s.q.CountKeys(ctx, accountID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count keys: %w", err)
 	}
 	keys := make([]accounts.APIKey, len(rows))
 	for i, r := range rows {
 		keys[i] = apiKey(r)
 	}
-	return keys, nil
+	return keys, total, nil
 }
 
 // RevokeKey implements accounts.Store.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,12 +128,12 @@ func TestKeysListRevokeAndLookup(t *testing.T) {
 	older := insertKey(t, s, a.ID, "secret-one", at(time.Second))
 	newer := insertKey(t, s, a.ID, "secret-two", at(2*time.Second))
 
-	keys, err := s.ListKeys(ctx, a.ID)
+	keys, total, err := s.ListKeys(ctx, a.ID, 100, 0)
 	if err != nil {
 		t.Fatalf("ListKeys: %v", err)
 	}
-	if len(keys) != 2 || keys[0].ID != newer.ID || keys[1].ID != older.ID {
-		t.Fatalf("ListKeys = %v, want newest first", keys)
+	if len(keys) != 2 || keys[0].ID != newer.ID || keys[1].ID != older.ID || total != 2 {
+		t.Fatalf("ListKeys = %v, total %d; want newest first, 2", keys, total)
 	}
 
 	rec, err := s.KeyByHash(ctx, hash("secret-one"))
@@ -165,6 +167,73 @@ func TestKeysListRevokeAndLookup(t *testing.T) {
 	}
 	if rec, _ := s.KeyByHash(ctx, hash("secret-two")); rec.Key.Revoked() {
 		t.Error("another account revoked the key")
+	}
+}
+
+// Pages of an account's keys are in one total order, newest first and, for
+// keys created in the same microsecond, by id descending: walking them
+// yields every key exactly once. Other accounts' keys are neither listed
+// nor counted, and a page past the end is empty with the real total.
+func TestListKeysPagesInAStableOrder(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := insertAccount(t, s, at(0))
+	other := insertAccount(t, s, at(0))
+	insertKey(t, s, other.ID, "other-account", at(time.Second))
+
+	// Eleven keys over four instants, most sharing theirs with others, so
+	// that page boundaries fall inside runs of equal created_at.
+	var keys []accounts.APIKey
+	for i := range 11 {
+		keys = append(keys, insertKey(t, s, a.ID, fmt.Sprintf("secret-%d", i), at(time.Duration(i%4)*time.Second)))
+	}
+	if _, err := s.RevokeKey(ctx, a.ID, keys[5].ID, at(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(keys)
+	slices.SortFunc(want, func(x, y accounts.APIKey) int {
+		if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
+			return c
+		}
+		return bytes.Compare(y.ID[:], x.ID[:])
+	})
+
+	for _, limit := range []int32{1, 3, 4, 11, 100} {
+		var got []uuid.UUID
+		for offset := int64(0); ; offset += int64(limit) {
+			page, total, err := s.ListKeys(ctx, a.ID, limit, offset)
+			if err != nil {
+				t.Fatalf("ListKeys(limit %d, offset %d): %v", limit, offset, err)
+			}
+			if total != 11 {
+				t.Errorf("ListKeys(limit %d, offset %d): total %d, want 11", limit, offset, total)
+			}
+			if len(page) > int(limit) {
+				t.Fatalf("ListKeys(limit %d, offset %d): %d keys", limit, offset, len(page))
+			}
+			for _, k := range page {
+				got = append(got, k.ID)
+			}
+			if len(page) < int(limit) {
+				break
+			}
+		}
+		var wantIDs []uuid.UUID
+		for _, k := range want {
+			wantIDs = append(wantIDs, k.ID)
+		}
+		if !slices.Equal(got, wantIDs) {
+			t.Errorf("pages of %d: %v\nwant %v", limit, got, wantIDs)
+		}
+	}
+
+	beyond, total, err := s.ListKeys(ctx, a.ID, 5, 1000)
+	if err != nil || len(beyond) != 0 || total != 11 {
+		t.Errorf("past the end: %d keys, total %d, err %v; want none, 11, nil", len(beyond), total, err)
+	}
+	none, total, err := s.ListKeys(ctx, uuid.New(), 5, 0)
+	if err != nil || len(none) != 0 || total != 0 {
+		t.Errorf("unknown account: %d keys, total %d, err %v; want none, 0, nil", len(none), total, err)
 	}
 }
 

@@ -121,12 +121,16 @@ func (s *Server) ListKeys(ctx context.Context, req *accountsv1.ListKeysRequest) 
 	if err != nil {
 		return nil, twirpError(err)
 	}
-	keys, err := s.svc.ListKeys(ctx, accountID)
+	page, err := s.svc.ListKeys(ctx, accountID, req.GetPage(), req.GetLimit())
 	if err != nil {
 		return nil, twirpError(err)
 	}
-	resp := &accountsv1.ListKeysResponse{Keys: make([]*accountsv1.ApiKey, len(keys))}
-	for i, k := range keys {
+	resp := &accountsv1.ListKeysResponse{
+		Keys: make([]*accountsv1.ApiKey, len(page.Keys)),
+		// Saturated like ListAccounts' total, never wrapped.
+		Total: int32(min(page.Total, math.MaxInt32)),
+	}
+	for i, k := range page.Keys {
 		resp.Keys[i] = keyToProto(k)
 	}
 	return resp, nil

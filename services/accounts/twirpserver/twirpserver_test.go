@@ -245,6 +245,103 @@ func TestListShowsPrefixNotSecret(t *testing.T) {
 	wantTwirp(t, "empty account id", err, twirp.NotFound, "")
 }
 
+// ListKeys pages like ListAccounts: the pages walk every key exactly once,
+// newest first, each with the account's total; a page past the end is
+// empty with the real total; a page or limit out of range is
+// InvalidArgument naming the field. The default page holds them all.
+func TestListKeysPaging(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newClient(t)
+	a := createAccount(t, c, "")
+	other := createAccount(t, c, "")
+	if _, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: other.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE}); err != nil {
+		t.Fatal(err)
+	}
+	created := map[string]bool{}
+	for i := range 7 {
+		k, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Name: fmt.Sprintf("key %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created[k.GetKey().GetId()] = true
+		// Revoked keys are listed and counted like active ones.
+		if i%2 == 0 {
+			if _, err := c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: a.GetId(), KeyId: k.GetKey().GetId()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	all, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId()})
+	if err != nil {
+		t.Fatalf("ListKeys with the defaults: %v", err)
+	}
+	if len(all.GetKeys()) != 7 || all.GetTotal() != 7 {
+		t.Fatalf("ListKeys with the defaults: %d keys, total %d; want all 7 on one page", len(all.GetKeys()), all.GetTotal())
+	}
+	var order []string
+	for i, k := range all.GetKeys() {
+		if !created[k.GetId()] {
+			t.Errorf("ListKeys listed %s, not a key of the account", k.GetId())
+		}
+		if i > 0 && k.GetCreatedAt().AsTime().After(all.GetKeys()[i-1].GetCreatedAt().AsTime()) {
+			t.Errorf("key %d (%s) is newer than the one before it", i, k.GetId())
+		}
+		order = append(order, k.GetId())
+	}
+
+	for _, limit := range []int32{1, 3, 7} {
+		var walked []string
+		for page := int32(1); ; page++ {
+			resp, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId(), Page: page, Limit: limit})
+			if err != nil {
+				t.Fatalf("ListKeys page %d of %d: %v", page, limit, err)
+			}
+			if resp.GetTotal() != 7 {
+				t.Errorf("ListKeys page %d of %d: total %d, want 7", page, limit, resp.GetTotal())
+			}
+			if len(resp.GetKeys()) == 0 {
+				break
+			}
+			if len(resp.GetKeys()) > int(limit) {
+				t.Fatalf("ListKeys page %d of %d: %d keys", page, limit, len(resp.GetKeys()))
+			}
+			for _, k := range resp.GetKeys() {
+				walked = append(walked, k.GetId())
+			}
+		}
+		if strings.Join(walked, " ") != strings.Join(order, " ") {
+			t.Errorf("pages of %d walk %v\nwant every key once, in order: %v", limit, walked, order)
+		}
+	}
+
+	for _, page := range []int32{3, accounts.MaxPage} {
+		beyond, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId(), Page: page, Limit: 5})
+		if err != nil || len(beyond.GetKeys()) != 0 || beyond.GetTotal() != 7 {
+			t.Errorf("ListKeys page %d past the end = %v, %v; want no keys and total 7", page, beyond, err)
+		}
+	}
+
+	for _, tc := range []struct {
+		page, limit int32
+		field       string
+	}{
+		{-1, 0, "page"},
+		{accounts.MaxPage + 1, 0, "page"},
+		{math.MaxInt32, 1, "page"},
+		{1, -1, "limit"},
+		{1, accounts.MaxPageLimit + 1, "limit"},
+		{0, math.MaxInt32, "limit"},
+	} {
+		_, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId(), Page: tc.page, Limit: tc.limit})
+		wantTwirp(t, fmt.Sprintf("ListKeys page %d limit %d", tc.page, tc.limit), err, twirp.InvalidArgument, tc.field)
+	}
+	after, err := c.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId(), Limit: accounts.MaxPageLimit})
+	if err != nil || !proto.Equal(after, all) {
+		t.Errorf("ListKeys after rejected pages = %v, %v; want it unchanged: %v", after, err, all)
+	}
+}
+
 func TestRevokeThenAuthenticate(t *testing.T) {
 	ctx := context.Background()
 	c, _ := newClient(t)

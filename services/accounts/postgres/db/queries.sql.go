@@ -23,6 +23,17 @@ func (q *Queries) CountAccounts(ctx context.Context) (int64, error) {
 	return count, err
 }
 
+const countKeys = `-- name: CountKeys :one
+SELECT count(*) FROM api_keys WHERE account_id = $1
+`
+
+func (q *Queries) CountKeys(ctx context.Context, accountID uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, countKeys, accountID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const getAccount = `-- name: GetAccount :one
 SELECT id, name, currency, rate_limit_per_minute, created_at
 FROM accounts
@@ -182,7 +193,14 @@ SELECT id, account_id, environment, prefix, name, created_at, revoked_at
 FROM api_keys
 WHERE account_id = $1
 ORDER BY created_at DESC, id DESC
+LIMIT $3::integer OFFSET $2::bigint
 `
+
+type ListKeysParams struct {
+	AccountID uuid.UUID
+	RowOffset int64
+	RowLimit  int32
+}
 
 type ListKeysRow struct {
 	ID          uuid.UUID
@@ -194,8 +212,10 @@ type ListKeysRow struct {
 	RevokedAt   *time.Time
 }
 
-func (q *Queries) ListKeys(ctx context.Context, accountID uuid.UUID) ([]ListKeysRow, error) {
-	rows, err := q.db.Query(ctx, listKeys, accountID)
+// id breaks ties between keys created in the same microsecond, so a page
+// boundary never splits them differently from one call to the next.
+func (q *Queries) ListKeys(ctx context.Context, arg ListKeysParams) ([]ListKeysRow, error) {
+	rows, err := q.db.Query(ctx, listKeys, arg.AccountID, arg.RowOffset, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
