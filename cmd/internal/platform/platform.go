@@ -305,16 +305,26 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 
 	// Revoked after the new key exists, so a failure here still leaves a
 	// working key.
-	keys, err := accounts.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: acct.GetId()})
-	if err != nil {
-		return fmt.Errorf("list the demo account's keys: %w", err)
-	}
-	for _, k := range keys.GetKeys() {
-		if k.GetName() != keyName || k.GetId() == p.SandboxKeyID || k.GetRevokedAt() != nil {
-			continue
+	// Every page: a start that died before this step left its key active,
+	// and a hundred starts later it is no longer on the first.
+	var stale []string
+	for page, seen := int32(1), 0; ; page++ {
+		keys, err := accounts.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: acct.GetId(), Page: page})
+		if err != nil {
+			return fmt.Errorf("list the demo account's keys: %w", err)
 		}
-		if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: acct.GetId(), KeyId: k.GetId()}); err != nil {
-			return fmt.Errorf("revoke previous %q key %s: %w", keyName, k.GetId(), err)
+		for _, k := range keys.GetKeys() {
+			if k.GetName() == keyName && k.GetId() != p.SandboxKeyID && k.GetRevokedAt() == nil {
+				stale = append(stale, k.GetId())
+			}
+		}
+		if seen += len(keys.GetKeys()); len(keys.GetKeys()) == 0 || seen >= int(keys.GetTotal()) {
+			break
+		}
+	}
+	for _, id := range stale {
+		if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: acct.GetId(), KeyId: id}); err != nil {
+			return fmt.Errorf("revoke previous %q key %s: %w", keyName, id, err)
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
 
 func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
@@ -372,6 +373,16 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	}
 	wantStatus(t, first.APIBaseURL+"/plans?limit=1", first.SandboxKey, http.StatusOK)
 	wantStatus(t, first.APIBaseURL+"/plans?limit=1", "sk_sandbox_wrong", http.StatusUnauthorized)
+	// A hundred newer keys push the first start's key off the first page
+	// of the demo account's keys: the rerun must still find it.
+	accounts := accountsv1.NewAccountsProtobufClient("http://"+opts.AccountsAddr, http.DefaultClient)
+	for range 100 {
+		if _, err := accounts.CreateKey(ctx, &accountsv1.CreateKeyRequest{
+			AccountId: DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Name: "filler",
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	pids := first.Services()
 	if err := first.Stop(ctx); err != nil {
 		t.Fatalf("stop: %v", err)
