@@ -334,18 +334,24 @@ func TestSetRateLimitBounds(t *testing.T) {
 	}
 }
 
+// outOfRangePages are page and limit pairs every list refuses, with the
+// field it names.
+var outOfRangePages = []struct {
+	page, limit int32
+	field       string
+}{
+	{-1, 20, "page"},
+	{MaxPage + 1, 20, "page"},
+	{math.MaxInt32, 100, "page"},
+	{math.MinInt32, 0, "page"},
+	{1, -1, "limit"},
+	{1, MaxPageLimit + 1, "limit"},
+	{0, math.MaxInt32, "limit"},
+}
+
 func TestListAccountsPaging(t *testing.T) {
 	svc := NewService(newMemStore())
-	for _, tc := range []struct {
-		page, limit int32
-		field       string
-	}{
-		{-1, 20, "page"},
-		{MaxPage + 1, 20, "page"},
-		{math.MaxInt32, 100, "page"},
-		{1, -1, "limit"},
-		{1, 101, "limit"},
-	} {
+	for _, tc := range outOfRangePages {
 		_, err := svc.ListAccounts(context.Background(), tc.page, tc.limit)
 		var ve *ValidationError
 		if !errors.As(err, &ve) || ve.Field != tc.field {
@@ -370,18 +376,7 @@ func TestListKeysPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		page, limit int32
-		field       string
-	}{
-		{-1, 20, "page"},
-		{MaxPage + 1, 20, "page"},
-		{math.MaxInt32, 100, "page"},
-		{math.MinInt32, 0, "page"},
-		{1, -1, "limit"},
-		{1, MaxPageLimit + 1, "limit"},
-		{0, math.MaxInt32, "limit"},
-	} {
+	for _, tc := range outOfRangePages {
 		_, err := svc.ListKeys(ctx, a.ID, tc.page, tc.limit)
 		var ve *ValidationError
 		if !errors.As(err, &ve) || ve.Field != tc.field {
