@@ -204,35 +204,40 @@ func (r report) markdown() string {
 		if len(best.result.CPU) == 0 {
 			continue
 		}
-		// Loads whose CPU was not read (a /proc failure) get no column.
-		var loads []openLoad
+		// One column per open load, its median trial; a load whose CPU was
+		// not read (a /proc failure) gets none.
+		type column struct {
+			label string // "50%", as in "at 50% of max"
+			res   result
+		}
+		var cols []column
 		for _, l := range m.loads {
-			if len(l.median().CPU) == len(best.result.CPU) {
-				loads = append(loads, l)
+			if med := l.median(); len(med.CPU) == len(best.result.CPU) {
+				cols = append(cols, column{percent(l.fraction), med})
 			}
 		}
 		p("| %s | at max (%d workers) |", m.name, best.workers)
-		for _, l := range loads {
-			p(" at %s of max |", percent(l.fraction))
+		for _, c := range cols {
+			p(" at %s of max |", c.label)
 		}
-		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(loads)))
+		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(cols)))
 		var generator []string
-		for i, c := range best.result.CPU {
-			p("| %s | %s |", c.name, us(c.perRequest))
-			for _, l := range loads {
-				p(" %s |", us(l.median().CPU[i].perRequest))
+		for i, share := range best.result.CPU {
+			p("| %s | %s |", share.name, us(share.perRequest))
+			for _, c := range cols {
+				p(" %s |", us(c.res.CPU[i].perRequest))
 			}
 			p("\n")
-			if c.name == loadGeneratorName {
-				generator = append(generator, us(c.perRequest)+" at the maximum")
-				for _, l := range loads {
-					generator = append(generator, fmt.Sprintf("%s at %s of it", us(l.median().CPU[i].perRequest), percent(l.fraction)))
+			if share.name == loadGeneratorName {
+				generator = append(generator, us(share.perRequest)+" at the maximum")
+				for _, c := range cols {
+					generator = append(generator, fmt.Sprintf("%s at %s of it", us(c.res.CPU[i].perRequest), c.label))
 				}
 			}
 		}
 		p("| machine busy | %s |", percent(best.result.Usage.busy))
-		for _, l := range loads {
-			p(" %s |", percent(l.median().Usage.busy))
+		for _, c := range cols {
+			p(" %s |", percent(c.res.Usage.busy))
 		}
 		p("\n\n")
 		if len(generator) > 1 {
