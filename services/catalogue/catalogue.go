@@ -254,10 +254,9 @@ func (p Plan) validateCoverage() error {
 // here; whether the field is required is the caller's rule.
 //
 // These are the rules, and the reasons, of the accounts service's
-// validName (services/accounts/accounts.go), except that the reasons here
-// also name the offending character ("(found U+202E)"), since it is most
-// often invisible. Keep the two in step; a shared libs/ helper would be
-// worth it for a third user.
+// validName (services/accounts/accounts.go); both name the offending
+// character ("(found U+202E)"), since it is most often invisible. Keep the
+// two in step; a shared libs/ helper would be worth it for a third user.
 func validText(field, s string, max int) error {
 	s = strings.TrimSpace(s)
 	if !utf8.ValidString(s) {
