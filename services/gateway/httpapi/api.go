@@ -143,7 +143,10 @@ func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
 	}
 	p, err := a.Accounts.Authenticate(ctx.Context(), strings.TrimSpace(secret))
 	if err != nil {
-		ctx.SetHeader("WWW-Authenticate", `Bearer realm="esim"`)
+		// Only a refused key is a challenge; an accounts outage is ours.
+		if errors.Is(err, gateway.ErrUnauthorized) {
+			ctx.SetHeader("WWW-Authenticate", `Bearer realm="esim"`)
+		}
 		a.fail(ctx, err)
 		return
 	}

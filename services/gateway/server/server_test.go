@@ -51,6 +51,9 @@ type platform struct {
 type options struct {
 	redisURL         string
 	defaultRateLimit int
+	// accountsURL, when set, replaces the accounts server the gateway
+	// calls (the test's own accounts server still runs for setup).
+	accountsURL string
 	// spans, when set, records every span of every service of the test.
 	spans *tracetest.InMemoryExporter
 }
@@ -89,8 +92,11 @@ func start(t testing.TB, opt options) *platform {
 	if opt.defaultRateLimit == 0 {
 		opt.defaultRateLimit = 1200
 	}
+	if opt.accountsURL == "" {
+		opt.accountsURL = accSrv.URL
+	}
 	gw, err := server.New(ctx, server.Config{
-		AccountsURL:        accSrv.URL,
+		AccountsURL:        opt.accountsURL,
 		CatalogueURL:       catSrv.URL,
 		ServiceTimeout:     5 * time.Second,
 		RedisURL:           opt.redisURL,
@@ -424,6 +430,19 @@ func TestUnauthorizedRequests(t *testing.T) {
 				t.Error("401 without WWW-Authenticate")
 			}
 		})
+	}
+}
+
+// TestAccountsDownIsAnInternalErrorNotAChallenge: a key the gateway cannot
+// check is the platform's fault. Challenging the partner for credentials
+// (WWW-Authenticate) would tell a client library to drop a valid key.
+func TestAccountsDownIsAnInternalErrorNotAChallenge(t *testing.T) {
+	p := start(t, options{accountsURL: "http://127.0.0.1:1"})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	r := p.get("/v1/plans?limit=1", bearer(key))
+	p.expectError(r, http.StatusInternalServerError, "internal_error")
+	if got := r.header.Get("WWW-Authenticate"); got != "" {
+		t.Fatalf("500 carries WWW-Authenticate %q", got)
 	}
 }
 
