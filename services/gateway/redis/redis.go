@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ import (
 // connection that Redis closed, and a refused connection fails in
 // microseconds, so the caller falls back straight away.
 func Connect(redisURL string) (*goredis.Client, error) {
+	goredis.SetLogger(slogLogger{})
 	opts, err := goredis.ParseURL(redisURL)
 	if err != nil {
 		// net/url's errors quote the whole URL, password included.
@@ -45,6 +47,15 @@ func Connect(redisURL string) (*goredis.Client, error) {
 	opts.MinRetryBackoff = -1
 	opts.MaxRetryBackoff = -1
 	return goredis.NewClient(opts), nil
+}
+
+// slogLogger takes go-redis's own log lines (a pool that cannot dial, say)
+// into the service's JSON log; its default logger writes plain text to
+// stderr.
+type slogLogger struct{}
+
+func (slogLogger) Printf(ctx context.Context, format string, v ...any) {
+	slog.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
 // RateLimiter counts requests per key in Redis with GCRA, so every gateway

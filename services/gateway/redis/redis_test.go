@@ -1,10 +1,13 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -202,5 +205,33 @@ func TestUnreachableRedisIsAnErrorNotAHang(t *testing.T) {
 	}
 	if _, _, err := redis.NewAuthCache(client).Get(context.Background(), "k"); err == nil {
 		t.Fatal("want an error from an unreachable redis")
+	}
+}
+
+// TestRedisClientLogsAreJSON: go-redis's own complaints (here, a pool that
+// cannot dial) land in the service's structured log, not as plain text on
+// stderr.
+func TestRedisClientLogsAreJSON(t *testing.T) {
+	var buf bytes.Buffer
+	previous := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(previous) })
+
+	client, err := redis.Connect("redis://127.0.0.1:1/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.Ping(context.Background()).Err(); err == nil {
+		t.Fatal("want an error from an unreachable redis")
+	}
+	var line struct {
+		Level, Msg, Detail string
+	}
+	if err := json.Unmarshal(bytes.SplitN(buf.Bytes(), []byte("\n"), 2)[0], &line); err != nil {
+		t.Fatalf("log %q: %v", buf.String(), err)
+	}
+	if line.Level != "WARN" || line.Msg != "redis client" || !strings.Contains(line.Detail, "failed to dial") {
+		t.Fatalf("log line %+v, want a warning naming the failed dial", line)
 	}
 }
