@@ -44,13 +44,14 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		}
 		tel.Logger.InfoContext(ctx, "catalogue seeded",
 			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
-		// Every start, not only when the seed wrote: statistics are the
-		// database's, and a database restored or migrated without them
-		// would otherwise stay without them.
-		if err := store.Analyze(ctx); err != nil {
-			pool.Close()
-			return nil, err
-		}
+	}
+	// Every start, seeded or not (production does not seed): statistics
+	// are the database's, and a database restored or migrated without them
+	// would otherwise stay without them. On a catalogue's few tables it
+	// takes milliseconds.
+	if err := store.Analyze(ctx); err != nil {
+		pool.Close()
+		return nil, err
 	}
 
 	return &Server{

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
@@ -76,6 +78,24 @@ func TestServerServesSeededCatalogueAcrossRestarts(t *testing.T) {
 	}
 	if again.Status != cataloguev1.PlanStatus_PLAN_STATUS_RETIRED || !again.CreatedAt.AsTime().Equal(plan.CreatedAt.AsTime()) {
 		t.Fatalf("after restart the retired plan is %s, created %v (was %v)", again.Status, again.CreatedAt.AsTime(), plan.CreatedAt.AsTime())
+	}
+}
+
+// TestUnseededStartAnalysesTheCatalogue: production does not seed, and its
+// catalogue needs the planner's statistics as much as a seeded one.
+func TestUnseededStartAnalysesTheCatalogue(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	start(t, server.Config{DatabaseURL: url})
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var analysed int
+	err = pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_user_tables
+		WHERE relname IN ('plans', 'plan_prices') AND last_analyze IS NOT NULL`).Scan(&analysed)
+	if err != nil || analysed != 2 {
+		t.Fatalf("%d of 2 tables analysed (%v)", analysed, err)
 	}
 }
 
