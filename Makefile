@@ -62,11 +62,16 @@ lint: ## gofmt and go vet over every module (charts are linted by make test)
 	@out=$$(gofmt -l $(MODULES) tools 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	go vet $(PACKAGES)
 
+# Workspace builds stamp no VCS revision unless asked, and telemetry reports
+# it as service.version; a tree without git (an unpacked archive) builds
+# unstamped ("devel") rather than failing.
+BUILDVCS := $(shell git rev-parse --git-dir >/dev/null 2>&1 && echo -buildvcs=true)
+
 .PHONY: build
 build: ## build every binary into bin/
 	@mkdir -p bin
-	for s in $(SERVICES); do go build -o bin/$$s ./services/$$s/cmd/$$s; done
-	for c in $(COMMANDS); do go build -o bin/$$c ./cmd/$$c; done
+	for s in $(SERVICES); do go build $(BUILDVCS) -o bin/$$s ./services/$$s/cmd/$$s; done
+	for c in $(COMMANDS); do go build $(BUILDVCS) -o bin/$$c ./cmd/$$c; done
 
 .PHONY: test
 test: ## run every test against the local Postgres and Redis

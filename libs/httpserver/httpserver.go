@@ -18,6 +18,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -43,7 +44,8 @@ type Routes struct {
 	Route func(*http.Request) string
 	// Public marks an endpoint that faces the internet: a trace context
 	// sent by a caller is linked, not continued, so outsiders cannot join
-	// or steer our traces.
+	// or steer our traces, and a caller's Request-Id is replaced, so every
+	// id support is shown is one we issued.
 	Public bool
 }
 
@@ -89,6 +91,16 @@ func Handler(r Routes) http.Handler {
 			mux.Handle("GET /metrics", tel.MetricsHandler)
 		}
 		if tel.TracerProvider != nil {
+			// The request line and a panic's line are logged outside the
+			// server span, after it ended: the slot keeps the span's ids
+			// for them.
+			inner := app
+			app = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if slot, ok := req.Context().Value(routeKey{}).(*routeSlot); ok {
+					slot.span = trace.SpanContextFromContext(req.Context())
+				}
+				inner.ServeHTTP(w, req)
+			})
 			opts := []otelhttp.Option{
 				otelhttp.WithTracerProvider(tel.TracerProvider),
 				// Requests are measured below, once, with reused label sets.
@@ -112,21 +124,49 @@ func Handler(r Routes) http.Handler {
 	}
 	mux.Handle("/", app)
 	// Outermost, so probes and metrics carry a Request-Id too.
-	return RequestID(mux)
+	return requestID(mux, !r.Public)
 }
 
 // RequestID keeps the caller's Request-Id (the gateway sets one for every
-// public request) or makes one, echoes it on the response and puts it in
-// the request context for logs and onward calls.
-func RequestID(next http.Handler) http.Handler {
+// public request) when it looks like an id (see ValidRequestID), or makes
+// one, echoes it on the response and puts it in the request context for
+// logs and onward calls.
+func RequestID(next http.Handler) http.Handler { return requestID(next, true) }
+
+func requestID(next http.Handler, trustCaller bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(telemetry.RequestIDHeader)
-		if id == "" || len(id) > 128 {
+		var id string
+		if trustCaller {
+			id = r.Header.Get(telemetry.RequestIDHeader)
+		}
+		if !ValidRequestID(id) {
 			id = NewRequestID()
 		}
 		w.Header().Set(telemetry.RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(telemetry.WithRequestID(r.Context(), id)))
 	})
+}
+
+// maxRequestIDLen bounds a caller's id: ours are 28 characters, a UUID 36.
+const maxRequestIDLen = 128
+
+// ValidRequestID reports whether id may be taken from a caller: 1 to 128
+// ASCII letters, digits and "-_.:". The id lands in every log line, span
+// and error body of the request, so nothing that reads as more than an id
+// (spaces, quotes, "key=value", control or bidirectional-text characters)
+// gets in.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // NewRequestID returns a fresh request id such as "req_6f1c...".
@@ -154,7 +194,10 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, addr string, h http.H
 
 // Serve serves h on ln until ctx is cancelled, then shuts down gracefully:
 // new connections are refused and in-flight requests get up to grace to
-// finish.
+// finish. Requests still running then are cut (their contexts cancelled,
+// so they stop using what the service closes next) and Serve returns an
+// error saying so. Under Kubernetes the chart's preStop sleep, before
+// SIGTERM, is what lets the endpoint's removal reach every client first.
 func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration) error {
 	srv := &http.Server{
 		Handler:           h,
@@ -175,7 +218,11 @@ func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		// Closing the connections cancels the requests' contexts: without
+		// it they would run on against a database pool about to close.
+		_ = srv.Close()
+		<-errc
+		return fmt.Errorf("shutdown: requests still running after the grace period of %s were cut: %w", grace, err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

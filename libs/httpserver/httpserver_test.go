@@ -117,6 +117,9 @@ func TestRequestsAreMeasuredByRouteWithBoundedLabels(t *testing.T) {
 		httpserver.SetRoute(r.Context(), "/things/{id}")
 		w.WriteHeader(http.StatusTeapot)
 	})
+	// Answered, but not named by the app: each path is a route, as a
+	// Twirp method's is.
+	app.HandleFunc("GET /many/{i}", func(w http.ResponseWriter, r *http.Request) {})
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{Name: "svc", App: app, Telemetry: tel}))
 	defer srv.Close()
 
@@ -130,10 +133,14 @@ func TestRequestsAreMeasuredByRouteWithBoundedLabels(t *testing.T) {
 	}
 	get("/things/1")
 	get("/things/2")
-	// Paths the app does not route are named by the default, the path,
-	// until the label sets run out; then they are "other".
+	// Paths nothing routes are one series, however many there are.
 	for i := range 300 {
 		get("/junk/" + strconv.Itoa(i))
+	}
+	// Paths the app serves without naming them are named by the default,
+	// the path, until the label sets run out; then they are "other".
+	for i := range 300 {
+		get("/many/" + strconv.Itoa(i))
 	}
 	get("/healthz") // probes are not measured
 
@@ -158,8 +165,11 @@ func TestRequestsAreMeasuredByRouteWithBoundedLabels(t *testing.T) {
 	if counts["/things/{id}|418"] != "2" {
 		t.Errorf("routed requests: %v", counts)
 	}
-	if counts["/junk/0|404"] != "1" || counts["other|404"] == "" || counts["/healthz|200"] != "" {
-		t.Errorf("unrouted requests: other=%q healthz=%q", counts["other|404"], counts["/healthz|200"])
+	if counts["unmatched|404"] != "300" || counts["/junk/0|404"] != "" {
+		t.Errorf("unrouted requests: unmatched=%q /junk/0=%q", counts["unmatched|404"], counts["/junk/0|404"])
+	}
+	if counts["/many/0|200"] != "1" || counts["other|200"] == "" || counts["/healthz|200"] != "" {
+		t.Errorf("unnamed routes: /many/0=%q other=%q healthz=%q", counts["/many/0|200"], counts["other|200"], counts["/healthz|200"])
 	}
 	if len(counts) > 256+1 {
 		t.Errorf("%d label sets, want at most 257", len(counts))

@@ -2,8 +2,10 @@ package httpserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -18,7 +20,12 @@ import (
 // matched one, and the metrics (and span) read it when the request ends.
 type routeKey struct{}
 
-type routeSlot struct{ method, route string }
+type routeSlot struct {
+	method, route string
+	// span is the server span's context, for the lines logged after it
+	// ended; zero when tracing is off.
+	span trace.SpanContext
+}
 
 // SetRoute names the route template that serves the request (e.g.
 // "/v1/plans/{id}") for its metrics and, when tracing, its span ("GET
@@ -37,18 +44,31 @@ func SetRoute(ctx context.Context, route string) {
 
 // routeOf is the route the app set for req, else fallback's name for it.
 func routeOf(req *http.Request, fallback func(*http.Request) string) string {
-	if slot, ok := req.Context().Value(routeKey{}).(*routeSlot); ok && slot.route != "" {
-		return slot.route
-	}
-	return fallback(req)
+	route, _ := namedRoute(req, fallback)
+	return route
 }
 
-// maxLabelSets bounds the label sets one server records: a caller probing
-// random paths must not grow the metrics without end.
+// namedRoute is routeOf, and whether the app named the route itself.
+func namedRoute(req *http.Request, fallback func(*http.Request) string) (string, bool) {
+	if slot, ok := req.Context().Value(routeKey{}).(*routeSlot); ok && slot.route != "" {
+		return slot.route, true
+	}
+	return fallback(req), false
+}
+
+// maxLabelSets bounds the label sets one server records, whatever the
+// routes an app names.
 const maxLabelSets = 256
 
 // otherRoute labels requests beyond maxLabelSets.
 const otherRoute = "other"
+
+// unmatchedRoute labels a 404 whose route the app did not name and which
+// never answered anything but 404: a path a caller made up. By default
+// the route is the path (Twirp's paths are its methods), and without this
+// every random path probed would be a series of its own, each taking room
+// a real route needs later.
+const unmatchedRoute = "unmatched"
 
 // serverMetrics records http.server.request.duration by route, method and
 // status. Its label sets are built once and reused: building them per
@@ -57,6 +77,10 @@ type serverMetrics struct {
 	duration metric.Float64Histogram
 	mu       sync.RWMutex
 	sets     map[labels]metric.RecordOption
+	// served holds the unnamed routes (paths) that answered something
+	// other than 404, which proves they exist: their 404s (Twirp's
+	// not_found) keep the route. Bounded by sets, which it follows.
+	served map[string]bool
 }
 
 type labels struct {
@@ -80,20 +104,25 @@ func newServerMetrics(mp metric.MeterProvider) *serverMetrics {
 	if err != nil {
 		otel.Handle(err)
 	}
-	return &serverMetrics{duration: duration, sets: map[labels]metric.RecordOption{}}
+	return &serverMetrics{duration: duration, sets: map[labels]metric.RecordOption{}, served: map[string]bool{}}
 }
 
-func (m *serverMetrics) record(l labels, took time.Duration) {
+// record records a request; named says whether the app named l.route.
+func (m *serverMetrics) record(l labels, named bool, took time.Duration) {
 	m.mu.RLock()
 	opt, ok := m.sets[l]
+	if !ok && !named && l.status == http.StatusNotFound && !m.served[l.route] {
+		l.route = unmatchedRoute
+		opt, ok = m.sets[l]
+	}
 	m.mu.RUnlock()
 	if !ok {
-		opt = m.add(l)
+		opt = m.add(l, named)
 	}
 	m.duration.Record(context.Background(), took.Seconds(), opt)
 }
 
-func (m *serverMetrics) add(l labels) metric.RecordOption {
+func (m *serverMetrics) add(l labels, named bool) metric.RecordOption {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if opt, ok := m.sets[l]; ok {
@@ -104,6 +133,8 @@ func (m *serverMetrics) add(l labels) metric.RecordOption {
 		if opt, ok := m.sets[l]; ok {
 			return opt
 		}
+	} else if !named && l.status != http.StatusNotFound && l.route != unmatchedRoute {
+		m.served[l.route] = true
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(
 		semconv.HTTPRequestMethodKey.String(l.method),
@@ -121,20 +152,49 @@ func (m *serverMetrics) add(l labels) metric.RecordOption {
 // duration; the logger adds request and trace ids): what an operator turns
 // on to follow traffic, off by default because at info level a line per
 // request would cost more than the request itself on the hot path.
+//
+// A panicking request is counted as a 500 and logged once, with its stack
+// and the request's ids; the connection is then aborted as net/http does,
+// without its own id-less line.
 func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		slot := &routeSlot{method: r.Method}
 		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, slot))
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		l := labels{method: methodLabel(r.Method), route: routeOf(r, route), status: sw.statusCode()}
-		took := time.Since(start)
-		m.record(l, took)
-		if log.Enabled(r.Context(), slog.LevelDebug) {
-			log.LogAttrs(r.Context(), slog.LevelDebug, "request", slog.String("method", l.method), slog.String("route", l.route),
-				slog.Int("status", l.status), slog.Float64("duration_ms", float64(took.Microseconds())/1000))
+		finish := func(status int) context.Context {
+			name, named := namedRoute(r, route)
+			l := labels{method: methodLabel(r.Method), route: name, status: status}
+			took := time.Since(start)
+			m.record(l, named, took)
+			ctx := r.Context()
+			if slot.span.IsValid() {
+				ctx = trace.ContextWithSpanContext(ctx, slot.span)
+			}
+			if log.Enabled(ctx, slog.LevelDebug) {
+				log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("method", l.method), slog.String("route", l.route),
+					slog.Int("status", l.status), slog.Float64("duration_ms", float64(took.Microseconds())/1000))
+			}
+			return ctx
 		}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusInternalServerError
+			}
+			ctx := finish(status)
+			if v != http.ErrAbortHandler {
+				log.LogAttrs(ctx, slog.LevelError, "panic serving request", slog.String("panic", fmt.Sprint(v)),
+					slog.String("method", r.Method), slog.String("stack", string(debug.Stack())))
+			}
+			panic(http.ErrAbortHandler)
+		}()
+		next.ServeHTTP(sw, r)
+		finish(sw.statusCode())
 	})
 }
 

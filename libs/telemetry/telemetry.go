@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -98,17 +101,24 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 	}))
 	otel.SetLogger(logr.FromSlogHandler(logger.Handler()))
 
-	res := resource.NewSchemaless(semconv.ServiceName(service))
+	endpoint, err := otlpEndpoint(cfg.OTLPEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	res, err := serviceResource(ctx, service)
+	if err != nil {
+		return nil, err
+	}
 	exportCtx, stopExports := context.WithCancelCause(context.Background())
 	t := &Telemetry{Logger: logger, stopExports: stopExports}
 
-	if cfg.OTLPEndpoint != "" || o.spanExporter != nil {
+	if endpoint != "" || o.spanExporter != nil {
 		tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 		if o.spanExporter != nil {
 			tpOpts = append(tpOpts, sdktrace.WithSyncer(o.spanExporter))
 		}
-		if cfg.OTLPEndpoint != "" {
-			exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/traces"))
+		if endpoint != "" {
+			exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint+"/v1/traces"))
 			if err != nil {
 				return nil, fmt.Errorf("otlp trace exporter: %w", err)
 			}
@@ -131,8 +141,8 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExporter)}
-	if cfg.OTLPEndpoint != "" {
-		exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/metrics"))
+	if endpoint != "" {
+		exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(endpoint+"/v1/metrics"))
 		if err != nil {
 			return nil, fmt.Errorf("otlp metric exporter: %w", err)
 		}
@@ -146,6 +156,75 @@ func Setup(ctx context.Context, service string, cfg Config, logOut io.Writer, op
 	otel.SetMeterProvider(mp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
+}
+
+// otlpEndpoint checks the OTLP/HTTP base URL and returns it without a
+// trailing slash, ready for the signal paths. The exporters take any
+// string and fail only when exporting, quietly and for good: a scheme-less
+// "collector:4318" posts to "http:///", an unparsable URL falls back to
+// https://localhost:4318. A service would run on exporting nothing.
+func otlpEndpoint(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// The parse error repeats the value, which may hold credentials.
+		return "", errors.New("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL: want the collector's OTLP/HTTP base URL, such as http://otel-collector:4318")
+	}
+	const want = "want the collector's OTLP/HTTP base URL, http:// or https:// with a host and no query, such as http://otel-collector:4318"
+	if u.Scheme != "http" && u.Scheme != "https" {
+		// Without a scheme, "user:password@host" parses as scheme "user":
+		// Redacted would show the password.
+		return "", errors.New("OTEL_EXPORTER_OTLP_ENDPOINT has no http:// or https:// scheme: " + want)
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT %q: %s", u.Redacted(), want)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// serviceResource describes the service on every span and metric. The SDK
+// adds OTEL_RESOURCE_ATTRIBUTES (namespace, environment, pod) below it,
+// so service.name stays the one the logs carry; service.version comes
+// from the build unless the environment sets it.
+func serviceResource(ctx context.Context, service string) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{semconv.ServiceName(service)}
+	if _, set := resource.Environment().Set().Value(semconv.ServiceVersionKey); !set {
+		attrs = append(attrs, semconv.ServiceVersion(buildVersion()))
+	}
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+	return res, nil
+}
+
+// buildVersion is the main module's version, else the VCS revision the
+// binary was built from ("-dirty" with uncommitted changes), else "devel".
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return rev[:min(len(rev), 12)] + dirty
 }
 
 // Option adjusts Setup beyond what configuration can say.
