@@ -47,6 +47,11 @@ type Routes struct {
 	// or steer our traces, and a caller's Request-Id is replaced, so every
 	// id support is shown is one we issued.
 	Public bool
+	// AnswerPanic, when set, answers a request whose handler panicked
+	// before writing anything, in the API's own error shape. The panic is
+	// logged and counted either way; without it, or once an answer has
+	// begun, the connection is aborted as net/http does.
+	AnswerPanic http.HandlerFunc
 }
 
 // Handler assembles the full handler of a service: /healthz answers while
@@ -120,7 +125,7 @@ func Handler(r Routes) http.Handler {
 		}
 		// Outside the tracing, so the route slot SetRoute fills is in the
 		// span's request too.
-		app = newServerMetrics(mp).measure(app, route, logger)
+		app = newServerMetrics(mp).measure(app, route, logger, r.AnswerPanic)
 	}
 	mux.Handle("/", app)
 	// Outermost, so probes and metrics carry a Request-Id too.

@@ -153,44 +153,53 @@ func (m *serverMetrics) add(l labels, named bool) metric.RecordOption {
 // on to follow traffic, off by default because at info level a line per
 // request would cost more than the request itself on the hot path.
 //
-// A panicking request is counted as a 500 and logged once, with its stack
-// and the request's ids; the connection is then aborted as net/http does,
-// without its own id-less line.
-func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) string, log *slog.Logger) http.Handler {
+// A panicking request is logged once, with its stack and the request's
+// ids. If nothing was written yet and answer is set, answer writes the
+// response (a 500 in the API's shape); otherwise it is counted as a 500
+// and the connection aborted as net/http does, without net/http's own
+// id-less line.
+func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) string, log *slog.Logger, answer http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		slot := &routeSlot{method: r.Method}
 		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, slot))
 		sw := &statusWriter{ResponseWriter: w}
-		finish := func(status int) context.Context {
+		// Lines logged after the server span ended still belong to it.
+		logContext := func() context.Context {
+			if slot.span.IsValid() {
+				return trace.ContextWithSpanContext(r.Context(), slot.span)
+			}
+			return r.Context()
+		}
+		finish := func(status int) {
 			name, named := namedRoute(r, route)
 			l := labels{method: methodLabel(r.Method), route: name, status: status}
 			took := time.Since(start)
 			m.record(l, named, took)
-			ctx := r.Context()
-			if slot.span.IsValid() {
-				ctx = trace.ContextWithSpanContext(ctx, slot.span)
-			}
-			if log.Enabled(ctx, slog.LevelDebug) {
+			if ctx := logContext(); log.Enabled(ctx, slog.LevelDebug) {
 				log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("method", l.method), slog.String("route", l.route),
 					slog.Int("status", l.status), slog.Float64("duration_ms", float64(took.Microseconds())/1000))
 			}
-			return ctx
 		}
 		defer func() {
 			v := recover()
 			if v == nil {
 				return
 			}
+			if v != http.ErrAbortHandler {
+				log.LogAttrs(logContext(), slog.LevelError, "panic serving request", slog.String("panic", fmt.Sprint(v)),
+					slog.String("method", r.Method), slog.String("stack", string(debug.Stack())))
+				if sw.status == 0 && answer != nil {
+					answer(sw, r)
+					finish(sw.statusCode())
+					return
+				}
+			}
 			status := sw.status
 			if status == 0 {
 				status = http.StatusInternalServerError
 			}
-			ctx := finish(status)
-			if v != http.ErrAbortHandler {
-				log.LogAttrs(ctx, slog.LevelError, "panic serving request", slog.String("panic", fmt.Sprint(v)),
-					slog.String("method", r.Method), slog.String("stack", string(debug.Stack())))
-			}
+			finish(status)
 			panic(http.ErrAbortHandler)
 		}()
 		next.ServeHTTP(sw, r)

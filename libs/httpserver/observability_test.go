@@ -226,6 +226,64 @@ func TestPanicIsCountedAndLoggedWithTheRequestsIDs(t *testing.T) {
 	}
 }
 
+// With AnswerPanic set, a handler that panics before writing gets that
+// answer instead of a dropped connection; one that panicked mid-answer is
+// still cut, since its status and part of its body are already sent.
+func TestAnswerPanicWritesTheAnswerWhenNothingWasWritten(t *testing.T) {
+	var logs telemetrytest.LogBuffer
+	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "info"}, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
+		Name: "svc", Telemetry: tel,
+		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			httpserver.SetRoute(r.Context(), r.URL.Path)
+			if r.URL.Path == "/late" {
+				w.WriteHeader(http.StatusOK)
+				_, _ = io.WriteString(w, "half")
+				_ = http.NewResponseController(w).Flush()
+			}
+			panic("boom")
+		}),
+		AnswerPanic: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"error":"internal","request_id":"`+telemetry.RequestID(r.Context())+`"}`)
+		},
+	}))
+	defer srv.Close()
+	// A fresh connection each: the client retries a GET whose reused
+	// connection broke, which would serve the panic twice.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+	resp, err := client.Get(srv.URL + "/early")
+	if err != nil {
+		t.Fatalf("early panic: %v; want the answer, not a dropped connection", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), `"request_id":"`+resp.Header.Get("Request-Id")+`"`) {
+		t.Fatalf("early panic answered %d %s", resp.StatusCode, body)
+	}
+	if resp, err := client.Get(srv.URL + "/late"); err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			t.Fatal("a panic after the answer began must cut the connection")
+		}
+	}
+	srv.Close()
+
+	series := seriesOf(t, tel)
+	if series["/early|500"] != "1" || series["/late|200"] != "1" {
+		t.Errorf("series %v, want /early|500 and /late|200 once each", series)
+	}
+	if n := strings.Count(logs.String(), `"panic serving request"`); n != 2 {
+		t.Errorf("%d panic lines, want one per panic", n)
+	}
+}
+
 // One trace crosses a service hop as parent and child: the public server
 // span is a root (a caller's trace context is only linked), the client
 // span its child, the internal server span the client span's child, and

@@ -136,14 +136,22 @@ func fromDomain(ctx context.Context, err error) error {
 			return newError(ctx, e.status, messages[e.code])
 		}
 	}
-	return newError(ctx, http.StatusInternalServerError, "Something went wrong on our side. Retry the request; it is safe to retry.")
+	return newError(ctx, http.StatusInternalServerError, internalMessage)
 }
+
+const internalMessage = "Something went wrong on our side. Retry the request; it is safe to retry."
 
 var messages = map[string]string{
 	"unauthorized":    "Missing, malformed or revoked API key. Send Authorization: Bearer <API_KEY>.",
 	"not_found":       "No such resource.",
 	"rate_limited":    "Too many requests. Retry after the number of seconds in Retry-After.",
 	"invalid_request": "Invalid request.",
+}
+
+// AnswerPanic answers a request whose handler panicked with the contract's
+// 500 internal_error and its request id; libs/httpserver logs the panic.
+func AnswerPanic(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, http.StatusInternalServerError, internalMessage)
 }
 
 // writeError writes an error outside huma's handlers (unknown routes).

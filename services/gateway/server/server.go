@@ -71,13 +71,15 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		// Readiness has no checks on purpose: with Redis down the gateway
 		// still serves, and with accounts or catalogue down it answers with
 		// proper JSON errors rather than vanishing from the load balancer.
-		handler: freshRequestID(httpserver.Handler(httpserver.Routes{
-			Name:      "gateway",
-			App:       api,
-			Telemetry: tel,
-			Route:     httpapi.UnmatchedRoute,
-			Public:    true,
-		})),
+		// Public: a partner's Request-Id and trace context are not taken.
+		handler: httpserver.Handler(httpserver.Routes{
+			Name:        "gateway",
+			App:         api,
+			Telemetry:   tel,
+			Route:       httpapi.UnmatchedRoute,
+			Public:      true,
+			AnswerPanic: httpapi.AnswerPanic,
+		}),
 		openAPI: doc,
 		redis:   rdb,
 	}, nil
@@ -91,12 +93,3 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.openAPI }
 
 // Close releases the Redis connections.
 func (s *Server) Close() { _ = s.redis.Close() }
-
-// freshRequestID drops any Request-Id a partner sent: ids on the public
-// surface are ours, so support can trust them.
-func freshRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del(telemetry.RequestIDHeader)
-		next.ServeHTTP(w, r)
-	})
-}

@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -679,44 +680,75 @@ func TestRequestIDsAreOursAndUnknownRoutesAnswerJSON(t *testing.T) {
 	}
 }
 
-func TestOneTraceSpansGatewayTwirpCatalogueAndPostgres(t *testing.T) {
+// TestOneTraceSpansGatewayTwirpServicesAndPostgres: one request is one
+// trace, and each hop is a child of the one that called it: the gateway's
+// span is the root, each service's span a child of the gateway's Twirp
+// client span, and each query a descendant of the service's span. A key
+// the gateway has not seen yet puts accounts on the path as well.
+func TestOneTraceSpansGatewayTwirpServicesAndPostgres(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	p := start(t, options{spans: spans})
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
 	var list planList
 	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
+	_, _, unseen := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
 
 	spans.Reset()
-	r := p.get("/v1/plans/"+list.Data[0].ID, bearer(key))
+	r := p.get("/v1/plans/"+list.Data[0].ID, bearer(unseen))
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d", r.status)
 	}
-	byTrace := map[string][]string{}
-	for _, s := range spans.GetSpans() {
-		id := s.SpanContext.TraceID().String()
-		byTrace[id] = append(byTrace[id], s.InstrumentationScope.Name+" "+s.Name)
+	all := spans.GetSpans()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	var names []string
+	for _, s := range all {
+		byID[s.SpanContext.SpanID()] = s
+		names = append(names, s.InstrumentationScope.Name+" "+s.Name)
+		if s.SpanContext.TraceID() != all[0].SpanContext.TraceID() {
+			t.Fatalf("one request made more than one trace:\n%s", strings.Join(names, "\n"))
+		}
 	}
-	if len(byTrace) != 1 {
-		t.Fatalf("one request made %d traces: %v", len(byTrace), byTrace)
+	named := func(scope, name string) []tracetest.SpanStub {
+		var found []tracetest.SpanStub
+		for _, s := range all {
+			if strings.Contains(s.InstrumentationScope.Name, scope) && s.Name == name {
+				found = append(found, s)
+			}
+		}
+		if len(found) == 0 {
+			t.Fatalf("no %s span %q in the trace:\n%s", scope, name, strings.Join(names, "\n"))
+		}
+		return found
 	}
-	for _, got := range byTrace {
-		joined := strings.Join(got, "\n")
-		for _, want := range []string{
-			"otelhttp GET /v1/plans/{id}",                               // gateway, named after the route
-			"otelhttp HTTP POST",                                        // the Twirp client call
-			"otelhttp POST /twirp/esim.catalogue.v1.Catalogue/GetPlans", // catalogue, coalesced lookups
-			"otelpgx SELECT",                                            // its query
-		} {
-			scope, name, _ := strings.Cut(want, " ")
-			found := false
-			for _, g := range got {
-				if strings.Contains(g, scope) && strings.HasSuffix(g, " "+name) {
-					found = true
-				}
+	parent := func(s tracetest.SpanStub) (tracetest.SpanStub, bool) {
+		p, ok := byID[s.Parent.SpanID()]
+		return p, ok && s.Parent.IsValid()
+	}
+	descends := func(s, from tracetest.SpanStub) bool {
+		for p, ok := parent(s); ok; p, ok = parent(p) {
+			if p.SpanContext.SpanID() == from.SpanContext.SpanID() {
+				return true
 			}
-			if !found {
-				t.Errorf("no %q span in the trace:\n%s", want, joined)
-			}
+		}
+		return false
+	}
+
+	gw := named("otelhttp", "GET /v1/plans/{id}")[0]
+	if gw.Parent.IsValid() {
+		t.Errorf("the gateway's span has a parent (%s); the public span must be the root", gw.Parent.SpanID())
+	}
+	for _, method := range []string{"esim.accounts.v1.Accounts/Authenticate", "esim.catalogue.v1.Catalogue/GetPlans"} {
+		svc := named("otelhttp", "POST /twirp/"+method)[0]
+		client, ok := parent(svc)
+		if !ok || client.Name != "HTTP POST" || !descends(client, gw) {
+			t.Errorf("%s: its parent is %q, want the gateway's Twirp client span under %q", method, client.Name, gw.Name)
+		}
+		queried := false
+		for _, q := range named("otelpgx", "SELECT") {
+			queried = queried || descends(q, svc)
+		}
+		if !queried {
+			t.Errorf("%s: no query span below the service's span", method)
 		}
 	}
 }
