@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
@@ -166,5 +170,73 @@ func TestCatalogueFailureFailsEveryLookupOfTheCall(t *testing.T) {
 	_, err := client.GetPlan(context.Background(), catalogue.SeedPlanID("jp-unlimited-day").String(), "USD")
 	if err == nil || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("err = %v, want an internal error", err)
+	}
+}
+
+// TestSharedCallLinksEveryCallersSpan: each lookup that went out in a
+// shared call can find that call from its own trace: the call's span links
+// every caller's span, and sits in the first caller's trace.
+func TestSharedCallLinksEveryCallersSpan(t *testing.T) {
+	cat := startCatalogue(t)
+	spans := tracetest.NewInMemoryExporter()
+	tracer := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)).Tracer("test")
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second})
+	id := catalogue.SeedPlanID("jp-unlimited-day").String()
+
+	gate := cat.hold()
+	var wg sync.WaitGroup
+	callers := make(chan trace.SpanContext, 100)
+	lookup := func() {
+		defer wg.Done()
+		ctx, span := tracer.Start(context.Background(), "caller")
+		defer span.End()
+		callers <- span.SpanContext()
+		if _, err := client.GetPlan(ctx, id, "USD"); err != nil {
+			t.Error(err)
+		}
+	}
+	// The first lookups take every slot and wait at the door; the rest queue.
+	for range twirpclient.PlanCallsInFlight {
+		wg.Add(1)
+		go lookup()
+		<-cat.arrived
+	}
+	alone := map[trace.SpanID]bool{}
+	for range twirpclient.PlanCallsInFlight {
+		alone[(<-callers).SpanID()] = true
+	}
+	const queued = 20
+	for range queued {
+		wg.Add(1)
+		go lookup()
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(gate)
+	wg.Wait()
+	close(callers)
+
+	linked := map[trace.SpanID]bool{}
+	for _, s := range spans.GetSpans() {
+		if s.Name != twirpclient.CoalescedGetPlansSpan {
+			continue
+		}
+		inBatch := map[trace.SpanID]bool{}
+		for _, l := range s.Links {
+			inBatch[l.SpanContext.SpanID()] = true
+			linked[l.SpanContext.SpanID()] = true
+		}
+		if !inBatch[s.Parent.SpanID()] || s.SpanContext.TraceID() != s.Parent.TraceID() {
+			t.Errorf("shared call's span is not in the trace of a caller it serves (parent %s)", s.Parent.SpanID())
+		}
+	}
+	for c := range callers {
+		if !linked[c.SpanID()] {
+			t.Errorf("queued lookup %s is linked from no shared call", c.SpanID())
+		}
+	}
+	for id := range alone {
+		if linked[id] {
+			t.Errorf("lookup %s went out alone, yet a shared call links it", id)
+		}
 	}
 }

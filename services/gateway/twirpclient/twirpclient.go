@@ -10,6 +10,8 @@ import (
 	"net/http"
 
 	"github.com/twitchtv/twirp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/libs/coalesce"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -74,8 +76,19 @@ func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Pri
 // Catalogue reads plans from the catalogue service.
 type Catalogue struct {
 	client cataloguev1.Catalogue
-	plans  *coalesce.Batcher[string, *cataloguev1.Plan]
+	plans  *coalesce.Batcher[planLookup, *cataloguev1.Plan]
 }
+
+// planLookup is one caller's lookup. Its caller's span is linked from the
+// span of the call that serves it (see getPlans).
+type planLookup struct {
+	id     string
+	caller trace.SpanContext
+}
+
+// CoalescedGetPlansSpan names the span of a GetPlans call shared by
+// several lookups.
+const CoalescedGetPlansSpan = "catalogue.GetPlans coalesced"
 
 // maxPlansPerGet is the catalogue's bound on one GetPlans call.
 const maxPlansPerGet = 100
@@ -98,9 +111,30 @@ func NewCatalogue(baseURL string, hc *http.Client) *Catalogue {
 	return c
 }
 
-// getPlans answers each id with its plan, or nil when the catalogue left it
-// out (unknown or retired).
-func (c *Catalogue) getPlans(ctx context.Context, ids []string) ([]*cataloguev1.Plan, error) {
+// getPlans answers each lookup with its plan, or nil when the catalogue
+// left it out (unknown or retired).
+//
+// A shared call runs in the first caller's trace, so the others' traces
+// would show no catalogue call at all. With tracing on, a shared call gets
+// a span of its own that links every caller's span, OpenTelemetry's way
+// of drawing a batch; its Twirp and Postgres spans are children of it.
+func (c *Catalogue) getPlans(ctx context.Context, batch []planLookup) ([]*cataloguev1.Plan, error) {
+	ids := make([]string, len(batch))
+	for i, l := range batch {
+		ids[i] = l.id
+	}
+	if first := trace.SpanFromContext(ctx); len(batch) > 1 && first.SpanContext().IsValid() {
+		links := make([]trace.Link, 0, len(batch))
+		for _, l := range batch {
+			if l.caller.IsValid() {
+				links = append(links, trace.Link{SpanContext: l.caller})
+			}
+		}
+		var span trace.Span
+		ctx, span = first.TracerProvider().Tracer("github.com/esimplatform/esim/services/gateway/twirpclient").Start(ctx,
+			CoalescedGetPlansSpan, trace.WithLinks(links...), trace.WithAttributes(attribute.Int("esim.plan_lookups", len(batch))))
+		defer span.End()
+	}
 	res, err := c.client.GetPlans(ctx, &cataloguev1.GetPlansRequest{Ids: ids})
 	if err != nil {
 		return nil, err
@@ -139,7 +173,7 @@ func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gatew
 }
 
 func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.Plan, error) {
-	p, err := c.plans.Do(ctx, id)
+	p, err := c.plans.Do(ctx, planLookup{id: id, caller: trace.SpanContextFromContext(ctx)})
 	if err != nil {
 		return gateway.Plan{}, translate("catalogue", err)
 	}
