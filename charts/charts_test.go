@@ -4,19 +4,24 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -29,10 +34,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
@@ -76,6 +83,12 @@ func parseAs[C any](getenv config.Getenv) error {
 // (production-like) and values-dev.yaml layered over it (kind/Tilt).
 var valuesFiles = []string{"values.yaml", "values-dev.yaml"}
 
+// minKubeVersion is the oldest Kubernetes the charts support (their
+// kubeVersion): the preStop sleep action is on by default from 1.30. Charts
+// are rendered and linted against it, so a template that needs a newer API
+// fails here.
+var minKubeVersion = chartutil.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
+
 const (
 	namespace = "esim"
 	// nonRootUID is the "nonroot" user of the base image (tools/imagebase).
@@ -96,10 +109,19 @@ type rendered struct {
 	obj    runtime.Object
 }
 
+// strictYAML is the decoder the API server applies with strict field
+// validation (kubectl's default): case-sensitive field names, unknown and
+// duplicate fields reported. sigs.k8s.io/yaml's UnmarshalStrict is not
+// enough: it decodes with encoding/json, which matches names regardless of
+// case, so "readOnlyRootFileSystem: true" would pass here and be dropped by
+// the cluster.
+var strictYAML = serializerjson.NewSerializerWithOptions(serializerjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+	serializerjson.SerializerOptions{Yaml: true, Strict: true})
+
 // decodeStrict decodes one YAML document into the Kubernetes API type named
-// by its apiVersion and kind. Unknown kinds, unknown or misspelt fields,
-// duplicate keys and wrong types are errors: the offline equivalent of the
-// API server's strict field validation.
+// by its apiVersion and kind. Unknown kinds, unknown or misspelt fields
+// (case included), duplicate keys and wrong types are errors: the offline
+// equivalent of the API server's strict field validation.
 func decodeStrict(doc []byte) (runtime.Object, error) {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &tm); err != nil {
@@ -108,15 +130,8 @@ func decodeStrict(doc []byte) (runtime.Object, error) {
 	if tm.APIVersion == "" || tm.Kind == "" {
 		return nil, errors.New("document has no apiVersion or kind")
 	}
-	gv, err := schema.ParseGroupVersion(tm.APIVersion)
+	obj, _, err := strictYAML.Decode(doc, nil, nil)
 	if err != nil {
-		return nil, err
-	}
-	obj, err := scheme.Scheme.New(gv.WithKind(tm.Kind))
-	if err != nil {
-		return nil, fmt.Errorf("unknown kind %s %s: %w", tm.APIVersion, tm.Kind, err)
-	}
-	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
 	}
 	return obj, nil
@@ -214,11 +229,22 @@ func renderChart(chartName string, vals map[string]any) (map[string]string, erro
 }
 
 func renderLoaded(chrt *chart.Chart, vals map[string]any) (map[string]string, error) {
+	return renderFor(chrt, vals, minKubeVersion)
+}
+
+// renderFor renders against a cluster of the given version and, as `helm
+// install` does, refuses a chart whose kubeVersion excludes it.
+func renderFor(chrt *chart.Chart, vals map[string]any, kube chartutil.KubeVersion) (map[string]string, error) {
+	if c := chrt.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kube.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion %s, which excludes Kubernetes %s", c, kube.String())
+	}
 	if err := chartutil.ProcessDependenciesWithMerge(chrt, vals); err != nil {
 		return nil, err
 	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = kube
 	opts := chartutil.ReleaseOptions{Name: chrt.Name(), Namespace: namespace, Revision: 1, IsInstall: true}
-	rv, err := chartutil.ToRenderValues(chrt, vals, opts, chartutil.DefaultCapabilities)
+	rv, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +290,7 @@ func TestLintStrict(t *testing.T) {
 	for _, c := range applicationCharts(t) {
 		for _, vf := range valuesFiles {
 			t.Run(c+"/"+vf, func(t *testing.T) {
-				linter := lint.AllWithKubeVersionAndSchemaValidation(c, overrides(t, c, vf), namespace, nil, false)
+				linter := lint.AllWithKubeVersionAndSchemaValidation(c, overrides(t, c, vf), namespace, &minKubeVersion, false)
 				for _, m := range linter.Messages {
 					if m.Severity >= support.WarningSev {
 						t.Error(m.Error())
@@ -426,9 +452,47 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 	if len(pdbs) != 1 {
 		t.Fatalf("want one PDB, got %d", len(pdbs))
 	}
-	sel, err := metav1.LabelSelectorAsSelector(pdbs[0].Spec.Selector)
+	checkPDB(t, pdbs[0], pod, *h.Spec.MinReplicas)
+}
+
+// checkPDB holds the budget to what keeps node drains moving: it selects
+// the pods, always allows one eviction even at the HPA's minimum, and lets
+// pods that are not Ready go regardless (with the default policy, all
+// replicas unready at once, as during a database outage, block every
+// drain until the outage ends).
+func checkPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, pod labels.Set, minReplicas int32) {
+	t.Helper()
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 	if err != nil || !sel.Matches(pod) {
-		t.Errorf("PDB selector %v does not match the pods (%v)", pdbs[0].Spec.Selector, err)
+		t.Errorf("PDB selector %v does not match the pods (%v)", pdb.Spec.Selector, err)
+	}
+	switch {
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MaxUnavailable != nil:
+		t.Error("PDB sets both minAvailable and maxUnavailable")
+	case pdb.Spec.MaxUnavailable != nil:
+		n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(minReplicas), true)
+		if err != nil || n < 1 {
+			t.Errorf("PDB maxUnavailable %s allows no eviction at %d replicas (%v)", pdb.Spec.MaxUnavailable.String(), minReplicas, err)
+		}
+	case pdb.Spec.MinAvailable != nil:
+		n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(minReplicas), true)
+		if err != nil || n >= int(minReplicas) {
+			t.Errorf("PDB minAvailable %s allows no eviction at %d replicas (%v)", pdb.Spec.MinAvailable.String(), minReplicas, err)
+		}
+	default:
+		t.Error("PDB sets neither minAvailable nor maxUnavailable")
+	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		t.Errorf("PDB unhealthyPodEvictionPolicy %v, want AlwaysAllow so unready pods never block a drain", p)
+	}
+}
+
+func TestPDBRefusesToBlockDrains(t *testing.T) {
+	for _, v := range []any{0, "0%"} {
+		vals := map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": v}}
+		if _, err := renderChart("accounts", vals); err == nil || !strings.Contains(err.Error(), "maxUnavailable") {
+			t.Errorf("maxUnavailable %v: want the chart to refuse it, got %v", v, err)
+		}
 	}
 }
 
@@ -517,7 +581,54 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 			t.Errorf("HTTP_ADDR %q does not listen on the container port %d", e.Value, port)
 		}
 	}
+	checkShutdownBudget(t, ps, c)
 }
+
+// telemetryFlush is the most a service spends flushing telemetry after the
+// HTTP server drained (shutdownBudget in libs/telemetry).
+const telemetryFlush = 3 * time.Second
+
+// checkShutdownBudget: the kubelet runs the preStop sleep, then sends
+// SIGTERM, and kills the container terminationGracePeriodSeconds after the
+// start of it all. The service drains for up to SHUTDOWN_TIMEOUT and then
+// flushes telemetry; all of it must fit, or SIGKILL cuts requests that
+// were promised a clean finish. The sleep itself is needed: the services
+// close their listener on SIGTERM, so endpoints must be gone by then.
+func checkShutdownBudget(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	var sleep time.Duration
+	if l := c.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.Sleep != nil {
+		sleep = time.Duration(l.PreStop.Sleep.Seconds) * time.Second
+	}
+	if sleep <= 0 {
+		t.Error("no preStop sleep: SIGTERM would close the listener while endpoints still route to the pod")
+	}
+	var drain time.Duration
+	for _, e := range c.Env {
+		if e.Name == "SHUTDOWN_TIMEOUT" {
+			var err error
+			if drain, err = time.ParseDuration(e.Value); err != nil {
+				t.Errorf("SHUTDOWN_TIMEOUT %q: %v", e.Value, err)
+			}
+		}
+	}
+	if drain <= 0 {
+		t.Error("SHUTDOWN_TIMEOUT is not set to a positive duration")
+	}
+	if ps.TerminationGracePeriodSeconds == nil {
+		t.Fatal("terminationGracePeriodSeconds is not set")
+	}
+	grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
+	if need := sleep + drain + telemetryFlush; grace < need {
+		t.Errorf("terminationGracePeriodSeconds %s < preStop sleep %s + SHUTDOWN_TIMEOUT %s + telemetry flush %s",
+			grace, sleep, drain, telemetryFlush)
+	}
+}
+
+// credentialEnv are the variables that carry passwords: they must come
+// from Secrets, never from plain values that land in the Deployment, the
+// Helm release and `kubectl describe`.
+var credentialEnv = []string{"DATABASE_URL", "REDIS_URL"}
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
@@ -549,6 +660,14 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 		}
 		names = append(names, e.Name)
 		if e.ValueFrom == nil {
+			if slices.Contains(credentialEnv, e.Name) {
+				t.Errorf("env %s is a plain value: credentials come from a Secret (secretEnv)", e.Name)
+			}
+			if u, err := url.Parse(e.Value); err == nil && u.User != nil {
+				if _, ok := u.User.Password(); ok {
+					t.Errorf("env %s holds a password in a plain value: use secretEnv", e.Name)
+				}
+			}
 			continue
 		}
 		ref := e.ValueFrom.SecretKeyRef
@@ -637,6 +756,29 @@ func TestServiceURLsResolve(t *testing.T) {
 	}
 }
 
+// TestChartsDeclareKubeVersion: a cluster too old for the templates must
+// fail the install with a clear message rather than accept a Deployment
+// whose preStop sleep it drops or rejects.
+func TestChartsDeclareKubeVersion(t *testing.T) {
+	tooOld := chartutil.KubeVersion{Version: "v1.29.0", Major: "1", Minor: "29"}
+	for _, c := range applicationCharts(t) {
+		chrt, err := loader.Load(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chrt.Metadata.KubeVersion == "" {
+			t.Errorf("%s: Chart.yaml has no kubeVersion", c)
+			continue
+		}
+		if _, err := renderFor(chrt, map[string]any{}, minKubeVersion); err != nil {
+			t.Errorf("%s on Kubernetes %s: %v", c, minKubeVersion.String(), err)
+		}
+		if _, err := renderFor(chrt, map[string]any{}, tooOld); err == nil {
+			t.Errorf("%s: kubeVersion %q admits Kubernetes %s, which has no preStop sleep by default", c, chrt.Metadata.KubeVersion, tooOld.String())
+		}
+	}
+}
+
 func TestChartRefusesLatestTag(t *testing.T) {
 	vals := map[string]any{"image": map[string]any{"tag": "latest"}}
 	if _, err := renderChart("accounts", vals); err == nil || !strings.Contains(err.Error(), "latest") {
@@ -688,6 +830,8 @@ spec:
         - name: x
           image: x:1
           imagePullPolicy: IfNotPresent
+          securityContext:
+            readOnlyRootFilesystem: true
 `
 	if _, err := decodeStrict([]byte(valid)); err != nil {
 		t.Fatalf("valid Deployment rejected: %v", err)
@@ -696,10 +840,13 @@ spec:
 		"misspelt field":      strings.Replace(valid, "imagePullPolicy:", "imagePullPolcy:", 1),
 		"misplaced field":     strings.Replace(valid, "  selector:", "  replica: 2\n  selector:", 1),
 		"wrong type":          strings.Replace(valid, "image: x:1", "image: [x]", 1),
-		"duplicate key":       strings.Replace(valid, "  name: x\n", "  name: x\n  name: y\n", 1),
+		"duplicate key":       strings.Replace(valid, "  name: x\n", "  name: x\n  name: z\n", 1),
 		"unknown kind":        strings.Replace(valid, "kind: Deployment", "kind: Deploymnet", 1),
 		"unknown api version": strings.Replace(valid, "apps/v1", "apps/v1beta9", 1),
 		"no kind":             strings.Replace(valid, "kind: Deployment\n", "", 1),
+		// A lenient decoder sets ReadOnlyRootFilesystem from this; the API
+		// server, case-sensitive, drops it and the root stays writable.
+		"field in the wrong case": strings.Replace(valid, "readOnlyRootFilesystem:", "readOnlyRootFileSystem:", 1),
 	}
 	for name, doc := range cases {
 		if _, err := decodeStrict([]byte(doc)); err == nil {
@@ -756,8 +903,13 @@ func TestDevManifestsDecodeStrictly(t *testing.T) {
 				kind = fmt.Sprintf("%T", r.obj)
 			}
 			kinds[kind] = true
-			if _, ok := r.obj.(*corev1.Namespace); ok {
+			switch o := r.obj.(type) {
+			case *corev1.Namespace:
 				continue
+			case *appsv1.Deployment:
+				checkDevWorkload(t, f+" "+o.Name, o.Spec.Template.Spec)
+			case *appsv1.StatefulSet:
+				checkDevWorkload(t, f+" "+o.Name, o.Spec.Template.Spec)
 			}
 			if m.GetNamespace() != namespace {
 				t.Errorf("%s: %s %s is in namespace %q, want %q", f, kind, m.GetName(), m.GetNamespace(), namespace)
@@ -765,6 +917,31 @@ func TestDevManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	t.Logf("kinds: %v", kinds)
+}
+
+// checkDevWorkload holds the dependencies' containers to what keeps a dev
+// cluster reproducible and its start ordered: images pinned to a version
+// (a moving tag changes the cluster under everyone), a readiness probe (Tilt
+// starts the services once their dependencies are ready) and memory bounds.
+func checkDevWorkload(t *testing.T, source string, ps corev1.PodSpec) {
+	t.Helper()
+	for _, c := range ps.Containers {
+		ref := c.Image
+		if at := strings.Index(ref, "@"); at >= 0 {
+			ref = ref[:at]
+		}
+		colon := strings.LastIndex(ref, ":")
+		if !strings.Contains(c.Image, "@sha256:") &&
+			(colon < 0 || strings.Contains(ref[colon:], "/") || ref[colon+1:] == "latest" || !strings.ContainsAny(ref[colon+1:], "0123456789")) {
+			t.Errorf("%s: image %q is not pinned to a version", source, c.Image)
+		}
+		if c.ReadinessProbe == nil {
+			t.Errorf("%s: container %s has no readiness probe", source, c.Name)
+		}
+		if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: container %s needs a memory request and limit", source, c.Name)
+		}
+	}
 }
 
 // checkGatewayNodePortMapped proves the kind port mapping reaches the
@@ -790,4 +967,293 @@ func checkGatewayNodePortMapped(t *testing.T, cluster kindv1alpha4.Cluster) {
 		return
 	}
 	t.Error("the gateway chart renders no Service")
+}
+
+// TestDevKafkaKRaft checks the single-node Kafka's settings against each
+// other, as the apache/kafka image reads them: KAFKA_* variables become the
+// whole broker configuration (server.properties is not used once any is
+// set), so a missing or inconsistent one is a broker that never starts or
+// a consumer group that never forms.
+func TestDevKafkaKRaft(t *testing.T) {
+	path := filepath.Join("..", "k8s", "kafka.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		sts *appsv1.StatefulSet
+		svc *corev1.Service
+	)
+	for _, r := range decodeAll(t, path, data) {
+		switch o := r.obj.(type) {
+		case *appsv1.StatefulSet:
+			sts = o
+		case *corev1.Service:
+			svc = o
+		}
+	}
+	if sts == nil || svc == nil || len(sts.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("%s: want one StatefulSet with one container and one Service", path)
+	}
+	ps := sts.Spec.Template.Spec
+	c := ps.Containers[0]
+	if !strings.HasPrefix(c.Image, "apache/kafka:") {
+		t.Errorf("image %q: the variables below are those of apache/kafka", c.Image)
+	}
+	// Service links would add KAFKA_PORT, KAFKA_SERVICE_HOST, ...: the image
+	// turns them into broker properties.
+	if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
+		t.Error("enableServiceLinks must be false")
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if id, err := base64.RawURLEncoding.DecodeString(env["CLUSTER_ID"]); err != nil || len(id) != 16 {
+		t.Errorf("CLUSTER_ID %q: want a base64url UUID (16 bytes), as kafka-storage format needs (%v)", env["CLUSTER_ID"], err)
+	}
+	roles := strings.Split(env["KAFKA_PROCESS_ROLES"], ",")
+	if !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
+		t.Errorf("KAFKA_PROCESS_ROLES %q: one node must be broker and controller", env["KAFKA_PROCESS_ROLES"])
+	}
+	if env["KAFKA_ZOOKEEPER_CONNECT"] != "" {
+		t.Error("KAFKA_ZOOKEEPER_CONNECT set: KRaft mode has no ZooKeeper")
+	}
+	listeners := parseListeners(t, "KAFKA_LISTENERS", env["KAFKA_LISTENERS"])
+	advertised := parseListeners(t, "KAFKA_ADVERTISED_LISTENERS", env["KAFKA_ADVERTISED_LISTENERS"])
+	protocols := map[string]bool{}
+	for _, kv := range strings.Split(env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"], ",") {
+		name, _, _ := strings.Cut(kv, ":")
+		protocols[name] = true
+	}
+	for name := range listeners {
+		if !protocols[name] {
+			t.Errorf("listener %s has no entry in KAFKA_LISTENER_SECURITY_PROTOCOL_MAP", name)
+		}
+	}
+	controller := env["KAFKA_CONTROLLER_LISTENER_NAMES"]
+	if _, ok := listeners[controller]; !ok || controller == "" {
+		t.Errorf("KAFKA_CONTROLLER_LISTENER_NAMES %q is not among KAFKA_LISTENERS", controller)
+	}
+	if _, ok := advertised[controller]; ok {
+		t.Error("the controller listener must not be advertised to clients")
+	}
+	// controller.quorum.voters: this node, on its controller listener.
+	id, hostPort, _ := strings.Cut(env["KAFKA_CONTROLLER_QUORUM_VOTERS"], "@")
+	if _, port, err := net.SplitHostPort(hostPort); err != nil || id != env["KAFKA_NODE_ID"] || port != listeners[controller] {
+		t.Errorf("KAFKA_CONTROLLER_QUORUM_VOTERS %q: want %s@...:%s (node id, controller port)",
+			env["KAFKA_CONTROLLER_QUORUM_VOTERS"], env["KAFKA_NODE_ID"], listeners[controller])
+	}
+	// Clients reach what the broker advertises: the Service, on a port that
+	// forwards to the listener.
+	if len(advertised) == 0 {
+		t.Error("KAFKA_ADVERTISED_LISTENERS is empty")
+	}
+	for name, hp := range advertised {
+		host, port, _ := strings.Cut(hp, ":")
+		if host != svc.Name {
+			t.Errorf("advertised listener %s host %q, want the Service %q", name, host, svc.Name)
+		}
+		if listeners[name] == "" {
+			t.Errorf("advertised listener %s is not among KAFKA_LISTENERS", name)
+		}
+		found := false
+		for _, sp := range svc.Spec.Ports {
+			for _, cp := range c.Ports {
+				if strconv.Itoa(int(sp.Port)) == port && sp.TargetPort.String() == cp.Name && strconv.Itoa(int(cp.ContainerPort)) == listeners[name] {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("advertised %s=%s: no Service port %s forwards to the listener's port %s", name, hp, port, listeners[name])
+		}
+	}
+	// Internal topics default to replication factor 3: on one broker the
+	// consumer offsets topic could never be created.
+	for _, k := range []string{"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"} {
+		if env[k] != "1" {
+			t.Errorf("%s %q, want 1 on a single broker", k, env[k])
+		}
+	}
+	if c.ReadinessProbe == nil {
+		t.Error("no readiness probe")
+	}
+}
+
+// parseListeners reads "NAME://host:port,..." into name -> port, or for
+// advertised listeners name -> host:port.
+func parseListeners(t *testing.T, key, v string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, l := range strings.Split(v, ",") {
+		name, hp, ok := strings.Cut(l, "://")
+		host, port, err := net.SplitHostPort(hp)
+		if !ok || err != nil {
+			t.Errorf("%s: %q is not NAME://host:port", key, l)
+			continue
+		}
+		if key == "KAFKA_ADVERTISED_LISTENERS" {
+			out[name] = host + ":" + port
+		} else {
+			out[name] = port
+		}
+	}
+	return out
+}
+
+// tiltServices reads the SERVICES dict of the Tiltfile: service name -> the
+// resources it waits for.
+func tiltServices(t *testing.T, tiltfile string) map[string][]string {
+	t.Helper()
+	block := regexp.MustCompile(`(?s)\nSERVICES = \{(.*?)\n\}`).FindStringSubmatch(tiltfile)
+	if block == nil {
+		t.Fatal("Tiltfile: no SERVICES = {...} block")
+	}
+	out := map[string][]string{}
+	for _, m := range regexp.MustCompile(`'([\w-]+)':\s*\[([^\]]*)\]`).FindAllStringSubmatch(block[1], -1) {
+		deps := []string{}
+		for _, d := range regexp.MustCompile(`'([\w-]+)'`).FindAllStringSubmatch(m[2], -1) {
+			deps = append(deps, d[1])
+		}
+		out[m[1]] = deps
+	}
+	return out
+}
+
+// TestTiltfile checks what the Tiltfile takes on trust, since tilt cannot
+// run here: its service list is the chart list, every service has a main
+// package to build and a dev image name Tilt can substitute, every
+// dependency names a resource that exists, the gateway is forwarded to its
+// container port, and the k8s/ files it applies exist.
+func TestTiltfile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "Tiltfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiltfile := string(data)
+	svcs := tiltServices(t, tiltfile)
+	names := slices.Sorted(maps.Keys(svcs))
+	if charts := applicationCharts(t); !slices.Equal(names, charts) {
+		t.Fatalf("Tiltfile SERVICES %v, charts %v", names, charts)
+	}
+
+	// Resources a service may wait for: the workloads of k8s/ and the
+	// other services.
+	resources := map[string]bool{"namespace": true}
+	files, _ := filepath.Glob(filepath.Join("..", "k8s", "*.yaml"))
+	for _, f := range files {
+		if filepath.Base(f) == "kind-config.yaml" {
+			continue
+		}
+		if !strings.Contains(tiltfile, "'k8s/"+filepath.Base(f)+"'") {
+			t.Errorf("Tiltfile does not apply %s", f)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range decodeAll(t, f, b) {
+			switch o := r.obj.(type) {
+			case *appsv1.Deployment:
+				resources[o.Name] = true
+			case *appsv1.StatefulSet:
+				resources[o.Name] = true
+			}
+		}
+	}
+	for _, n := range names {
+		resources[n] = true
+	}
+
+	for _, n := range names {
+		for _, d := range svcs[n] {
+			if !resources[d] || d == n {
+				t.Errorf("Tiltfile: %s waits for %q, which is no resource", n, d)
+			}
+		}
+		if st, err := os.Stat(filepath.Join("..", "services", n, "cmd", n, "main.go")); err != nil || st.IsDir() {
+			t.Errorf("Tiltfile builds ./services/%s/cmd/%s: %v", n, n, err)
+		}
+		vals, err := chartutil.ReadValuesFile(filepath.Join(n, "values-dev.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repo, _ := vals.PathValue("image.repository"); repo != "esim/"+n {
+			t.Errorf("%s/values-dev.yaml image.repository %v: Tilt builds and substitutes esim/%s", n, repo, n)
+		}
+	}
+
+	m := regexp.MustCompile(`'gateway':\s*\['(\d+):(\d+)'\]`).FindStringSubmatch(tiltfile)
+	if m == nil {
+		t.Fatal("Tiltfile: no port forward for the gateway")
+	}
+	for _, r := range renderObjects(t, "gateway", "values-dev.yaml") {
+		if d, ok := r.obj.(*appsv1.Deployment); ok {
+			if p := d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort; strconv.Itoa(int(p)) != m[2] {
+				t.Errorf("Tiltfile forwards to the gateway's port %s, it listens on %d", m[2], p)
+			}
+		}
+	}
+
+	for _, script := range []string{"ko-build.sh", "helm.sh"} {
+		st, err := os.Stat(filepath.Join("..", "tilt", script))
+		if err != nil || st.Mode()&0o111 == 0 {
+			t.Errorf("tilt/%s must exist and be executable (%v)", script, err)
+		} else if !strings.Contains(tiltfile, "'tilt/"+script+"'") {
+			t.Errorf("Tiltfile does not run tilt/%s", script)
+		}
+	}
+}
+
+// TestTiltHelmRendersAsTests runs the helm the Tiltfile runs (tilt/helm.sh,
+// built from the version pinned in go.mod) the way the Tiltfile runs it,
+// and requires the same objects the library rendering above checks: what
+// Tilt deploys is what the tests validated. It lints every chart with the
+// CLI too. The first run builds helm (a minute or two).
+func TestTiltHelmRendersAsTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the helm CLI")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH to build helm with")
+	}
+	helm := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command("tilt/helm.sh", args...)
+		cmd.Dir = ".."
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("tilt/helm.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return out
+	}
+	for _, c := range applicationCharts(t) {
+		t.Run(c, func(t *testing.T) {
+			out := helm("template", c, "charts/"+c, "--namespace", namespace, "--values", "charts/"+c+"/values-dev.yaml")
+			got := map[string]runtime.Object{}
+			for _, r := range decodeAll(t, "helm template "+c, out) {
+				m, _ := metaOf(r.obj)
+				got[fmt.Sprintf("%T/%s", r.obj, m.GetName())] = r.obj
+			}
+			want := map[string]runtime.Object{}
+			for _, r := range renderObjects(t, c, "values-dev.yaml") {
+				m, _ := metaOf(r.obj)
+				want[fmt.Sprintf("%T/%s", r.obj, m.GetName())] = r.obj
+			}
+			if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+				t.Fatalf("helm template renders %v, the tests %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+			}
+			for k, w := range want {
+				if !equality.Semantic.DeepEqual(got[k], w) {
+					t.Errorf("%s differs between helm template and the tests' rendering", k)
+				}
+			}
+			for _, vf := range valuesFiles {
+				helm("lint", "--strict", "charts/"+c, "--namespace", namespace, "--values", "charts/"+c+"/"+vf)
+			}
+		})
+	}
 }

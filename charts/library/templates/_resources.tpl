@@ -82,6 +82,10 @@ spec:
 
 {{- define "library.pdb" -}}
 {{- if .Values.podDisruptionBudget.enabled }}
+{{- $maxUnavailable := .Values.podDisruptionBudget.maxUnavailable }}
+{{- if or (not $maxUnavailable) (eq (toString $maxUnavailable) "0%") }}
+{{- fail "podDisruptionBudget.maxUnavailable must allow at least one eviction: 0 blocks every node drain" }}
+{{- end }}
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
@@ -92,7 +96,12 @@ metadata:
 spec:
   # maxUnavailable (not minAvailable) so a drain never deadlocks when the
   # service runs a single replica.
-  maxUnavailable: {{ .Values.podDisruptionBudget.maxUnavailable }}
+  maxUnavailable: {{ $maxUnavailable }}
+  # Pods that are not Ready receive no traffic: evicting them loses none.
+  # The default (IfHealthyBudget) protects them too: when every replica is
+  # unready at once (readiness follows Postgres, so a database outage does
+  # it) no pod may be evicted and node drains hang until the outage ends.
+  unhealthyPodEvictionPolicy: AlwaysAllow
   selector:
     matchLabels:
       {{- include "library.selectorLabels" . | nindent 6 }}
