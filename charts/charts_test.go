@@ -334,6 +334,9 @@ func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service,
 		t.Fatalf("%d Ingresses, want %d", len(ingresses), want)
 	}
 	for _, ing := range ingresses {
+		if len(ing.Spec.TLS) == 0 || ing.Spec.TLS[0].SecretName == "" {
+			t.Errorf("Ingress %s without TLS: API keys would cross the internet in clear", ing.Name)
+		}
 		if ing.Spec.DefaultBackend != nil || len(ing.Spec.Rules) == 0 {
 			t.Errorf("Ingress %s: a default backend or no rules would route more than /v1", ing.Name)
 		}
@@ -484,6 +487,25 @@ func checkPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, pod labels.Set, m
 	}
 	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
 		t.Errorf("PDB unhealthyPodEvictionPolicy %v, want AlwaysAllow so unready pods never block a drain", p)
+	}
+}
+
+// TestIngressRefusesPlainHTTP: an Ingress without TLS is an explicit
+// choice (TLS ended in front of the controller), never an omission.
+func TestIngressRefusesPlainHTTP(t *testing.T) {
+	plain := map[string]any{"ingress": map[string]any{"tlsSecretName": ""}}
+	if _, err := renderChart("gateway", plain); err == nil || !strings.Contains(err.Error(), "tlsSecretName") {
+		t.Fatalf("want the chart to refuse an Ingress without TLS, got %v", err)
+	}
+	plain["ingress"].(map[string]any)["allowPlainHTTP"] = true
+	out, err := renderChart("gateway", plain)
+	if err != nil {
+		t.Fatalf("allowPlainHTTP: %v", err)
+	}
+	for name, doc := range out {
+		if strings.HasSuffix(name, "ingress.yaml") && (!strings.Contains(doc, "kind: Ingress") || strings.Contains(doc, "tls:")) {
+			t.Errorf("allowPlainHTTP rendered %s as:\n%s", name, doc)
+		}
 	}
 }
 
