@@ -107,11 +107,7 @@ func TestServeDrainsInFlightRequestsOnShutdown(t *testing.T) {
 }
 
 func TestRequestsAreMeasuredByRouteWithBoundedLabels(t *testing.T) {
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "error"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	tel := setupTelemetry(t, "error", io.Discard)
 	app := http.NewServeMux()
 	app.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.SetRoute(r.Context(), "/things/{id}")
@@ -187,10 +183,7 @@ func labelValue(line, name string) string {
 
 func TestNotReadyLogsTheCause(t *testing.T) {
 	var logs telemetrytest.LogBuffer
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "warn"}, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel := setupTelemetry(t, "warn", &logs)
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
 		Name: "svc", App: http.NotFoundHandler(), Telemetry: tel,
 		Ready: map[string]httpserver.Check{"postgres": func(context.Context) error {
@@ -212,10 +205,7 @@ func TestNotReadyLogsTheCause(t *testing.T) {
 func TestDebugLevelLogsEveryRequest(t *testing.T) {
 	for level, want := range map[string]bool{"debug": true, "info": false} {
 		var logs telemetrytest.LogBuffer
-		tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: level}, &logs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tel := setupTelemetry(t, level, &logs)
 		srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
 			Name: "svc", Telemetry: tel,
 			App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -251,4 +241,16 @@ func TestDebugLevelLogsEveryRequest(t *testing.T) {
 			t.Fatalf("request line %+v:\n%s", line, logs.String())
 		}
 	}
+}
+
+// setupTelemetry is telemetry for a test service named "svc", shut down
+// when the test ends.
+func setupTelemetry(t *testing.T, level string, logs io.Writer, opts ...telemetry.Option) *telemetry.Telemetry {
+	t.Helper()
+	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: level}, logs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel
 }

@@ -1,7 +1,6 @@
 package httpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -67,11 +66,7 @@ func TestCallersRequestIDIsKeptOnlyWhenItLooksLikeOne(t *testing.T) {
 func TestRequestLineCarriesTraceAndSpanIDs(t *testing.T) {
 	var logs telemetrytest.LogBuffer
 	spans := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "debug"}, &logs, telemetry.WithSpanExporter(spans))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	tel := setupTelemetry(t, "debug", &logs, telemetry.WithSpanExporter(spans))
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
 		Name: "svc", Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,11 +122,7 @@ func seriesOf(t *testing.T, tel *telemetry.Telemetry) map[string]string {
 // random paths must not become series: a flood of them adds one series
 // for all, and does not use up the room real routes need later.
 func TestNotFoundFloodOfRandomPathsAddsOneSeries(t *testing.T) {
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "error"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	tel := setupTelemetry(t, "error", io.Discard)
 	fail := false
 	app := http.NewServeMux() // routes like Twirp's: one path per method, no SetRoute
 	app.HandleFunc("POST /twirp/svc.v1.Svc/Get", func(w http.ResponseWriter, r *http.Request) {
@@ -182,11 +173,7 @@ func TestNotFoundFloodOfRandomPathsAddsOneSeries(t *testing.T) {
 func TestPanicIsCountedAndLoggedWithTheRequestsIDs(t *testing.T) {
 	var logs telemetrytest.LogBuffer
 	spans := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "info"}, &logs, telemetry.WithSpanExporter(spans))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	tel := setupTelemetry(t, "info", &logs, telemetry.WithSpanExporter(spans))
 	// Setup routed the log package, where net/http logs panics, into logs.
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
 		Name: "svc", Telemetry: tel,
@@ -231,11 +218,7 @@ func TestPanicIsCountedAndLoggedWithTheRequestsIDs(t *testing.T) {
 // still cut, since its status and part of its body are already sent.
 func TestAnswerPanicWritesTheAnswerWhenNothingWasWritten(t *testing.T) {
 	var logs telemetrytest.LogBuffer
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "info"}, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	tel := setupTelemetry(t, "info", &logs)
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
 		Name: "svc", Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -290,11 +273,7 @@ func TestAnswerPanicWritesTheAnswerWhenNothingWasWritten(t *testing.T) {
 // the internal service's own spans (pgx queries) children of that.
 func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), "svc", telemetry.Config{LogLevel: "error"}, io.Discard, telemetry.WithSpanExporter(spans))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	tel := setupTelemetry(t, "error", io.Discard, telemetry.WithSpanExporter(spans))
 
 	var internalRequestID string
 	internal := httptest.NewServer(httpserver.Handler(httpserver.Routes{
