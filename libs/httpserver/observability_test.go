@@ -314,16 +314,18 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 	var root []string
 	got := spans.GetSpans()
 	for _, s := range got {
-		byName[s.Name] = s.SpanContext
-		parent[s.Name] = s.Parent.SpanID()
+		// A call's client and server spans share its name; kind tells them apart.
+		name := s.SpanKind.String() + " " + s.Name
+		byName[name] = s.SpanContext
+		parent[name] = s.Parent.SpanID()
 		if !s.Parent.IsValid() {
-			root = append(root, s.Name)
+			root = append(root, name)
 		}
 		if s.SpanContext.TraceID().String() == partnerTrace {
 			t.Errorf("span %q continues the partner's trace", s.Name)
 		}
 	}
-	chain := []string{"GET /v1/plans", "HTTP POST", "POST /twirp/svc.v1.Svc/Get", "SELECT"}
+	chain := []string{"server GET /v1/plans", "client POST /twirp/svc.v1.Svc/Get", "server POST /twirp/svc.v1.Svc/Get", "internal SELECT"}
 	if len(got) != len(chain) || len(root) != 1 || root[0] != chain[0] {
 		t.Fatalf("spans %v with roots %v, want %v with the first the only root", byName, root, chain)
 	}
@@ -334,7 +336,7 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 		}
 	}
 	for _, s := range got {
-		if s.Name == chain[0] && (len(s.Links) != 1 || s.Links[0].SpanContext.TraceID().String() != partnerTrace) {
+		if s.SpanKind.String()+" "+s.Name == chain[0] && (len(s.Links) != 1 || s.Links[0].SpanContext.TraceID().String() != partnerTrace) {
 			t.Errorf("public span links %v, want the partner's trace linked", s.Links)
 		}
 	}

@@ -21,7 +21,11 @@ func (t *Telemetry) HTTPClient(timeout time.Duration) *http.Client {
 	if t.TracerProvider != nil {
 		rt = otelhttp.NewTransport(rt,
 			otelhttp.WithTracerProvider(t.TracerProvider),
-			otelhttp.WithMeterProvider(noop.NewMeterProvider()))
+			otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+			// Named after the method called, as the callee's span is, not
+			// "HTTP POST" for every call. The peers are Twirp services, whose
+			// paths are their methods: a handful of names, no ids in them.
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	}
 	return &http.Client{Timeout: timeout, Transport: rt}
 }
