@@ -340,3 +340,11 @@ func (h *contextHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h *contextHandler) WithGroup(name string) slog.Handler {
 	return &contextHandler{h.Handler.WithGroup(name)}
 }
+
+// LogExit writes why a service is stopping, for main once run has failed,
+// whether or not Setup ran: one line in the JSON shape of every other, so
+// a log pipeline that parses the service's output keeps the line that
+// matters most.
+func LogExit(w io.Writer, service string, err error) {
+	slog.New(slog.NewJSONHandler(w, nil)).Error("exiting", "service", service, "err", err.Error())
+}

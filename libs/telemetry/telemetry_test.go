@@ -249,3 +249,15 @@ func TestStandardLogLinesAreErrorsInJSON(t *testing.T) {
 		t.Fatalf("log line %q (%v), want the message as one JSON line at ERROR", out.String(), err)
 	}
 }
+
+func TestLogExitIsOneJSONLine(t *testing.T) {
+	var buf strings.Builder
+	telemetry.LogExit(&buf, "gateway", errors.New(`config: REDIS_URL: "x" is not a URL`))
+	var line map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil || strings.Count(buf.String(), "\n") != 1 {
+		t.Fatalf("not one JSON line: %q (%v)", buf.String(), err)
+	}
+	if line["level"] != "ERROR" || line["service"] != "gateway" || line["err"] != `config: REDIS_URL: "x" is not a URL` {
+		t.Fatalf("line %v", line)
+	}
+}

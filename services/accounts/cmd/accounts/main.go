@@ -22,7 +22,7 @@ func main() {
 	err := run(ctx, os.Args, os.Getenv, os.Stdout)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "accounts:", err)
+		telemetry.LogExit(os.Stderr, "accounts", err)
 		os.Exit(1)
 	}
 }

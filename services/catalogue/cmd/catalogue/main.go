@@ -3,17 +3,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/esimplatform/esim/libs/telemetry"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "catalogue:", err)
+		telemetry.LogExit(os.Stderr, "catalogue", err)
 		os.Exit(1)
 	}
 }

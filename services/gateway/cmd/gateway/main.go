@@ -20,7 +20,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
+		telemetry.LogExit(os.Stderr, "gateway", err)
 		os.Exit(1)
 	}
 }
