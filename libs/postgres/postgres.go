@@ -125,7 +125,11 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 func Migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
+	// A replica that finds another migrating polls for the lock once a
+	// second, for up to five minutes as goose's default does: goose's
+	// five-second poll held back every replica but the first by five
+	// seconds at start, for migrations that take milliseconds.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return err
 	}

@@ -145,3 +145,73 @@ func TestTracingIsOptionalAndUUIDsRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// Replicas starting at once migrate once: goose's session locker holds a
+// Postgres advisory lock around the whole run, so the second replica finds
+// the migrations applied instead of applying them again (here, a second
+// CREATE TABLE would fail and a second INSERT would duplicate the row).
+// The migration outlasts goose's one-second retry of creating its version
+// table, which alone would otherwise let the second replica in too late to
+// collide.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	once := fstest.MapFS{
+		"00001_once.sql": {Data: []byte("-- +goose Up\nCREATE TABLE once (n int);\nINSERT INTO once VALUES (1);\nSELECT pg_sleep(1.5);\n-- +goose Down\nDROP TABLE once;\n")},
+	}
+	const replicas = 2
+	errs := make(chan error, replicas)
+	start := make(chan struct{})
+	for range replicas {
+		go func() {
+			<-start
+			pool, err := postgres.Open(ctx, url, false, once)
+			if err == nil {
+				pool.Close()
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range replicas {
+		if err := <-errs; err != nil {
+			t.Fatalf("replica: %v", err)
+		}
+	}
+	pool, err := postgres.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var rows, versions int
+	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM once), (SELECT count(*) FROM goose_db_version WHERE version_id = 1)").Scan(&rows, &versions); err != nil || rows != 1 || versions != 1 {
+		t.Fatalf("%d rows, version 1 recorded %d times (%v); want each once", rows, versions, err)
+	}
+}
+
+// A migration that fails part way leaves nothing of itself behind: each
+// runs in its own transaction with its version row, so the next start
+// retries it whole instead of tripping over half of it.
+func TestFailedMigrationLeavesNothingBehind(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	fails := fstest.MapFS{
+		"00001_widgets.sql": migrations["00001_widgets.sql"],
+		"00002_half.sql":    {Data: []byte("-- +goose Up\nCREATE TABLE gadgets (id int PRIMARY KEY);\nINSERT INTO widgets VALUES (1), (1);\n-- +goose Down\nDROP TABLE gadgets;\n")},
+	}
+	if _, err := postgres.Open(ctx, url, false, fails); err == nil {
+		t.Fatal("a failing migration was reported applied")
+	}
+	pool, err := postgres.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var gadgets, widgets bool
+	var version int64
+	err = pool.QueryRow(ctx, `SELECT to_regclass('gadgets') IS NOT NULL, to_regclass('widgets') IS NOT NULL,
+		(SELECT max(version_id) FROM goose_db_version)`).Scan(&gadgets, &widgets, &version)
+	if err != nil || gadgets || !widgets || version != 1 {
+		t.Fatalf("after the failure: gadgets %v, widgets %v, version %d (%v); want only the first migration", gadgets, widgets, version, err)
+	}
+}

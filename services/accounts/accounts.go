@@ -394,6 +394,14 @@ func (s *Service) Authenticate(ctx context.Context, presented string) (Principal
 	if subtle.ConstantTimeCompare(rec.SecretHash, hash) != 1 || rec.Key.Revoked() {
 		return Principal{}, ErrUnauthenticated
 	}
+	// The record decides the environment, but a secret that reads
+	// "sk_sandbox_" must never be granted live (nor the reverse): partners,
+	// their CI and secret scanners treat sandbox keys as harmless. Only a
+	// corrupt record can disagree with its secret, and it is refused rather
+	// than trusted either way.
+	if !strings.HasPrefix(presented, rec.Key.Environment.SecretPrefix()) {
+		return Principal{}, ErrUnauthenticated
+	}
 	return Principal{
 		AccountID:          rec.Key.AccountID,
 		Environment:        rec.Key.Environment, // from the record, not the prefix

@@ -9,10 +9,14 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/esimplatform/esim/libs/postgres"
 )
@@ -100,4 +104,67 @@ func New(t testing.TB, migrations fs.FS) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// AfterStatement returns a pool option that calls do once, as soon as the
+// first statement named name (sqlc's "-- name: X" header) has finished and
+// before the code that ran it goes on: a test's way to commit a concurrent
+// write between two statements of the code under test, deterministically.
+// do runs on the caller's goroutine and must use another pool.
+func AfterStatement(name string, do func()) postgres.Option {
+	return func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.Tracer = &afterStatement{header: "-- name: " + name + " ", do: do}
+	}
+}
+
+type afterStatement struct {
+	header string
+	once   sync.Once
+	do     func()
+}
+
+type namedStatement struct{}
+
+func (a *afterStatement) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(data.SQL, a.header) {
+		return context.WithValue(ctx, namedStatement{}, true)
+	}
+	return ctx
+}
+
+func (a *afterStatement) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(namedStatement{}) != nil {
+		a.once.Do(a.do)
+	}
+}
+
+// CheckMigrationsReversible migrates a fresh database up, all the way down
+// and up again: every migration's Down must undo its Up, or the next Up
+// fails on what was left behind.
+func CheckMigrationsReversible(t testing.TB, migrations fs.FS) {
+	t.Helper()
+	ctx := context.Background()
+	pool := New(t, migrations)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations)
+	if err != nil {
+		t.Fatalf("load migrations: %v", err)
+	}
+	if _, err := provider.DownTo(ctx, 0); err != nil {
+		t.Fatalf("migrate down: %v", err)
+	}
+	var left []string
+	rows, err := pool.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'S') AND c.relname NOT LIKE 'goose_db_version%'
+		UNION ALL SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'`)
+	if err == nil {
+		left, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(left) > 0 {
+		t.Fatalf("after migrating down: %v left behind (%v)", left, err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("migrate up again: %v", err)
+	}
 }

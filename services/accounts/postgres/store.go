@@ -22,14 +22,33 @@ const foreignKeyViolation = "23503"
 
 // Store implements accounts.Store.
 type Store struct {
-	q *db.Queries
+	pool *pgxpool.Pool
+	q    *db.Queries
 }
 
 var _ accounts.Store = (*Store)(nil)
 
 // NewStore returns a Store over pool; the pool stays the caller's to close.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{q: db.New(pool)}
+	return &Store{pool: pool, q: db.New(pool)}
+}
+
+// snapshot is a read-only transaction in which every statement sees the
+// same committed data, so a page and its total agree: under the default
+// READ COMMITTED each statement would see what had committed by its own
+// start, and a key created between the two would be counted and not shown.
+var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
+// checkPage refuses a page the domain would never ask for. The domain
+// validates page and limit; this keeps a caller that skips it (or a bug in
+// the arithmetic) from reading an unbounded page, and fails loudly instead
+// of clamping, since a clamped page would disagree with the paging the
+// caller computes from its own limit.
+func checkPage(limit int32, offset int64) error {
+	if limit < 1 || limit > accounts.MaxPageLimit || offset < 0 {
+		return fmt.Errorf("page of %d rows at offset %d is out of range (limit 1..%d, offset >= 0)", limit, offset, accounts.MaxPageLimit)
+	}
+	return nil
 }
 
 // InsertAccount implements accounts.Store.
@@ -59,17 +78,27 @@ func (s *Store) Account(ctx context.Context, id uuid.UUID) (accounts.Account, er
 	return account(row), nil
 }
 
-// ListAccounts implements accounts.Store. The page and the count are two
-// statements: an account created in between may make the total off by one,
-// which a paginated listing tolerates.
+// ListAccounts implements accounts.Store. The page and the count are read
+// in one snapshot.
 func (s *Store) ListAccounts(ctx context.Context, limit int32, offset int64) ([]accounts.Account, int64, error) {
-	rows, err := s.q.ListAccounts(ctx, db.ListAccountsParams{RowLimit: limit, RowOffset: offset})
-	if err != nil {
-		return nil, 0, fmt.Errorf("select accounts: %w", err)
+	if err := checkPage(limit, offset); err != nil {
+		return nil, 0, fmt.Errorf("list accounts: %w", err)
 	}
-	total, err := s.q.CountAccounts(ctx)
+	var rows []db.Account
+	var total int64
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if rows, err = q.ListAccounts(ctx, db.ListAccountsParams{RowLimit: limit, RowOffset: offset}); err != nil {
+			return fmt.Errorf("select accounts: %w", err)
+		}
+		if total, err = q.CountAccounts(ctx); err != nil {
+			return fmt.Errorf("count accounts: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("count accounts: %w", err)
+		return nil, 0, err
 	}
 	list := make([]accounts.Account, len(rows))
 	for i, r := range rows {
@@ -109,16 +138,26 @@ func (s *Store) InsertKey(ctx context.Context, k accounts.APIKey, secretHash []b
 }
 
 // ListKeys implements accounts.Store. As in ListAccounts, the page and the
-// count are two statements: a key created in between may make the total
-// off by one, which a paginated listing tolerates.
+// count are read in one snapshot.
 func (s *Store) ListKeys(ctx context.Context, accountID uuid.UUID, limit int32, offset int64) ([]accounts.APIKey, int64, error) {
-	rows, err := s.q.ListKeys(ctx, db.ListKeysParams{AccountID: accountID, RowLimit: limit, RowOffset: offset})
-	if err != nil {
-		return nil, 0, fmt.Errorf("select keys: %w", err)
+	if err := checkPage(limit, offset); err != nil {
+		return nil, 0, fmt.Errorf("list keys: %w", err)
 	}
-	total, err := s.q.CountKeys(ctx, accountID)
+	var rows []db.ListKeysRow
+	var total int64
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if rows, err = q.ListKeys(ctx, db.ListKeysParams{AccountID: accountID, RowLimit: limit, RowOffset: offset}); err != nil {
+			return fmt.Errorf("select keys: %w", err)
+		}
+		if total, err = q.CountKeys(ctx, accountID); err != nil {
+			return fmt.Errorf("count keys: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("count keys: %w", err)
+		return nil, 0, err
 	}
 	keys := make([]accounts.APIKey, len(rows))
 	for i, r := range rows {

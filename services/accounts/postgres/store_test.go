@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres"
@@ -268,9 +270,13 @@ func TestSchemaConstraints(t *testing.T) {
 		"currency":                          {"INSERT INTO accounts (id, name, currency) VALUES ($1, 'x', 'JPY')", []any{uuid.New()}},
 		"empty name":                        {"INSERT INTO accounts (id, name) VALUES ($1, '')", []any{uuid.New()}},
 		"rate limit":                        {"INSERT INTO accounts (id, name, rate_limit_per_minute) VALUES ($1, 'x', -1)", []any{uuid.New()}},
-		"environment":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'staging', 'p', $3)", []any{uuid.New(), a.ID, hash("e")}},
-		"hash length":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'p', 'short')", []any{uuid.New(), a.ID}},
-		"foreign key":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'p', $3)", []any{uuid.New(), uuid.New(), hash("f")}},
+		"environment":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'staging', 'sk_staging_abcdef', $3)", []any{uuid.New(), a.ID, hash("e")}},
+		"hash length":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'sk_live_abcdef', 'short')", []any{uuid.New(), a.ID}},
+		"foreign key":                       {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'sk_live_abcdef', $3)", []any{uuid.New(), uuid.New(), hash("f")}},
+		"rate limit above the domain's":     {"INSERT INTO accounts (id, name, rate_limit_per_minute) VALUES ($1, 'x', 1000001)", []any{uuid.New()}},
+		"prefix of the other environment":   {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'sk_sandbox_abcdef', $3)", []any{uuid.New(), a.ID, hash("g")}},
+		"prefix holding the whole secret":   {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'sk_live_abcdefghijklmnopqrstuvwxyz012345', $3)", []any{uuid.New(), a.ID, hash("h")}},
+		"prefix without the environment":    {"INSERT INTO api_keys (id, account_id, environment, prefix, secret_hash) VALUES ($1, $2, 'live', 'abcdef', $3)", []any{uuid.New(), a.ID, hash("i")}},
 		"default currency is USD, not null": {"INSERT INTO accounts (id, name, currency) VALUES ($1, 'x', NULL)", []any{uuid.New()}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -287,4 +293,144 @@ func TestSchemaConstraints(t *testing.T) {
 	if err := pool.QueryRow(ctx, "INSERT INTO accounts (id, name) VALUES ($1, 'x') RETURNING currency", id).Scan(&currency); err != nil || currency != "USD" {
 		t.Errorf("default currency = %q, %v; want USD", currency, err)
 	}
+}
+
+// A revoked key stays revoked, and a key stays the key it was issued as,
+// whoever writes to the table: the gateway's caches, the audit trail and
+// partners all rely on revocation being final.
+func TestRevocationIsFinalAndKeysKeepTheirIdentity(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a := insertAccount(t, s, at(0))
+	other := insertAccount(t, s, at(0))
+	revoked := insertKey(t, s, a.ID, "revoked", at(time.Second))
+	active := insertKey(t, s, a.ID, "active", at(time.Second))
+	if _, err := s.RevokeKey(ctx, a.ID, revoked.ID, at(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, tc := range map[string]struct {
+		sql string
+		id  uuid.UUID
+		arg any
+	}{
+		"un-revoke":                 {"UPDATE api_keys SET revoked_at = NULL WHERE id = $1 AND $2::int = 0", revoked.ID, 0},
+		"move the revocation":       {"UPDATE api_keys SET revoked_at = $2 WHERE id = $1", revoked.ID, at(time.Hour)},
+		"move to another account":   {"UPDATE api_keys SET account_id = $2 WHERE id = $1", active.ID, other.ID},
+		"switch environment":        {"UPDATE api_keys SET environment = 'sandbox', prefix = 'sk_sandbox_abcdef' WHERE id = $1 AND $2::int = 0", active.ID, 0},
+		"answer to another secret":  {"UPDATE api_keys SET secret_hash = $2 WHERE id = $1", active.ID, hash("another")},
+		"rewrite the creation time": {"UPDATE api_keys SET created_at = $2 WHERE id = $1", active.ID, at(time.Hour)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := pool.Exec(ctx, tc.sql, tc.id, tc.arg)
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code[:2] != "23" {
+				t.Errorf("err = %v, want an integrity constraint violation (class 23)", err)
+			}
+		})
+	}
+
+	rec, err := s.KeyByHash(ctx, hash("revoked"))
+	if err != nil || rec.Key.RevokedAt == nil || !rec.Key.RevokedAt.Equal(at(time.Minute)) {
+		t.Errorf("revoked key after the attempts: %+v, %v; want revoked at %v", rec.Key, err, at(time.Minute))
+	}
+	// What may change still can: revoking again keeps the first time,
+	// revoking an active key works, and a name is only a label.
+	if k, err := s.RevokeKey(ctx, a.ID, revoked.ID, at(time.Hour)); err != nil || !k.RevokedAt.Equal(at(time.Minute)) {
+		t.Errorf("revoking again: %+v, %v", k, err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE api_keys SET name = 'renamed' WHERE id = $1", active.ID); err != nil {
+		t.Errorf("renaming a key: %v", err)
+	}
+	if k, err := s.RevokeKey(ctx, a.ID, active.ID, at(time.Minute)); err != nil || k.RevokedAt == nil {
+		t.Errorf("revoking an active key: %+v, %v", k, err)
+	}
+}
+
+// A page and its total come from one snapshot: an account or key committed
+// between the statement that reads the page and the one that counts must
+// not be counted without being listed (a partner would see "3 keys" over
+// a list of two, and has_more on the last page).
+func TestListsReadPageAndTotalInOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	base, pool := newStore(t)
+	a := insertAccount(t, base, at(0))
+	insertKey(t, base, a.ID, "first", at(time.Second))
+
+	interleaved := func(statement string, write func()) *postgres.Store {
+		t.Helper()
+		p, err := libpostgres.Connect(ctx, pool.Config().ConnString(), pgtest.AfterStatement(statement, write))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return postgres.NewStore(p)
+	}
+
+	s := interleaved("ListAccounts", func() { insertAccount(t, base, at(time.Hour)) })
+	list, total, err := s.ListAccounts(ctx, 100, 0)
+	if err != nil || int64(len(list)) != total {
+		t.Errorf("ListAccounts: %d accounts listed, total %d (%v); a page holding every account must match its total", len(list), total, err)
+	}
+
+	s = interleaved("ListKeys", func() { insertKey(t, base, a.ID, "second", at(time.Hour)) })
+	keys, total, err := s.ListKeys(ctx, a.ID, 100, 0)
+	if err != nil || int64(len(keys)) != total {
+		t.Errorf("ListKeys: %d keys listed, total %d (%v); a page holding every key must match its total", len(keys), total, err)
+	}
+}
+
+// The store bounds what it reads even for a caller that skips the
+// domain's paging rules.
+func TestListsRefusePagesOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := insertAccount(t, s, at(0))
+	for _, p := range []struct {
+		limit  int32
+		offset int64
+	}{{accounts.MaxPageLimit + 1, 0}, {1 << 30, 0}, {0, 0}, {-1, 0}, {10, -1}} {
+		if _, _, err := s.ListAccounts(ctx, p.limit, p.offset); err == nil {
+			t.Errorf("ListAccounts(limit %d, offset %d) read a page", p.limit, p.offset)
+		}
+		if _, _, err := s.ListKeys(ctx, a.ID, p.limit, p.offset); err == nil {
+			t.Errorf("ListKeys(limit %d, offset %d) read a page", p.limit, p.offset)
+		}
+	}
+	if list, total, err := s.ListAccounts(ctx, accounts.MaxPageLimit, 0); err != nil || len(list) != 1 || total != 1 {
+		t.Errorf("largest page: %d accounts, total %d, %v", len(list), total, err)
+	}
+}
+
+// The key's record decides its environment, and a record that disagrees
+// with the secret it answers to (a sandbox-looking secret stored as a live
+// key, which only a bug or a manual fix could write) grants nothing.
+func TestAuthenticateRefusesARecordThatContradictsItsSecret(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	svc := accounts.NewService(s)
+	a, err := svc.CreateAccount(ctx, accounts.NewAccount{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxSecret := "sk_sandbox_" + strings.Repeat("a", 32)
+	k := accounts.APIKey{ID: uuid.New(), AccountID: a.ID, Environment: accounts.Live, Prefix: "sk_live_aaaaaa", CreatedAt: at(0)}
+	if err := s.InsertKey(ctx, k, hash(sandboxSecret)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc.Authenticate(ctx, sandboxSecret); !errors.Is(err, accounts.ErrUnauthenticated) {
+		t.Fatalf("a sandbox secret stored as a live key: %+v, %v; want ErrUnauthenticated", p, err)
+	}
+
+	issued, err := svc.CreateKey(ctx, accounts.NewKey{AccountID: a.ID, Environment: accounts.Live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc.Authenticate(ctx, issued.Secret.Reveal()); err != nil || p.Environment != accounts.Live || p.KeyID != issued.Key.ID {
+		t.Fatalf("a live key: %+v, %v", p, err)
+	}
+}
+
+func TestMigrationsGoDownAndUpAgain(t *testing.T) {
+	pgtest.CheckMigrationsReversible(t, postgres.Migrations)
 }

@@ -4,7 +4,8 @@
 
 -- One statement answers a page: the plans, the total (the window is
 -- computed before LIMIT) and each plan's prices, all from one snapshot and
--- one round trip. An empty page carries no total; CountActivePlans does.
+-- one round trip. An empty page carries no total; the store then reads the
+-- page again and CountActivePlans in one read-only snapshot.
 -- name: ListActivePlans :many
 SELECT sqlc.embed(p),
        count(*) OVER () AS total,
@@ -46,6 +47,16 @@ WHERE p.id = ANY(sqlc.arg(ids)::uuid[]);
 -- statistics for freshly seeded tables and scans every plan to find one.
 -- name: AnalyzeCatalogue :exec
 ANALYZE plans, plan_prices;
+
+-- Serialises the catalogue's writers for the rest of the transaction.
+-- Row locks (LockPlans) cover only plans that exist: two upserts of a new
+-- plan (two replicas seeding at once, or an operator's import racing the
+-- seed) would each find nothing, each decide it was new, and the later
+-- would overwrite the earlier blind, status included, so a plan imported
+-- as retired came back active. Upserts are rare and short, so one lock for
+-- all of them costs nothing; reads and RetirePlan do not take it.
+-- name: LockCatalogueWrites :exec
+SELECT pg_advisory_xact_lock(hashtextextended('esim.catalogue.plans', 0));
 
 -- Locks in id order, so two batches touching the same plans cannot
 -- deadlock.

@@ -20,6 +20,10 @@ import (
 	"github.com/esimplatform/esim/services/catalogue/postgres/db"
 )
 
+// snapshot is a read-only transaction whose statements all see the same
+// committed data.
+var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
 // Store keeps plans in the catalogue's own database.
 type Store struct {
 	pool *pgxpool.Pool
@@ -35,31 +39,55 @@ func NewStore(pool *pgxpool.Pool) *Store {
 
 // ListActivePlans implements catalogue.Store.
 func (s *Store) ListActivePlans(ctx context.Context, q catalogue.ListQuery) ([]catalogue.Plan, int, error) {
+	// The domain validates paging; the store still refuses to read an
+	// unbounded page for a caller that skips it, and fails rather than
+	// clamp, since a clamped page would disagree with the caller's paging.
+	if q.Limit < 1 || q.Limit > catalogue.MaxPageLimit || q.Offset < 0 || q.Offset > math.MaxInt32 {
+		return nil, 0, fmt.Errorf("list plans: page of %d plans at offset %d is out of range (limit 1..%d)", q.Limit, q.Offset, catalogue.MaxPageLimit)
+	}
 	countries := []string{}
 	if q.Country != "" {
 		countries = []string{q.Country}
 	}
-	qs := db.New(s.pool)
-	rows, err := qs.ListActivePlans(ctx, db.ListActivePlansParams{
+	params := db.ListActivePlansParams{
 		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
-		Lim: clampInt32(q.Limit), Off: clampInt32(q.Offset),
-	})
+		Lim: int32(q.Limit), Off: int32(q.Offset),
+	}
+	rows, err := db.New(s.pool).ListActivePlans(ctx, params)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list plans: %w", err)
+	}
+	var total int64
+	if len(rows) > 0 {
+		total = rows[0].Total
+	} else {
+		// A page past the end has no row to carry the total. Counting in
+		// a statement of its own would see plans committed since the
+		// page was read (an empty page with a total that says it is not
+		// past the end), so the page is read again with its count in one
+		// snapshot. Only empty pages pay for it.
+		err = pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+			qs := db.New(tx)
+			var err error
+			if rows, err = qs.ListActivePlans(ctx, params); err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				total = rows[0].Total
+				return nil
+			}
+			total, err = qs.CountActivePlans(ctx, db.CountActivePlansParams{
+				Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
+			})
+			return err
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("list plans: %w", err)
+		}
 	}
 	plans := make([]catalogue.Plan, len(rows))
 	for i, r := range rows {
 		plans[i] = toPlan(r.Plan, r.PriceCurrencies, r.PriceAmounts)
-	}
-	if len(rows) > 0 {
-		return plans, int(rows[0].Total), nil
-	}
-	// A page past the end has no row to carry the total.
-	total, err := qs.CountActivePlans(ctx, db.CountActivePlansParams{
-		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("count plans: %w", err)
 	}
 	return plans, int(total), nil
 }
@@ -127,6 +155,9 @@ func (s *Store) UpsertPlans(ctx context.Context, plans []catalogue.Plan, merge c
 	var res catalogue.UpsertResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		qs := db.New(tx)
+		if err := qs.LockCatalogueWrites(ctx); err != nil {
+			return fmt.Errorf("lock catalogue writes: %w", err)
+		}
 		ids := make([]uuid.UUID, len(plans))
 		for i, p := range plans {
 			ids[i] = p.ID
@@ -282,16 +313,4 @@ func toPlan(r db.Plan, currencies []string, amounts []int64) catalogue.Plan {
 		p.Prices = append(p.Prices, catalogue.Price{Currency: catalogue.Currency(c), Amount: amounts[i]})
 	}
 	return p
-}
-
-func rollback(ctx context.Context, tx pgx.Tx) {
-	// After Commit this is a no-op; on an error path the error that matters
-	// is the one already being returned.
-	_ = tx.Rollback(context.WithoutCancel(ctx))
-}
-
-// clampInt32 bounds page arithmetic to what the query parameters hold; an
-// offset beyond every plan simply returns an empty page.
-func clampInt32(n int) int32 {
-	return int32(min(max(n, 0), math.MaxInt32))
 }

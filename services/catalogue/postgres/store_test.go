@@ -549,3 +549,267 @@ func TestRejectedUpsertWritesNothing(t *testing.T) {
 		t.Fatalf("coverage and content update: %+v", res)
 	}
 }
+
+// pausingStore calls onMerge inside UpsertPlans' transaction, after the
+// store has read (and locked) the stored versions and before it writes:
+// the window in which a concurrent upsert must not decide on stale reads.
+type pausingStore struct {
+	*postgres.Store
+	onMerge func(stored *catalogue.Plan)
+}
+
+func (p pausingStore) UpsertPlans(ctx context.Context, plans []catalogue.Plan, merge catalogue.MergeFunc) (catalogue.UpsertResult, error) {
+	return p.Store.UpsertPlans(ctx, plans, func(stored *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool, error) {
+		p.onMerge(stored)
+		return merge(stored, in)
+	})
+}
+
+// waitUntil polls cond until it holds, failing the test after a generous
+// bound: it waits for another goroutine's progress, it times nothing.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+// Two upserts of a plan that does not exist yet: an operator importing it
+// as retired, and a replica seeding it (no status, so "active when new").
+// The seed starts while the import's transaction is open. It must wait and
+// then see the imported plan, not decide from an empty read that the plan
+// is new and overwrite it, status included: that sold a retired plan.
+func TestUpsertOfANewPlanWaitsForAConcurrentOneAndKeepsItsStatus(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.New(t, postgres.Migrations)
+	store := postgres.NewStore(pool)
+	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+	imported, release := make(chan struct{}), make(chan struct{})
+	var importOnce sync.Once
+	importer := catalogue.NewService(pausingStore{store, func(*catalogue.Plan) {
+		importOnce.Do(func() { close(imported); <-release })
+	}}, clock)
+	var mu sync.Mutex
+	var seedSaw []*catalogue.Plan
+	seeder := catalogue.NewService(pausingStore{store, func(stored *catalogue.Plan) {
+		mu.Lock()
+		defer mu.Unlock()
+		seedSaw = append(seedSaw, stored)
+	}}, clock)
+
+	plan := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+	retired := plan
+	retired.Status = catalogue.StatusRetired
+
+	importDone := make(chan error, 1)
+	go func() { _, err := importer.UpsertPlans(ctx, []catalogue.Plan{retired}); importDone <- err }()
+	<-imported
+	seedDone := make(chan error, 1)
+	go func() { _, err := seeder.UpsertPlans(ctx, []catalogue.Plan{plan}); seedDone <- err }()
+
+	// The seed is either blocked on a lock or (the defect) already past its
+	// read; either way it has gone as far as it can while the import is open.
+	waitUntil(t, "the seed waits on a lock or has read", func() bool {
+		mu.Lock()
+		read := len(seedSaw) > 0
+		mu.Unlock()
+		var waiting int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return read || waiting > 0
+	})
+	close(release)
+	if err := <-importDone; err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if err := <-seedDone; err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+
+	if len(seedSaw) != 1 || seedSaw[0] == nil {
+		t.Errorf("the seed decided on %v, want the imported plan", seedSaw)
+	}
+	got, err := store.GetPlan(ctx, plan.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != catalogue.StatusRetired {
+		t.Fatalf("a plan imported as retired is %s after a concurrent seed", got.Status)
+	}
+}
+
+// Replicas starting together seed together: every plan is created exactly
+// once, and the others find it stored and leave it alone.
+func TestReplicasSeedingAtOnceCreateEachPlanOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	migrated, err := libpostgres.Open(ctx, url, false, postgres.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(migrated.Close)
+
+	const replicas = 3
+	results := make([]catalogue.UpsertResult, replicas)
+	errs := make([]error, replicas)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range replicas {
+		pool, err := libpostgres.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		svc := catalogue.NewService(postgres.NewStore(pool), nil)
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = svc.Seed(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	seed := len(catalogue.SeedPlans())
+	var created, unchanged int
+	for i := range replicas {
+		if errs[i] != nil {
+			t.Fatalf("replica %d: %v", i, errs[i])
+		}
+		created += results[i].Created
+		unchanged += results[i].Unchanged
+	}
+	if created != seed || unchanged != (replicas-1)*seed {
+		t.Fatalf("replicas seeding at once: %+v; want %d plans created once in all, and left alone by the others", results, seed)
+	}
+	var stored int
+	if err := migrated.QueryRow(ctx, "SELECT count(*) FROM plans WHERE updated_at = created_at").Scan(&stored); err != nil || stored != seed {
+		t.Fatalf("%d of %d plans written once (%v)", stored, seed, err)
+	}
+}
+
+// An empty page and its total are read in one snapshot, as a full page
+// is: a plan committed between reading the page and counting must not
+// make an empty first page report a total (a partner would be told there
+// are plans and shown none).
+func TestEmptyPageAndTotalAreOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.New(t, postgres.Migrations)
+	writer := catalogue.NewService(postgres.NewStore(pool), nil)
+	interleaved, err := libpostgres.Connect(ctx, pool.Config().ConnString(), pgtest.AfterStatement("ListActivePlans", func() {
+		if _, err := writer.UpsertPlans(ctx, []catalogue.Plan{countryPlan(1, "JP", catalogue.PlanTypeFixed)}); err != nil {
+			t.Error(err)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(interleaved.Close)
+
+	page, err := catalogue.NewService(postgres.NewStore(interleaved), nil).ListPlans(ctx, catalogue.ListFilter{Country: "JP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Plans) != min(page.Total, page.Limit) {
+		t.Fatalf("first page holds %d plans with a total of %d", len(page.Plans), page.Total)
+	}
+}
+
+// The store bounds what it reads even for a caller that skips the
+// domain's paging rules.
+func TestListRefusesPagesOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	_, store := newService(t)
+	for _, q := range []catalogue.ListQuery{
+		{Limit: catalogue.MaxPageLimit + 1}, {Limit: math.MaxInt32}, {Limit: 0}, {Limit: -1}, {Limit: 10, Offset: -1},
+	} {
+		if _, _, err := store.ListActivePlans(ctx, q); err == nil {
+			t.Errorf("ListActivePlans(%+v) read a page", q)
+		}
+	}
+	if _, _, err := store.ListActivePlans(ctx, catalogue.ListQuery{Limit: catalogue.MaxPageLimit}); err != nil {
+		t.Errorf("largest page: %v", err)
+	}
+}
+
+// The schema holds the domain's bounds against writers that skip it.
+func TestSchemaHoldsTheDomainsBounds(t *testing.T) {
+	_, store := newService(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, change := range map[string]func(*catalogue.Plan){
+		"lower-case country":      func(p *catalogue.Plan) { p.Countries = []string{"jp"} },
+		"three-letter country":    func(p *catalogue.Plan) { p.Countries = []string{"JPN"} },
+		"price above the maximum": func(p *catalogue.Plan) { p.Prices[0].Amount = catalogue.MaxPriceMinor + 1 },
+		"more than 1 TiB":         func(p *catalogue.Plan) { p.TotalBytes = catalogue.MaxTotalBytes + 1 },
+		"valid for 366 days":      func(p *catalogue.Plan) { p.ValidityDays = catalogue.MaxValidityDays + 1 },
+		"region of 61 characters": func(p *catalogue.Plan) {
+			p.Scope, p.Countries, p.Region = catalogue.ScopeRegion, []string{"JP", "KR"}, strings.Repeat("r", catalogue.MaxRegionLength+1)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+			p.Prices = slices.Clone(p.Prices)
+			change(&p)
+			_, err := store.UpsertPlans(context.Background(), []catalogue.Plan{p}, func(_ *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool, error) {
+				in.Status, in.CreatedAt, in.UpdatedAt = catalogue.StatusActive, now, now
+				return in, true, nil
+			})
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "23514" {
+				t.Fatalf("err = %v, want a check violation", err)
+			}
+		})
+	}
+	// The maxima themselves are storable.
+	p := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+	p.TotalBytes, p.ValidityDays = catalogue.MaxTotalBytes, catalogue.MaxValidityDays
+	p.Prices = []catalogue.Price{{Currency: catalogue.EUR, Amount: catalogue.MaxPriceMinor}, {Currency: catalogue.GBP, Amount: 1}, {Currency: catalogue.USD, Amount: 1}}
+	storeAsIs(t, store, p, now)
+}
+
+// The seed meets the issue, checked on what is stored rather than on the
+// Go values: at least 150 plans, at least 60 countries sold on their own,
+// regional and global plans, fixed and per-day plans, each priced in USD,
+// EUR and GBP, all active, with ids that are the UUID v5 of their slugs.
+func TestSeededCatalogueMeetsTheIssue(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.New(t, postgres.Migrations)
+	if _, err := catalogue.NewService(postgres.NewStore(pool), nil).Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var plans, countries, regions, global, fixed, perDay, active, priced, v5 int
+	err := pool.QueryRow(ctx, `
+		SELECT count(*),
+		       count(DISTINCT countries[1]) FILTER (WHERE scope = 'country'),
+		       count(DISTINCT region) FILTER (WHERE scope = 'region'),
+		       count(*) FILTER (WHERE scope = 'global'),
+		       count(*) FILTER (WHERE type = 'fixed'),
+		       count(*) FILTER (WHERE type = 'per_day'),
+		       count(*) FILTER (WHERE status = 'active'),
+		       count(*) FILTER (WHERE (SELECT array_agg(currency ORDER BY currency) FROM plan_prices WHERE plan_id = id) = '{EUR,GBP,USD}'),
+		       count(*) FILTER (WHERE substr(id::text, 15, 1) = '5')
+		FROM plans`).Scan(&plans, &countries, &regions, &global, &fixed, &perDay, &active, &priced, &v5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d plans: %d countries on their own, %d regions, %d global, %d fixed, %d per-day", plans, countries, regions, global, fixed, perDay)
+	if plans < 150 || countries < 60 || regions < 3 || global < 1 || fixed < 1 || perDay < 1 {
+		t.Errorf("seeded catalogue too narrow")
+	}
+	if active != plans || priced != plans || v5 != plans {
+		t.Errorf("of %d plans, %d active, %d priced in EUR, GBP and USD, %d with v5 ids; want all", plans, active, priced, v5)
+	}
+	var jp int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM plans WHERE id = $1 AND countries = '{JP}'", catalogue.SeedPlanID("jp-1gb-7d")).Scan(&jp); err != nil || jp != 1 {
+		t.Errorf("jp-1gb-7d is not stored under its stable id (%v)", err)
+	}
+}
+
+func TestMigrationsGoDownAndUpAgain(t *testing.T) {
+	pgtest.CheckMigrationsReversible(t, postgres.Migrations)
+}

@@ -164,7 +164,8 @@ type ListActivePlansRow struct {
 // GIN index still serves countries @> '{JP}'.
 // One statement answers a page: the plans, the total (the window is
 // computed before LIMIT) and each plan's prices, all from one snapshot and
-// one round trip. An empty page carries no total; CountActivePlans does.
+// one round trip. An empty page carries no total; the store then reads the
+// page again and CountActivePlans in one read-only snapshot.
 func (q *Queries) ListActivePlans(ctx context.Context, arg ListActivePlansParams) ([]ListActivePlansRow, error) {
 	rows, err := q.db.Query(ctx, listActivePlans,
 		arg.Countries,
@@ -205,6 +206,22 @@ func (q *Queries) ListActivePlans(ctx context.Context, arg ListActivePlansParams
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockCatalogueWrites = `-- name: LockCatalogueWrites :exec
+SELECT pg_advisory_xact_lock(hashtextextended('esim.catalogue.plans', 0))
+`
+
+// Serialises the catalogue's writers for the rest of the transaction.
+// Row locks (LockPlans) cover only plans that exist: two upserts of a new
+// plan (two replicas seeding at once, or an operator's import racing the
+// seed) would each find nothing, each decide it was new, and the later
+// would overwrite the earlier blind, status included, so a plan imported
+// as retired came back active. Upserts are rare and short, so one lock for
+// all of them costs nothing; reads and RetirePlan do not take it.
+func (q *Queries) LockCatalogueWrites(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, lockCatalogueWrites)
+	return err
 }
 
 const lockPlans = `-- name: LockPlans :many
