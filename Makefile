@@ -74,8 +74,10 @@ build: ## build every binary into bin/
 	for c in $(COMMANDS); do go build $(BUILDVCS) -o bin/$$c ./cmd/$$c; done
 
 .PHONY: test
-test: ## run every test against the local Postgres and Redis
-	go test -count=1 $(PACKAGES)
+# With the race detector: the gateway's batchers, caches and limiters are
+# shared by every request, and a data race there corrupts answers quietly.
+test: ## run every test, with the race detector, against the local Postgres and Redis
+	go test -race -count=1 $(PACKAGES)
 
 .PHONY: run
 run: build ## start the whole platform on loopback
