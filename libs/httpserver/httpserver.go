@@ -132,12 +132,10 @@ func Handler(r Routes) http.Handler {
 	return requestID(mux, !r.Public)
 }
 
-// RequestID keeps the caller's Request-Id (the gateway sets one for every
-// public request) when it looks like an id (see ValidRequestID), or makes
-// one, echoes it on the response and puts it in the request context for
-// logs and onward calls.
-func RequestID(next http.Handler) http.Handler { return requestID(next, true) }
-
+// requestID keeps the caller's Request-Id (the gateway sets one for every
+// request it passes on) when trustCaller and it looks like an id (see
+// ValidRequestID), or makes one, echoes it on the response and puts it in
+// the request context for logs and onward calls.
 func requestID(next http.Handler, trustCaller bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var id string

@@ -108,7 +108,7 @@ func newServerMetrics(mp metric.MeterProvider) *serverMetrics {
 }
 
 // record records a request; named says whether the app named l.route.
-func (m *serverMetrics) record(l labels, named bool, took time.Duration) {
+func (m *serverMetrics) record(ctx context.Context, l labels, named bool, took time.Duration) {
 	m.mu.RLock()
 	opt, ok := m.sets[l]
 	if !ok && !named && l.status == http.StatusNotFound && !m.served[l.route] {
@@ -119,7 +119,7 @@ func (m *serverMetrics) record(l labels, named bool, took time.Duration) {
 	if !ok {
 		opt = m.add(l, named)
 	}
-	m.duration.Record(context.Background(), took.Seconds(), opt)
+	m.duration.Record(ctx, took.Seconds(), opt)
 }
 
 func (m *serverMetrics) add(l labels, named bool) metric.RecordOption {
@@ -175,7 +175,7 @@ func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) str
 			name, named := namedRoute(r, route)
 			l := labels{method: methodLabel(r.Method), route: name, status: status}
 			took := time.Since(start)
-			m.record(l, named, took)
+			m.record(r.Context(), l, named, took)
 			if ctx := logContext(); log.Enabled(ctx, slog.LevelDebug) {
 				log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("method", l.method), slog.String("route", l.route),
 					slog.Int("status", l.status), slog.Float64("duration_ms", float64(took.Microseconds())/1000))

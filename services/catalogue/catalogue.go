@@ -528,7 +528,7 @@ func (s *Service) UpsertPlans(ctx context.Context, plans []Plan) (UpsertResult, 
 		// Validate before normalising so that indexes in field names point
 		// into the caller's lists, not the sorted copies.
 		if err := p.Validate(); err != nil {
-			return UpsertResult{}, inField(field, err)
+			return UpsertResult{}, InField(field, err)
 		}
 		p = p.normalized()
 		if j, dup := seen[p.ID]; dup {
@@ -541,7 +541,7 @@ func (s *Service) UpsertPlans(ctx context.Context, plans []Plan) (UpsertResult, 
 	res, err := s.store.UpsertPlans(ctx, batch, func(stored *Plan, in Plan) (Plan, bool, error) {
 		w, changed, err := merge(stored, in, now)
 		if err != nil {
-			return Plan{}, false, inField(fmt.Sprintf("plans[%d]", seen[in.ID]), err)
+			return Plan{}, false, InField(fmt.Sprintf("plans[%d]", seen[in.ID]), err)
 		}
 		return w, changed, nil
 	})

@@ -28,9 +28,9 @@ func invalid(field, format string, args ...any) *ValidationError {
 	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// inField prefixes the field of a validation error, so a rule written for
+// InField prefixes the field of a validation error, so a rule written for
 // one plan reports "plans[3].countries" when it fails inside a batch.
-func inField(prefix string, err error) error {
+func InField(prefix string, err error) error {
 	var ve *ValidationError
 	if errors.As(err, &ve) {
 		return &ValidationError{Field: prefix + "." + ve.Field, Reason: ve.Reason}

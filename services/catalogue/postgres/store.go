@@ -138,11 +138,11 @@ func getPlans(ctx context.Context, qs *db.Queries, ids []uuid.UUID) ([]catalogue
 	return plans, nil
 }
 
-// Analyze refreshes the planner's statistics of the catalogue's tables.
-// Call it after bulk writes such as the seed: without statistics Postgres
-// reads every plan to find one by id (four times the cost of the index on
-// the seed catalogue), and autovacuum may analyse late or, where it is
-// off, never.
+// Analyze refreshes the planner's statistics of the catalogue's tables
+// (the server does at every start): without statistics Postgres reads
+// every plan to find one by id (five times the cost of the index on the
+// seed catalogue), and autovacuum may analyse late or, where it is off,
+// never.
 func (s *Store) Analyze(ctx context.Context) error {
 	if err := db.New(s.pool).AnalyzeCatalogue(ctx); err != nil {
 		return fmt.Errorf("analyze catalogue tables: %w", err)

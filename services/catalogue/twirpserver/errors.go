@@ -11,7 +11,7 @@ import (
 )
 
 // errorCodes is the one table that turns the catalogue's errors into Twirp
-// codes; callers (the gateway, ordering) branch on these codes, so a domain
+// codes; callers (the gateway) branch on these codes, so a domain
 // error missing here surfaces as internal rather than as a guess.
 var errorCodes = []struct {
 	is   func(error) bool

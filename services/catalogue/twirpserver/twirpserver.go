@@ -4,7 +4,6 @@ package twirpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -105,7 +104,7 @@ func (s *Server) UpsertPlans(ctx context.Context, req *cataloguev1.UpsertPlansRe
 	for i, pb := range req.GetPlans() {
 		p, err := planFromProto(pb)
 		if err != nil {
-			return nil, toTwirp(ctx, s.log, prefixField(fmt.Sprintf("plans[%d]", i), err))
+			return nil, toTwirp(ctx, s.log, catalogue.InField(fmt.Sprintf("plans[%d]", i), err))
 		}
 		plans[i] = p
 	}
@@ -140,12 +139,4 @@ func planID(s string) (uuid.UUID, error) {
 		return uuid.Nil, catalogue.ErrNotFound
 	}
 	return id, nil
-}
-
-func prefixField(prefix string, err error) error {
-	var ve *catalogue.ValidationError
-	if errors.As(err, &ve) {
-		return &catalogue.ValidationError{Field: prefix + "." + ve.Field, Reason: ve.Reason}
-	}
-	return err
 }

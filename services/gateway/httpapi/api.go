@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,8 +37,8 @@ type Deps struct {
 	Log              *slog.Logger
 }
 
-// New returns the public API handler and its OpenAPI description.
-func New(d Deps) (http.Handler, *huma.OpenAPI) {
+// New returns the public API handler; it serves its own OpenAPI document.
+func New(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	api := humago.NewWithPrefix(mux, BasePath, config())
 	a := &handlers{Deps: d, api: api}
@@ -47,9 +48,9 @@ func New(d Deps) (http.Handler, *huma.OpenAPI) {
 	// Anything else, a wrong method on a known path included, is an
 	// unrecognised request, answered in the API's own error shape.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, http.StatusNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath))
+		writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath)))
 	})
-	return mux, api.OpenAPI()
+	return mux
 }
 
 const securityScheme = "apiKey"
@@ -182,9 +183,9 @@ func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context
 		next(ctx)
 		return
 	}
-	var details []error
+	verr := &gateway.ValidationError{}
 	bad := func(name, reason string) {
-		details = append(details, &huma.ErrorDetail{Location: "query." + name, Message: reason})
+		verr.Fields = append(verr.Fields, gateway.FieldError{Field: name, Reason: reason})
 	}
 	seen := map[string]int{}
 	for pair := range strings.SplitSeq(u.RawQuery, "&") {
@@ -207,21 +208,22 @@ func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context
 			bad(name, "given more than once")
 		}
 	}
-	if len(details) == 0 {
+	if len(verr.Fields) == 0 {
 		next(ctx)
 		return
 	}
 	// The answer follows the parameters' names, not the order they came in.
-	slices.SortStableFunc(details, func(a, b error) int {
-		return strings.Compare(a.(*huma.ErrorDetail).Location, b.(*huma.ErrorDetail).Location)
-	})
-	_ = huma.WriteErr(a.api, ctx, http.StatusBadRequest, "", details...)
+	slices.SortStableFunc(verr.Fields, func(a, b gateway.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	a.fail(ctx, verr)
 }
 
+// fail answers a middleware's error, as problem does a handler's.
 func (a *handlers) fail(ctx huma.Context, err error) {
 	a.logInternal(ctx.Context(), err)
-	e := fromDomain(ctx.Context(), err).(*Error)
-	_ = huma.WriteErr(a.api, ctx, e.status, e.Body.Message)
+	e := fromDomain(ctx.Context(), err)
+	ctx.SetHeader("Content-Type", "application/json")
+	ctx.SetStatus(e.status)
+	_ = json.NewEncoder(ctx.BodyWriter()).Encode(e)
 }
 
 // problem turns a use-case error into the response error, logging the ones

@@ -14,21 +14,38 @@ import (
 )
 
 // publicErrors is the one table from the gateway's error vocabulary to the
-// public error code and HTTP status of spec section 7. The status decides
-// the code one-to-one, so errors huma raises itself (bad query parameters,
-// oversized bodies) land on the same codes.
+// public error code, HTTP status and default message of spec section 7.
+// Anything else is internal_error. The status decides the code one-to-one,
+// so errors huma raises itself (bad query parameters, oversized bodies)
+// land on the same codes.
 var publicErrors = []struct {
-	err    error
-	status int
-	code   string
+	err     error
+	status  int
+	code    string
+	message string
 }{
-	{gateway.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{gateway.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
-	{gateway.ErrNotFound, http.StatusNotFound, "not_found"},
-	{gateway.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
+	{gateway.ErrInvalid, http.StatusBadRequest, "invalid_request", "Invalid request."},
+	{gateway.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Missing, malformed or revoked API key. Send Authorization: Bearer <API_KEY>."},
+	{gateway.ErrNotFound, http.StatusNotFound, "not_found", "No such resource."},
+	{gateway.ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests. Retry after the number of seconds in Retry-After."},
 }
 
-const internalCode = "internal_error"
+const (
+	internalCode    = "internal_error"
+	internalMessage = "Something went wrong on our side. Retry the request; it is safe to retry."
+)
+
+// withMessage gives a public error a message of its own in place of the
+// table's; the error still decides the status and code.
+func withMessage(err error, msg string) error { return &messageError{err: err, msg: msg} }
+
+type messageError struct {
+	err error
+	msg string
+}
+
+func (e *messageError) Error() string { return e.err.Error() + ": " + e.msg }
+func (e *messageError) Unwrap() error { return e.err }
 
 func codeFor(status int) (int, string) {
 	switch status {
@@ -121,42 +138,39 @@ func init() {
 	}
 }
 
-// fromDomain maps an error from the gateway's use cases to its public form.
-func fromDomain(ctx context.Context, err error) error {
-	var verr *gateway.ValidationError
-	if errors.As(err, &verr) {
-		details := make([]error, len(verr.Fields))
-		for i, f := range verr.Fields {
-			details[i] = &huma.ErrorDetail{Location: f.Field, Message: f.Reason}
-		}
-		return newError(ctx, http.StatusBadRequest, "", details...)
-	}
+// fromDomain maps an error from the gateway's use cases to its public form,
+// through publicErrors. A ValidationError's fields become the details.
+func fromDomain(ctx context.Context, err error) *Error {
 	for _, e := range publicErrors {
-		if errors.Is(err, e.err) {
-			return newError(ctx, e.status, messages[e.code])
+		if !errors.Is(err, e.err) {
+			continue
 		}
+		msg := e.message
+		if m, ok := errors.AsType[*messageError](err); ok {
+			msg = m.msg
+		}
+		var details []error
+		if verr, ok := errors.AsType[*gateway.ValidationError](err); ok {
+			msg = "" // newError words it from the details
+			for _, f := range verr.Fields {
+				details = append(details, &huma.ErrorDetail{Location: f.Field, Message: f.Reason})
+			}
+		}
+		return newError(ctx, e.status, msg, details...)
 	}
 	return newError(ctx, http.StatusInternalServerError, internalMessage)
-}
-
-const internalMessage = "Something went wrong on our side. Retry the request; it is safe to retry."
-
-var messages = map[string]string{
-	"unauthorized":    "Missing, malformed or revoked API key. Send Authorization: Bearer <API_KEY>.",
-	"not_found":       "No such resource.",
-	"rate_limited":    "Too many requests. Retry after the number of seconds in Retry-After.",
-	"invalid_request": "Invalid request.",
 }
 
 // AnswerPanic answers a request whose handler panicked with the contract's
 // 500 internal_error and its request id; libs/httpserver logs the panic.
 func AnswerPanic(w http.ResponseWriter, r *http.Request) {
-	writeError(w, r, http.StatusInternalServerError, internalMessage)
+	writeError(w, r, errors.New("handler panicked"))
 }
 
-// writeError writes an error outside huma's handlers (unknown routes).
-func writeError(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	e := newError(r.Context(), status, msg)
+// writeError writes err's public form, for answers written outside huma's
+// handlers and middleware.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := fromDomain(r.Context(), err)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(e)

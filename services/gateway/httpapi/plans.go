@@ -145,7 +145,7 @@ func (a *handlers) listPlans(ctx context.Context, in *listPlansInput) (*listPlan
 func (a *handlers) getPlan(ctx context.Context, in *getPlanInput) (*getPlanOutput, error) {
 	plan, err := a.findPlan(ctx, in.ID)
 	if errors.Is(err, gateway.ErrNotFound) {
-		return nil, newError(ctx, http.StatusNotFound, fmt.Sprintf("No plan %q. It may have been retired; GET /v1/plans lists the plans on sale.", in.ID))
+		return nil, fromDomain(ctx, withMessage(err, fmt.Sprintf("No plan %q. It may have been retired; GET /v1/plans lists the plans on sale.", in.ID)))
 	}
 	if err != nil {
 		return nil, a.problem(ctx, err)

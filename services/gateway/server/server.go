@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/libs/httpserver"
@@ -21,7 +20,6 @@ import (
 // Server is an assembled gateway.
 type Server struct {
 	handler http.Handler
-	openAPI *huma.OpenAPI
 	redis   *goredis.Client
 }
 
@@ -60,7 +58,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 
 	// 3. The public API.
-	api, doc := httpapi.New(httpapi.Deps{
+	api := httpapi.New(httpapi.Deps{
 		Accounts:         accounts,
 		Catalogue:        twirpclient.NewCatalogue(cfg.CatalogueURL, hc),
 		Limiter:          limiter,
@@ -80,16 +78,12 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 			Public:      true,
 			AnswerPanic: httpapi.AnswerPanic,
 		}),
-		openAPI: doc,
-		redis:   rdb,
+		redis: rdb,
 	}, nil
 }
 
 // Handler serves the public API, probes and metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
-
-// OpenAPI is the generated contract, for tests that validate responses.
-func (s *Server) OpenAPI() *huma.OpenAPI { return s.openAPI }
 
 // Close releases the Redis connections.
 func (s *Server) Close() { _ = s.redis.Close() }
