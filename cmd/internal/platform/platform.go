@@ -240,8 +240,9 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	fail := func(err error) (*Platform, error) {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.StopGrace+5*time.Second)
 		defer cancel()
-		_ = p.Stop(stopCtx)
-		return nil, err
+		// Already-exited services were reported in err; Stop adds only a
+		// service that had to be killed or did not exit cleanly.
+		return nil, errors.Join(err, p.Stop(stopCtx))
 	}
 
 	// Accounts and catalogue first: the gateway's readiness depends on them,

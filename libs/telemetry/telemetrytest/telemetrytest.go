@@ -2,7 +2,10 @@
 package telemetrytest
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"io"
 	"sync"
 )
 
@@ -23,4 +26,28 @@ func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Listening returns a writer to pass as a service's log output, and a
+// channel that receives the address from its "listening" log line: how a
+// test learns the port a service bound on port 0. Close the writer when
+// the service has returned.
+func Listening() (io.WriteCloser, <-chan string) {
+	r, w := io.Pipe()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				select {
+				case addr <- line.Addr:
+				default:
+				}
+			}
+		}
+		// Drain, so the service never blocks on its log after a scan error.
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	return w, addr
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -22,17 +21,7 @@ func env(vars map[string]string) func(string) string {
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, logs := io.Pipe()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				addr <- rec.Addr
-			}
-		}
-	}()
+	logs, addr := telemetrytest.Listening()
 
 	done := make(chan error, 1)
 	go func() {

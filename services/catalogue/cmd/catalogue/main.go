@@ -12,8 +12,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+	err := run(ctx, os.Args, os.Getenv, os.Stdout)
+	stop() // os.Exit skips deferred calls
+	if err != nil {
 		telemetry.LogExit(os.Stderr, "catalogue", err)
 		os.Exit(1)
 	}

@@ -15,7 +15,11 @@ import (
 // run is the whole program with its inputs made explicit, so a test can
 // start it on port 0 with its own environment. It returns when ctx ends
 // (SIGINT, SIGTERM) and the server drained.
-func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) (err error) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	if len(args) > 1 {
+		return fmt.Errorf("unexpected arguments %q: configure catalogue with environment variables", args[1:])
+	}
+
 	// 1. Configuration, read once: nothing below run reads the environment.
 	var cfg server.Config
 	if err := config.Parse(ctx, getenv, &cfg); err != nil {

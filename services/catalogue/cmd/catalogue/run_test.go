@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -18,24 +18,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	logs, logw := io.Pipe()
+	logw, addr := telemetrytest.Listening()
 	done := make(chan error, 1)
 	go func() {
 		err := run(ctx, []string{"catalogue"}, func(k string) string { return env[k] }, logw)
 		_ = logw.Close()
 		done <- err
-	}()
-
-	// The listening address is only known from the log line announcing it.
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(logs)
-		for sc.Scan() {
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
-			}
-		}
 	}()
 	var base string
 	select {
@@ -69,9 +57,20 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 }
 
-func TestRunRejectsMissingDatabaseURL(t *testing.T) {
-	err := run(context.Background(), nil, func(string) string { return "" }, io.Discard)
-	if err == nil {
-		t.Fatal("run started without DATABASE_URL")
+func TestRunRejectsBadStarts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		vars map[string]string
+		want string
+	}{
+		"no database": {[]string{"catalogue"}, nil, "DATABASE_URL"},
+		"arguments":   {[]string{"catalogue", "--seed"}, map[string]string{"DATABASE_URL": "postgres://x/y"}, "--seed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := run(context.Background(), tc.args, func(k string) string { return tc.vars[k] }, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run: %v, want an error naming %s", err, tc.want)
+			}
+		})
 	}
 }

@@ -18,14 +18,19 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+	err := run(ctx, os.Args, os.Getenv, os.Stdout)
+	stop() // os.Exit skips deferred calls
+	if err != nil {
 		telemetry.LogExit(os.Stderr, "gateway", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) (err error) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	if len(args) > 1 {
+		return fmt.Errorf("unexpected arguments %q: configure gateway with environment variables", args[1:])
+	}
+
 	// 1. Configuration, parsed once; nothing below reads the environment.
 	var cfg server.Config
 	if err := config.Parse(ctx, getenv, &cfg); err != nil {

@@ -3,38 +3,32 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	// The gateway starts without its peers: they are called per request.
-	env := map[string]string{"HTTP_ADDR": addr, "ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1", "LOG_LEVEL": "error"}
+	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	logs, listening := telemetrytest.Listening()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard) }()
-
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not answer: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	go func() {
+		done <- run(ctx, []string{"gateway"}, func(k string) string { return env[k] }, logs)
+		_ = logs.Close()
+	}()
+	var addr string
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("run returned before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not start listening within 30s")
 	}
 	// A partner request with the peers down is a clean JSON error, not a hang.
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/plans", nil)
@@ -73,5 +67,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 				t.Fatal("run started with a bad configuration")
 			}
 		})
+	}
+	env := map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x"}
+	if err := run(context.Background(), []string{"gateway", "--port=1"}, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "--port=1") {
+		t.Fatalf("run with arguments: %v, want an error naming them", err)
 	}
 }
