@@ -23,7 +23,12 @@ func TestCPUMeterAttributesBusyTimeToProcesses(t *testing.T) {
 	if self.perRequest < 5*time.Millisecond { // >= 50 ms over 10 requests
 		t.Fatalf("self %s per request, want at least 5ms", self.perRequest)
 	}
-	if total.perRequest < self.perRequest || rest.perRequest < 0 || total.name != "total" {
+	// A process's CPU time is measured by the scheduler, the machine's in
+	// clock ticks, part of which go to "steal" on a shared host: the total
+	// may come out a tick or a stolen share below one process's time, but
+	// not far below.
+	slack := max(2*clockTick/10, total.perRequest/4)
+	if total.perRequest+slack < self.perRequest || rest.perRequest < 0 || total.name != "total" {
 		t.Fatalf("inconsistent shares %+v", shares)
 	}
 	// 200 ms of one core's work within about 200 ms of the machine's.

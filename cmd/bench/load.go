@@ -162,6 +162,10 @@ func openLoop(ctx context.Context, t target, rate float64, conns int, d time.Dur
 				due := start.Add(time.Duration(float64(n) * interval))
 				from := due
 				if wait := time.Until(due); wait > 0 {
+					// Not a select on ctx: a wait is one connection's share
+					// of the schedule (at most 128 / rate), and a timer
+					// channel per request would add to the generator's own
+					// cost, which the report uses as the machine's control.
 					time.Sleep(wait)
 					from = time.Now()
 				}

@@ -92,7 +92,7 @@ func newTelemetry(t *testing.T, name string) *telemetry.Telemetry {
 	if err != nil {
 		t.Fatalf("telemetry: %v", err)
 	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	return tel
 }
 

@@ -251,6 +251,6 @@ func setupTelemetry(t *testing.T, level string, logs io.Writer, opts ...telemetr
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	return tel
 }

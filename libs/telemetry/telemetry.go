@@ -256,8 +256,8 @@ var errExportBudget = errors.New("telemetry shutdown: export budget spent")
 // runs even when ctx is already cancelled (it usually is: the signal that
 // stopped the service cancelled it), within a budget of its own. Flushing
 // is best effort: a failure (a collector that is down or slow) is logged
-// as a warning and does not fail the shutdown, so Shutdown returns nil.
-func (t *Telemetry) Shutdown(ctx context.Context) error {
+// as a warning and does not fail the shutdown, hence no error to return.
+func (t *Telemetry) Shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownBudget)
 	defer cancel()
 	// The batch span processor exports its last spans with a context of
@@ -277,7 +277,6 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	return nil
 }
 
 // boundedSpanExporter gives up an export once stop is done.

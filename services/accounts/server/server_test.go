@@ -35,7 +35,7 @@ func startWithDatabase(t *testing.T) (*server.Server, *httptest.Server, *telemet
 	if err != nil {
 		t.Fatalf("telemetry: %v", err)
 	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	dbURL := pgtest.NewDatabase(t)
 	srv, err := server.New(ctx, server.Config{DatabaseURL: dbURL}, tel)
 	if err != nil {

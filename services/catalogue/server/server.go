@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -29,6 +30,9 @@ type Server struct {
 // The database must exist: creating databases is the platform's job, not
 // a service's.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
+	if tel == nil {
+		return nil, errors.New("catalogue server: telemetry is required")
+	}
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, false, postgres.Migrations, pg.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
 		return nil, fmt.Errorf("catalogue database: %w", err)

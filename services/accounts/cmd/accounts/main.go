@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +28,7 @@ func main() {
 
 // run is the whole program; main only binds it to the process, so tests
 // can run it with their own environment and output.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 1 {
 		return fmt.Errorf("unexpected arguments %q: configure accounts with environment variables", args[1:])
 	}
@@ -46,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() { err = errors.Join(err, tel.Shutdown(ctx)) }()
+	defer tel.Shutdown(ctx)
 
 	// 3. The service: database connection and migrations, Twirp handler.
 	srv, err := server.New(ctx, cfg, tel)

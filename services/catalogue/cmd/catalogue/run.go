@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -15,7 +14,7 @@ import (
 // run is the whole program with its inputs made explicit, so a test can
 // start it on port 0 with its own environment. It returns when ctx ends
 // (SIGINT, SIGTERM) and the server drained.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 1 {
 		return fmt.Errorf("unexpected arguments %q: configure catalogue with environment variables", args[1:])
 	}
@@ -31,7 +30,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() { err = errors.Join(err, tel.Shutdown(ctx)) }()
+	defer tel.Shutdown(ctx)
 
 	// 3. The service: database, migrations, seed, handler.
 	srv, err := server.New(ctx, cfg, tel)

@@ -3,7 +3,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +25,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 1 {
 		return fmt.Errorf("unexpected arguments %q: configure gateway with environment variables", args[1:])
 	}
@@ -42,7 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, tel.Shutdown(ctx)) }()
+	defer tel.Shutdown(ctx)
 
 	// 3. The gateway itself.
 	srv, err := server.New(ctx, cfg, tel)
