@@ -130,16 +130,14 @@ type Service struct {
 	Name string
 	// URL is the service's base URL (Twirp base URL for accounts and
 	// catalogue).
-	URL     string
-	PID     int
-	LogPath string
+	URL string
+	PID int
 }
 
 // Platform is a started platform. Stop it with Stop.
 type Platform struct {
 	// APIBaseURL is the public API, e.g. http://127.0.0.1:8080/v1.
 	APIBaseURL   string
-	GatewayURL   string
 	AccountsURL  string
 	CatalogueURL string
 	// DemoAccountID is the demo partner's account.
@@ -159,7 +157,7 @@ type Platform struct {
 func (p *Platform) Services() []Service {
 	out := make([]Service, 0, len(p.children))
 	for _, c := range p.children {
-		out = append(out, Service{Name: c.name, URL: c.url, PID: c.pid(), LogPath: c.logPath})
+		out = append(out, Service{Name: c.name, URL: c.url, PID: c.pid()})
 	}
 	return out
 }
@@ -230,7 +228,6 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 
 	p := &Platform{
 		APIBaseURL:   gatewayURL + "/v1",
-		GatewayURL:   gatewayURL,
 		AccountsURL:  accountsURL,
 		CatalogueURL: catalogueURL,
 		LogDir:       logDir,

@@ -42,7 +42,7 @@ func New(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	api := humago.NewWithPrefix(mux, BasePath, config())
 	a := &handlers{Deps: d, api: api}
-	api.UseMiddleware(a.authenticate, a.rejectAmbiguousQuery)
+	api.UseMiddleware(a.authenticateAndLimit, a.rejectAmbiguousQuery)
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
 	// Anything else, a wrong method on a known path included, is an
@@ -79,14 +79,14 @@ func config() huma.Config {
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
-	c.OnAddOperation = append(c.OnAddOperation, documentHeaders)
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses)
 	return c
 }
 
-// documentHeaders declares the headers each response carries, and drops
+// documentResponses declares the headers each response carries, and drops
 // the 422 huma documents for operations with path parameters: the API
 // answers every invalid input with 400 (see codeFor).
-func documentHeaders(_ *huma.OpenAPI, op *huma.Operation) {
+func documentResponses(_ *huma.OpenAPI, op *huma.Operation) {
 	delete(op.Responses, "422")
 	str := &huma.Schema{Type: huma.TypeString}
 	integer := &huma.Schema{Type: huma.TypeInteger}
@@ -127,11 +127,11 @@ const retryAfter = "60"
 // route: their paths are whatever a caller typed.
 func UnmatchedRoute(*http.Request) string { return "unmatched" }
 
-// authenticate names the request's route (for its metrics and span), then,
+// authenticateAndLimit names the request's route (for its metrics and span), then,
 // for every operation that declares bearer security, resolves the key,
 // charges the request to the key's rate limit and sets the RateLimit-*
 // headers.
-func (a *handlers) authenticate(ctx huma.Context, next func(huma.Context)) {
+func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
 	httpserver.SetRoute(ctx.Context(), BasePath+op.Path)
 	if len(op.Security) == 0 {
