@@ -213,7 +213,9 @@ var contextCodes = []struct {
 func twirpError(err error) error {
 	var ve *accounts.ValidationError
 	if errors.As(err, &ve) {
-		return twirp.InvalidArgumentError(ve.Field, ve.Reason)
+		// The reason on its own as well, as the catalogue sends it: callers
+		// show it next to the field without parsing the message.
+		return twirp.InvalidArgumentError(ve.Field, ve.Reason).WithMeta("reason", ve.Reason)
 	}
 	for _, m := range errorCodes {
 		if errors.Is(err, m.err) {

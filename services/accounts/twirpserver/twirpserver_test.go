@@ -69,6 +69,9 @@ func wantTwirp(t *testing.T, what string, err error, code twirp.ErrorCode, argum
 	if argument != "" && twerr.Meta("argument") != argument {
 		t.Errorf("%s: argument = %q, want %q", what, twerr.Meta("argument"), argument)
 	}
+	if code == twirp.InvalidArgument && (twerr.Meta("reason") == "" || strings.HasPrefix(twerr.Meta("reason"), argument+" ")) {
+		t.Errorf("%s: reason = %q, want the reason alone", what, twerr.Meta("reason"))
+	}
 }
 
 func createAccount(t *testing.T, c accountsv1.Accounts, currency string) *accountsv1.Account {
