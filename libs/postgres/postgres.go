@@ -100,6 +100,9 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 	}
 	defer conn.Close(ctx)
 
+	// The one SQL written in Go rather than sqlc: it runs against the
+	// maintenance database, outside any service's schema, and CREATE
+	// DATABASE takes no parameters.
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
 		return fmt.Errorf("look up database %q: %w", name, err)
