@@ -39,16 +39,31 @@ func NewStore(pool *pgxpool.Pool) *Store {
 // start, and a key created between the two would be counted and not shown.
 var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 
-// checkPage refuses a page the domain would never ask for. The domain
-// validates page and limit; this keeps a caller that skips it (or a bug in
-// the arithmetic) from reading an unbounded page, and fails loudly instead
-// of clamping, since a clamped page would disagree with the paging the
-// caller computes from its own limit.
-func checkPage(limit int32, offset int64) error {
+// page reads a page of rows and the total they are counted in, in one
+// snapshot. It first refuses a page the domain would never ask for: the
+// domain validates page and limit, and this keeps a caller that skips it
+// (or a bug in the arithmetic) from reading an unbounded page, failing
+// loudly rather than clamping, since a clamped page would disagree with
+// the paging the caller computes from its own limit.
+func page[R any](ctx context.Context, s *Store, limit int32, offset int64,
+	list func(*db.Queries) ([]R, error), count func(*db.Queries) (int64, error)) ([]R, int64, error) {
 	if limit < 1 || limit > accounts.MaxPageLimit || offset < 0 {
-		return fmt.Errorf("page of %d rows at offset %d is out of range (limit 1..%d, offset >= 0)", limit, offset, accounts.MaxPageLimit)
+		return nil, 0, fmt.Errorf("page of %d rows at offset %d is out of range (limit 1..%d, offset >= 0)", limit, offset, accounts.MaxPageLimit)
 	}
-	return nil
+	var rows []R
+	var total int64
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if rows, err = list(q); err != nil {
+			return fmt.Errorf("select: %w", err)
+		}
+		if total, err = count(q); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		return nil
+	})
+	return rows, total, err
 }
 
 // InsertAccount implements accounts.Store.
@@ -81,24 +96,13 @@ func (s *Store) Account(ctx context.Context, id uuid.UUID) (accounts.Account, er
 // ListAccounts implements accounts.Store. The page and the count are read
 // in one snapshot.
 func (s *Store) ListAccounts(ctx context.Context, limit int32, offset int64) ([]accounts.Account, int64, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, fmt.Errorf("list accounts: %w", err)
-	}
-	var rows []db.Account
-	var total int64
-	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		var err error
-		if rows, err = q.ListAccounts(ctx, db.ListAccountsParams{RowLimit: limit, RowOffset: offset}); err != nil {
-			return fmt.Errorf("select accounts: %w", err)
-		}
-		if total, err = q.CountAccounts(ctx); err != nil {
-			return fmt.Errorf("count accounts: %w", err)
-		}
-		return nil
-	})
+	rows, total, err := page(ctx, s, limit, offset,
+		func(q *db.Queries) ([]db.Account, error) {
+			return q.ListAccounts(ctx, db.ListAccountsParams{RowLimit: limit, RowOffset: offset})
+		},
+		func(q *db.Queries) (int64, error) { return q.CountAccounts(ctx) })
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list accounts: %w", err)
 	}
 	list := make([]accounts.Account, len(rows))
 	for i, r := range rows {
@@ -140,24 +144,13 @@ func (s *Store) InsertKey(ctx context.Context, k accounts.APIKey, secretHash []b
 // ListKeys implements accounts.Store. As in ListAccounts, the page and the
 // count are read in one snapshot.
 func (s *Store) ListKeys(ctx context.Context, accountID uuid.UUID, limit int32, offset int64) ([]accounts.APIKey, int64, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, fmt.Errorf("list keys: %w", err)
-	}
-	var rows []db.ListKeysRow
-	var total int64
-	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		var err error
-		if rows, err = q.ListKeys(ctx, db.ListKeysParams{AccountID: accountID, RowLimit: limit, RowOffset: offset}); err != nil {
-			return fmt.Errorf("select keys: %w", err)
-		}
-		if total, err = q.CountKeys(ctx, accountID); err != nil {
-			return fmt.Errorf("count keys: %w", err)
-		}
-		return nil
-	})
+	rows, total, err := page(ctx, s, limit, offset,
+		func(q *db.Queries) ([]db.ListKeysRow, error) {
+			return q.ListKeys(ctx, db.ListKeysParams{AccountID: accountID, RowLimit: limit, RowOffset: offset})
+		},
+		func(q *db.Queries) (int64, error) { return q.CountKeys(ctx, accountID) })
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list keys: %w", err)
 	}
 	keys := make([]accounts.APIKey, len(rows))
 	for i, r := range rows {
