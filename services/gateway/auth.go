@@ -18,8 +18,12 @@ type AuthCache interface {
 	// Get returns the cached principal, or ok=false on a miss. A cached
 	// rejection comes back as ErrUnauthorized.
 	Get(ctx context.Context, keyHash string) (p Principal, ok bool, err error)
-	// Put caches a principal, or a rejection when p is nil.
-	Put(ctx context.Context, keyHash string, p *Principal, ttl time.Duration) error
+	// Put caches a principal, or a rejection when p is nil, until the
+	// instant until and no longer, however late the write reaches the
+	// store: a write held up by a stalled store and applied on its
+	// recovery must not start a fresh TTL for an answer that may have
+	// been revoked since.
+	Put(ctx context.Context, keyHash string, p *Principal, until time.Time) error
 }
 
 // CachedAccounts authenticates through two short-lived caches in front of
@@ -27,17 +31,24 @@ type AuthCache interface {
 // trip on a busy key, and the shared one (Redis), which saves the call to
 // accounts. An answer can be as old as both TTLs together, so their sum
 // bounds how late a revocation takes effect and must stay below the 5 s the
-// platform promises. A shared cache that fails is bypassed: authentication
-// then costs a call to accounts but keeps working.
+// platform promises. Both TTLs run from the start of the lookup that found
+// the answer, not from its end, so a slow Redis or accounts call cannot
+// stretch them. A shared cache that fails is bypassed for a cool-down:
+// authentication then costs a call to accounts but keeps working, and a
+// hung Redis costs its timeout once per cool-down, not once per lookup.
 type CachedAccounts struct {
 	Accounts Accounts
 	Cache    AuthCache
 	TTL      time.Duration
 	// LocalTTL is how long this process trusts an answer by itself.
 	LocalTTL time.Duration
+	// Cooldown is how long the shared cache is bypassed after it fails
+	// (default one second).
+	Cooldown time.Duration
 	Log      *slog.Logger
 
-	local localAuthCache
+	shared breaker
+	local  localAuthCache
 	// misses lets one lookup per key run at a time: when a busy key's
 	// local entry expires, the requests that arrive meanwhile wait for that
 	// lookup instead of each asking Redis (and accounts) again.
@@ -61,9 +72,10 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 		// Shared by every request waiting on this key, so one caller
 		// going away must not fail the others; the accounts client's own
 		// timeout bounds the call.
-		p, err := c.authenticate(context.WithoutCancel(ctx), secret, keyHash)
+		start := time.Now()
+		p, err := c.authenticate(context.WithoutCancel(ctx), secret, keyHash, start)
 		if err == nil || errors.Is(err, ErrUnauthorized) {
-			c.local.put(keyHash, p, err, time.Now().Add(c.LocalTTL))
+			c.local.put(keyHash, p, err, start.Add(c.LocalTTL))
 		}
 		return p, err
 	})
@@ -75,28 +87,61 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 	}
 }
 
-func (c *CachedAccounts) authenticate(ctx context.Context, secret, keyHash string) (Principal, error) {
-	p, ok, err := c.Cache.Get(ctx, keyHash)
-	switch {
-	case errors.Is(err, ErrUnauthorized):
-		return Principal{}, err
-	case err != nil:
-		c.Log.WarnContext(ctx, "auth cache unavailable, asking accounts", "err", err)
-	case ok:
-		return p, nil
+// authenticate asks the shared cache, then accounts. start is when the
+// lookup began: an answer found now may have been true only then.
+func (c *CachedAccounts) authenticate(ctx context.Context, secret, keyHash string, start time.Time) (Principal, error) {
+	shared := c.shared.allow(start, c.cooldown())
+	if shared {
+		p, ok, err := c.Cache.Get(ctx, keyHash)
+		switch {
+		case err == nil || errors.Is(err, ErrUnauthorized):
+			c.sharedAnswered(ctx)
+			if err != nil {
+				return Principal{}, err
+			}
+			if ok {
+				return p, nil
+			}
+		default:
+			c.sharedFailed(ctx, err)
+			shared = false
+		}
 	}
 
-	p, err = c.Accounts.Authenticate(ctx, secret)
+	p, err := c.Accounts.Authenticate(ctx, secret)
 	switch {
 	case err == nil:
-		c.put(ctx, keyHash, &p)
+		if shared {
+			c.put(ctx, keyHash, &p, start)
+		}
 		return p, nil
 	case errors.Is(err, ErrUnauthorized):
 		// Remembering rejections keeps a flood of bad keys off accounts.
-		c.put(ctx, keyHash, nil)
+		if shared {
+			c.put(ctx, keyHash, nil, start)
+		}
 		return Principal{}, err
 	default:
 		return Principal{}, err
+	}
+}
+
+func (c *CachedAccounts) cooldown() time.Duration {
+	if c.Cooldown > 0 {
+		return c.Cooldown
+	}
+	return time.Second
+}
+
+func (c *CachedAccounts) sharedAnswered(ctx context.Context) {
+	if c.shared.succeeded() {
+		c.Log.InfoContext(ctx, "auth cache answers again")
+	}
+}
+
+func (c *CachedAccounts) sharedFailed(ctx context.Context, err error) {
+	if c.shared.failed(time.Now(), c.cooldown()) {
+		c.Log.WarnContext(ctx, "auth cache unavailable, asking accounts", "err", err, "cooldown", c.cooldown().String())
 	}
 }
 
@@ -135,8 +180,8 @@ func (l *localAuthCache) put(keyHash string, p Principal, err error, expires tim
 	l.entries[keyHash] = localAuth{principal: p, err: err, expires: expires}
 }
 
-func (c *CachedAccounts) put(ctx context.Context, keyHash string, p *Principal) {
-	if err := c.Cache.Put(ctx, keyHash, p, c.TTL); err != nil {
-		c.Log.WarnContext(ctx, "auth cache unavailable, not caching", "err", err)
+func (c *CachedAccounts) put(ctx context.Context, keyHash string, p *Principal, start time.Time) {
+	if err := c.Cache.Put(ctx, keyHash, p, start.Add(c.TTL)); err != nil {
+		c.sharedFailed(ctx, err)
 	}
 }

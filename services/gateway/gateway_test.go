@@ -53,7 +53,7 @@ func (c *mapCache) Get(_ context.Context, k string) (gateway.Principal, bool, er
 	return *p, true, nil
 }
 
-func (c *mapCache) Put(_ context.Context, k string, p *gateway.Principal, _ time.Duration) error {
+func (c *mapCache) Put(_ context.Context, k string, p *gateway.Principal, _ time.Time) error {
 	if c.broken {
 		return errors.New("connection refused")
 	}

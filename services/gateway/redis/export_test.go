@@ -6,6 +6,9 @@ import (
 	"github.com/esimplatform/esim/services/gateway"
 )
 
+// CommandTimeout is the client's bound on each step of a command.
+const CommandTimeout = commandTimeout
+
 // Check is one rate-limit check of a batch, for tests of allowBatch.
 type Check = rateCheck
 

@@ -39,15 +39,29 @@ func Connect(redisURL string) (*goredis.Client, error) {
 		}
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
-	opts.DialTimeout = 250 * time.Millisecond
-	opts.ReadTimeout = 250 * time.Millisecond
-	opts.WriteTimeout = 250 * time.Millisecond
+	opts.DialTimeout = commandTimeout
+	opts.ReadTimeout = commandTimeout
+	opts.WriteTimeout = commandTimeout
+	// A hung Redis (one that accepts connections and never answers) holds
+	// every pooled connection for a read timeout; callers queued for one
+	// would otherwise wait go-redis's default of a read timeout plus a
+	// second for their turn, and lookups of distinct keys behind a pool of
+	// 20 waited 2.5 s.
+	opts.PoolTimeout = commandTimeout
+	// Callers bound a whole call with one deadline (see RateLimiter.Allow
+	// and AuthCache); without this go-redis keeps a read going for its own
+	// timeout past it, so a call that got a connection late took two.
+	opts.ContextTimeoutEnabled = true
 	opts.DialerRetries = 1
 	opts.MaxRetries = 1
 	opts.MinRetryBackoff = -1
 	opts.MaxRetryBackoff = -1
 	return goredis.NewClient(opts), nil
 }
+
+// commandTimeout bounds each step of a Redis command: dialling, waiting for
+// a pooled connection, writing, reading.
+const commandTimeout = 250 * time.Millisecond
 
 // slogLogger takes go-redis's own log lines (a pool that cannot dial, say)
 // into the service's JSON log; its default logger writes plain text to
@@ -99,6 +113,14 @@ func NewRateLimiter(client *goredis.Client) *RateLimiter {
 }
 
 func (l *RateLimiter) Allow(ctx context.Context, key string, perMinute int) (gateway.RateDecision, error) {
+	// A queued check waits for the calls ahead of it. Against a hung Redis
+	// each of those takes a read timeout and frees its slot for another
+	// batch that hangs in turn, so without a bound of its own a check
+	// queued behind a few thousand others waited seconds. Bounded, it
+	// fails in one timeout and the caller limits locally; a batch it
+	// queued in is not sent for it once it has given up.
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
 	out, err := l.checks.Do(ctx, rateCheck{key: key, perMinute: perMinute})
 	if err != nil {
 		return gateway.RateDecision{}, err
@@ -109,7 +131,10 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, perMinute int) (gat
 // allowBatch answers the checks in order. The checks of one key (and
 // limit) take up to n requests' worth of its allowance in one call, and
 // the first ones answered get it, as n calls made at the same instant
-// would. Each allowed check reports what remains after it. One difference
+// would. Each allowed check reports what remains after it, and when the
+// allowance is back in full after it: the call's reset is the last
+// allowed check's, and each one before it took one emission interval
+// less. One difference
 // from n separate calls, in the partner's disfavour only: when a batch asks
 // for more than is left, the fraction of a request left over is spent too,
 // so the limit is never exceeded and a key refused at its limit waits at
@@ -129,8 +154,10 @@ func (l *RateLimiter) allowBatch(ctx context.Context, checks []rateCheck) ([]rat
 			}
 			d := gateway.RateDecision{Limit: c.perMinute, ResetAfter: res.ResetAfter}
 			if n < res.Allowed {
+				after := res.Allowed - 1 - n // allowed checks answered after this one
 				d.Allowed = true
-				d.Remaining = res.Remaining + res.Allowed - 1 - n
+				d.Remaining = res.Remaining + after
+				d.ResetAfter = max(0, res.ResetAfter-time.Duration(after)*time.Minute/time.Duration(c.perMinute))
 			}
 			out[i].decision = d
 		}
@@ -153,6 +180,9 @@ func (l *RateLimiter) allowBatch(ctx context.Context, checks []rateCheck) ([]rat
 }
 
 // AuthCache stores authentication outcomes under the SHA-256 of the key.
+// Each call gives up after one command timeout in all: go-redis retries a
+// call that timed out waiting for a pooled connection, which against a
+// hung Redis doubled the wait.
 type AuthCache struct {
 	client *goredis.Client
 }
@@ -166,6 +196,8 @@ func NewAuthCache(client *goredis.Client) *AuthCache {
 const rejected = "-"
 
 func (c *AuthCache) Get(ctx context.Context, keyHash string) (gateway.Principal, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
 	v, err := c.client.Get(ctx, "gw:auth:"+keyHash).Result()
 	if errors.Is(err, goredis.Nil) {
 		return gateway.Principal{}, false, nil
@@ -184,7 +216,7 @@ func (c *AuthCache) Get(ctx context.Context, keyHash string) (gateway.Principal,
 	return p, true, nil
 }
 
-func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principal, ttl time.Duration) error {
+func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principal, until time.Time) error {
 	v := rejected
 	if p != nil {
 		b, err := json.Marshal(p)
@@ -193,8 +225,35 @@ func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principa
 		}
 		v = string(b)
 	}
-	if err := c.client.Set(ctx, "gw:auth:"+keyHash, v, ttl).Err(); err != nil {
+	// Both bounds go to Redis: the time left by this process's monotonic
+	// clock, which holds however far the clocks disagree, and the deadline
+	// by its wall clock, which holds however late the write is applied.
+	left := time.Until(until).Milliseconds()
+	if left <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	if err := putUntil.Run(ctx, c.client, []string{"gw:auth:" + keyHash}, v, left, until.UnixMilli()).Err(); err != nil && !errors.Is(err, goredis.Nil) {
 		return fmt.Errorf("redis auth cache: %w", err)
 	}
 	return nil
 }
+
+// putUntil sets KEYS[1] to ARGV[1] for at most ARGV[2] ms from when Redis
+// runs it and never past the Unix time ARGV[3] (ms). A SET with a TTL alone
+// starts the TTL when Redis applies it: a write sent while Redis was
+// stalled (a pause, a long fork) is applied when it recovers, seconds
+// after the client gave up on it, and kept a key's answer, perhaps
+// revoked since, for a whole TTL more. A write whose deadline has passed
+// is dropped.
+var putUntil = goredis.NewScript(`
+local t = redis.call("TIME")
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local ttl = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - now)
+if ttl <= 0 then
+  return false
+end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ttl)
+return 1
+`)

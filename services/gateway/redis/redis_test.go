@@ -154,10 +154,10 @@ func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
 
 	good, bad := uniqueKey(), uniqueKey()
 	want := gateway.Principal{AccountID: "acc", Environment: gateway.Live, KeyID: "key", Currency: "EUR", RateLimitPerMinute: 7}
-	if err := c.Put(ctx, good, &want, 300*time.Millisecond); err != nil {
+	if err := c.Put(ctx, good, &want, time.Now().Add(300*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Put(ctx, bad, nil, time.Minute); err != nil {
+	if err := c.Put(ctx, bad, nil, time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok, err := c.Get(ctx, good); err != nil || !ok || got != want {
@@ -233,5 +233,47 @@ func TestRedisClientLogsAreJSON(t *testing.T) {
 	}
 	if line.Level != "WARN" || line.Msg != "redis client" || !strings.Contains(line.Detail, "failed to dial") {
 		t.Fatalf("log line %+v, want a warning naming the failed dial", line)
+	}
+}
+
+// Each allowed check of a batch reports when the allowance is back in full
+// after its own request, as separate calls would: with 60 a minute, one
+// second per request taken. Every check used to report the reset after
+// the whole batch, up to 127 emission intervals late (over 6 s at the
+// default 1,200 a minute).
+func TestRateLimiterBatchReportsEachChecksOwnReset(t *testing.T) {
+	l := redis.NewRateLimiter(connect(t))
+	key := uniqueKey()
+	checks := make([]redis.Check, 5)
+	for i := range checks {
+		checks[i] = redis.NewCheck(key, 60)
+	}
+	got, errs, err := l.AllowBatch(context.Background(), checks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range got {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		want := time.Duration(i+1) * time.Second
+		if !d.Allowed || d.Remaining != 59-i || d.ResetAfter > want || d.ResetAfter < want-100*time.Millisecond {
+			t.Errorf("check %d: %+v, want allowed, %d remaining, reset after about %s", i, d, 59-i, want)
+		}
+	}
+
+	// A batch larger than what is left: the refused checks report the
+	// reset after the last allowed one.
+	key = uniqueKey()
+	checks = make([]redis.Check, 5)
+	for i := range checks {
+		checks[i] = redis.NewCheck(key, 3)
+	}
+	got, _, _ = l.AllowBatch(context.Background(), checks)
+	for i, d := range got {
+		want := time.Duration(min(i, 2)+1) * 20 * time.Second
+		if d.Allowed != (i < 3) || d.ResetAfter > want || d.ResetAfter < want-time.Second {
+			t.Errorf("check %d: %+v, want allowed=%v and reset after about %s", i, d, i < 3, want)
+		}
 	}
 }
