@@ -26,6 +26,13 @@ func translate(service string, err error) error {
 	if !errors.As(err, &terr) {
 		return fmt.Errorf("%s: %w", service, err)
 	}
+	if terr.Meta("http_error_from_intermediary") != "" {
+		// Not the service's answer but a proxy's, mesh's or load
+		// balancer's, whose 401 or 404 Twirp maps onto the same codes: a
+		// fault of ours, never a verdict on the partner's key or request.
+		// Taken at face value, a 401 would be cached as a rejection.
+		return fmt.Errorf("%s: %s from an intermediary: %w", service, terr.Code(), err)
+	}
 	switch terr.Code() {
 	case twirp.Unauthenticated:
 		return gateway.ErrUnauthorized

@@ -1,7 +1,10 @@
 package twirpclient
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/twitchtv/twirp"
@@ -28,6 +31,24 @@ func TestTranslateMapsEachTwirpCodeOnce(t *testing.T) {
 		for _, public := range []error{gateway.ErrUnauthorized, gateway.ErrNotFound, gateway.ErrInvalid, gateway.ErrRateLimited} {
 			if errors.Is(got, public) {
 				t.Errorf("%v -> %v, want an internal error", in, got)
+			}
+		}
+	}
+}
+
+// TestIntermediarysRejectionIsOurFault: a 401 or 404 that a proxy in front
+// of a service answers, not the service, says nothing about the partner's
+// key or plan; the gateway must not turn it into (and cache) a rejection.
+func TestIntermediarysRejectionIsOurFault(t *testing.T) {
+	for _, status := range []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusBadRequest} {
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "denied by the mesh", status)
+		}))
+		_, err := NewAccounts(proxy.URL, proxy.Client()).Authenticate(context.Background(), "sk_sandbox_x")
+		proxy.Close()
+		for _, public := range []error{gateway.ErrUnauthorized, gateway.ErrNotFound, gateway.ErrInvalid} {
+			if err == nil || errors.Is(err, public) {
+				t.Errorf("proxy answering %d: %v, want an internal error", status, err)
 			}
 		}
 	}
