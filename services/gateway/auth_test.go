@@ -99,6 +99,37 @@ func TestCachedAccountsBypassesAFailedSharedCacheForTheCooldown(t *testing.T) {
 // When the cool-down ends one lookup probes the shared cache; the others
 // ask accounts meanwhile rather than queue behind a Redis that may still
 // hang.
+// onlyOneProbe makes n calls at once just after a store's cool-down ended,
+// with the store hanging: all but one must be answered without it, and
+// only that one, the probe, may have reached it (reached counts those
+// since the cool-down). release lets the store answer the probe.
+func onlyOneProbe(t *testing.T, n int, call func(i int) error, reached func() int64, release func()) {
+	t.Helper()
+	done := make(chan error, n)
+	for i := range n {
+		go func() { done <- call(i) }()
+	}
+	deadline := time.After(10 * time.Second)
+	for range n - 1 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			release()
+			t.Fatalf("calls stuck behind a hung store; %d reached it (want 1 probe)", reached())
+		}
+	}
+	if got := reached(); got != 1 {
+		t.Fatalf("%d calls reached the store after the cool-down, want 1 probe", got)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCachedAccountsProbesTheSharedCacheOnceAfterTheCooldown(t *testing.T) {
 	cache := &spyCache{release: make(chan struct{})}
 	cache.broken.Store(true)
@@ -110,35 +141,14 @@ func TestCachedAccountsProbesTheSharedCacheOnceAfterTheCooldown(t *testing.T) {
 	time.Sleep(2 * cooldown)
 	cache.hanging.Store(true)
 
-	const lookups = 20
-	done := make(chan error, lookups)
-	for i := range lookups {
-		go func() {
-			_, err := c.Authenticate(context.Background(), fmt.Sprint("sk_live_", i))
-			done <- err
-		}()
-	}
-	deadline := time.After(10 * time.Second)
-	for range lookups - 1 {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-deadline:
-			close(cache.release)
-			t.Fatalf("lookups stuck behind a hung cache; %d reached it (want 1 probe)", cache.gets.Load()-1)
-		}
-	}
-	if n := cache.gets.Load() - 1; n != 1 {
-		t.Fatalf("%d lookups reached the cache after the cool-down, want 1 probe", n)
-	}
-	cache.hanging.Store(false)
-	cache.broken.Store(false)
-	close(cache.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	onlyOneProbe(t, 20, func(i int) error {
+		_, err := c.Authenticate(context.Background(), fmt.Sprint("sk_live_", i))
+		return err
+	}, func() int64 { return int64(cache.gets.Load()) - 1 }, func() {
+		cache.hanging.Store(false)
+		cache.broken.Store(false)
+		close(cache.release)
+	})
 	// The probe answered: the cache is trusted again.
 	if _, err := c.Authenticate(context.Background(), "sk_live_after"); err != nil {
 		t.Fatal(err)

@@ -74,37 +74,13 @@ func TestFailoverLimiterProbesRedisOnceWhenTheCooldownEnds(t *testing.T) {
 	time.Sleep(2 * cooldown)
 	shared.recovering.Store(true)
 
-	const requests = 50
-	done := make(chan error, requests)
-	for range requests {
-		go func() {
-			d, err := f.Allow(context.Background(), "k", 100)
-			if err == nil && !d.Allowed {
-				err = fmt.Errorf("refused: %+v", d)
-			}
-			done <- err
-		}()
-	}
-	// All but the probe are answered while the probe hangs.
-	deadline := time.After(10 * time.Second)
-	for range requests - 1 {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-deadline:
-			close(shared.release)
-			t.Fatalf("requests stuck behind a recovering Redis; %d calls reached it (want 1 probe)", shared.calls.Load()-1)
+	onlyOneProbe(t, 50, func(int) error {
+		d, err := f.Allow(context.Background(), "k", 100)
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("refused: %+v", d)
 		}
-	}
-	if n := shared.calls.Load() - 1; n != 1 {
-		t.Fatalf("%d requests reached Redis after the cool-down, want 1 probe", n)
-	}
-	close(shared.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		return err
+	}, func() int64 { return int64(shared.calls.Load()) - 1 }, func() { close(shared.release) })
 	// The probe succeeded: Redis is trusted again.
 	if _, err := f.Allow(context.Background(), "k", 100); err != nil {
 		t.Fatal(err)
