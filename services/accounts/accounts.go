@@ -3,8 +3,9 @@
 //
 // API key secrets are generated here, shown to the caller once and stored
 // only as a SHA-256 hash. The environment a key grants (sandbox or live) is
-// the key's stored record: the "sk_live_" text a caller presents is only a
-// format check and never decides what the key may do.
+// the key's stored record; the "sk_live_" text a caller presents never
+// grants anything by itself, and a secret whose text contradicts its
+// record is refused.
 package accounts
 
 import (
@@ -370,8 +371,8 @@ func (s *Service) RevokeKey(ctx context.Context, accountID, keyID uuid.UUID) (AP
 }
 
 // Authenticate resolves a presented secret to the account and environment
-// of its key. Malformed, unknown and revoked secrets all return exactly
-// ErrUnauthenticated. Storage failures are returned wrapped and distinct, so
+// of its key. Malformed, unknown and revoked secrets, and one whose prefix
+// contradicts its record, all return exactly ErrUnauthenticated. Storage failures are returned wrapped and distinct, so
 // callers answer them as outages rather than as a bad key (and never cache
 // them as one). Neither the secret nor its hash appears in any error.
 func (s *Service) Authenticate(ctx context.Context, presented string) (Principal, error) {
