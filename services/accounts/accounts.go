@@ -372,9 +372,10 @@ func (s *Service) RevokeKey(ctx context.Context, accountID, keyID uuid.UUID) (AP
 
 // Authenticate resolves a presented secret to the account and environment
 // of its key. Malformed, unknown and revoked secrets, and one whose prefix
-// contradicts its record, all return exactly ErrUnauthenticated. Storage failures are returned wrapped and distinct, so
-// callers answer them as outages rather than as a bad key (and never cache
-// them as one). Neither the secret nor its hash appears in any error.
+// contradicts its record, all return exactly ErrUnauthenticated. Storage
+// failures are returned wrapped and distinct, so callers answer them as
+// outages rather than as a bad key (and never cache them as one). Neither
+// the secret nor its hash appears in any error.
 func (s *Service) Authenticate(ctx context.Context, presented string) (Principal, error) {
 	// Garbage (scanners, truncated copies, other vendors' keys) is
 	// answered without touching the database.

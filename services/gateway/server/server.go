@@ -17,6 +17,10 @@ import (
 	"github.com/esimplatform/esim/services/gateway/twirpclient"
 )
 
+// redisCooldown is how long the auth cache and the rate limiter keep off
+// Redis after it fails, before one request probes it again.
+const redisCooldown = time.Second
+
 // Server is an assembled gateway.
 type Server struct {
 	handler http.Handler
@@ -48,13 +52,14 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Cache:    redis.NewAuthCache(rdb),
 		TTL:      cfg.AuthCacheTTL,
 		LocalTTL: cfg.AuthCacheTTL / 2,
+		Cooldown: redisCooldown,
 		Log:      log,
 	}
 	limiter := &gateway.FailoverLimiter{
 		Shared:   redis.NewRateLimiter(rdb),
 		Local:    gateway.NewLocalLimiter(),
 		Log:      log,
-		Cooldown: time.Second,
+		Cooldown: redisCooldown,
 	}
 
 	// 3. The public API.
