@@ -84,11 +84,7 @@ func privateRedis(t *testing.T) (url string, proc *exec.Cmd) {
 		_ = proc.Wait()
 	})
 	url = "redis://127.0.0.1:" + port + "/0"
-	probe, err := redis.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
+	probe := connect(t, url)
 	for start := time.Now(); probe.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("private redis-server did not start")
@@ -121,11 +117,7 @@ func slowest(n int, call func(i int)) time.Duration {
 // about two seconds to fail.
 func TestHungRedisFailsEveryRateCheckWithinOneTimeout(t *testing.T) {
 	url, _ := hungRedis(t)
-	client, err := redis.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t, url)
 	l := redis.NewRateLimiter(client)
 	var failed atomic.Int32
 	worst := slowest(4000, func(int) {
@@ -146,11 +138,7 @@ func TestHungRedisFailsEveryRateCheckWithinOneTimeout(t *testing.T) {
 // read: 200 at once took 2.5 s.
 func TestHungRedisFailsEveryAuthLookupWithinOneTimeout(t *testing.T) {
 	url, _ := hungRedis(t)
-	client, err := redis.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t, url)
 	c := redis.NewAuthCache(client)
 	worst := slowest(200, func(i int) {
 		if _, _, err := c.Get(context.Background(), strconv.Itoa(i)); err == nil {
@@ -167,11 +155,7 @@ func TestHungRedisFailsEveryAuthLookupWithinOneTimeout(t *testing.T) {
 // during the cool-down no request goes near Redis.
 func TestFailoverLimiterOverAHungRedis(t *testing.T) {
 	url, accepted := hungRedis(t)
-	client, err := redis.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t, url)
 	f := &gateway.FailoverLimiter{Shared: redis.NewRateLimiter(client), Local: gateway.NewLocalLimiter(), Log: quiet, Cooldown: time.Hour}
 	var allowed atomic.Int32
 	worst := slowest(2000, func(int) {
@@ -225,11 +209,7 @@ func (a *revocable) Authenticate(context.Context, string) (gateway.Principal, er
 // kept working well past 1.5 x TTL.
 func TestRevokedKeyStopsWhenRedisAppliesAStalledWriteLate(t *testing.T) {
 	url, proc := privateRedis(t)
-	client, err := redis.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t, url)
 	const ttl = time.Second
 	const secret = "sk_live_0123456789abcdef0123456789abcdef"
 	accts := &revocable{beforeAnswer: func() { _ = proc.Process.Signal(syscall.SIGSTOP) }}
@@ -267,11 +247,7 @@ func TestRevokedKeyStopsWhenRedisAppliesAStalledWriteLate(t *testing.T) {
 // written at all. Only hashes of keys are stored.
 func TestAuthCacheKeepsAnAnswerUntilItsDeadline(t *testing.T) {
 	url, _ := privateRedis(t)
-	client, err := redis.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := connect(t, url)
 	c := redis.NewAuthCache(client)
 	ctx := context.Background()
 	p := gateway.Principal{AccountID: "acc", KeyID: "key"}

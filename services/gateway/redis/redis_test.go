@@ -20,10 +20,11 @@ import (
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
 
-// connect opens a client on the test Redis, closed when the test ends.
-func connect(t *testing.T) *goredis.Client {
+// connect opens a client on the Redis at url (the test Redis:
+// redistest.URL()), closed when the test ends.
+func connect(t *testing.T, url string) *goredis.Client {
 	t.Helper()
-	client, err := redis.Connect(redistest.URL())
+	client, err := redis.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func uniqueKey() string {
 }
 
 func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
-	client := connect(t)
+	client := connect(t, redistest.URL())
 	// Two limiters on one Redis behave like two gateway replicas.
 	a, b := redis.NewRateLimiter(client), redis.NewRateLimiter(client)
 	key := uniqueKey()
@@ -62,7 +63,7 @@ func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 }
 
 func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
-	client := connect(t)
+	client := connect(t, redistest.URL())
 	// Two replicas, each coalescing its own concurrent checks.
 	replicas := []*redis.RateLimiter{redis.NewRateLimiter(client), redis.NewRateLimiter(client)}
 	key := uniqueKey()
@@ -108,7 +109,7 @@ func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
 }
 
 func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
-	client := connect(t)
+	client := connect(t, redistest.URL())
 	l := redis.NewRateLimiter(client)
 	a, b := uniqueKey(), uniqueKey()
 	// a's limit is 3: its first three checks get it, in order, the fourth
@@ -148,7 +149,7 @@ func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
 }
 
 func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
-	client := connect(t)
+	client := connect(t, redistest.URL())
 	c := redis.NewAuthCache(client)
 	ctx := context.Background()
 
@@ -176,7 +177,7 @@ func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
 }
 
 func TestConnectDialsOnceAndRetriesWithoutBackoff(t *testing.T) {
-	client := connect(t)
+	client := connect(t, redistest.URL())
 	// As go-redis normalises them: -1 backoff becomes 0, which it skips.
 	o := client.Options()
 	if o.DialerRetries != 1 || o.MaxRetries != 1 || o.MinRetryBackoff != 0 || o.MaxRetryBackoff != 0 {
@@ -242,7 +243,7 @@ func TestRedisClientLogsAreJSON(t *testing.T) {
 // the whole batch, up to 127 emission intervals late (over 6 s at the
 // default 1,200 a minute).
 func TestRateLimiterBatchReportsEachChecksOwnReset(t *testing.T) {
-	l := redis.NewRateLimiter(connect(t))
+	l := redis.NewRateLimiter(connect(t, redistest.URL()))
 	key := uniqueKey()
 	checks := make([]redis.Check, 5)
 	for i := range checks {
