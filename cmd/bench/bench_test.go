@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -30,10 +31,19 @@ func flaky() (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
+func mustTarget(t *testing.T, name, url, bearer string) target {
+	t.Helper()
+	tg, err := newTarget(name, url, bearer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
 func TestClosedLoopCountsNon2xxAsErrors(t *testing.T) {
 	srv, served := flaky()
 	defer srv.Close()
-	res := closedLoop(context.Background(), newTarget("flaky", srv.URL, "sk_test", 4), 4, 500*time.Millisecond)
+	res := closedLoop(context.Background(), mustTarget(t, "flaky", srv.URL, "sk_test"), 4, 500*time.Millisecond)
 	if res.Requests < 100 || int64(res.Requests) != served.Load() {
 		t.Fatalf("requests %d, server saw %d", res.Requests, served.Load())
 	}
@@ -47,16 +57,78 @@ func TestClosedLoopCountsNon2xxAsErrors(t *testing.T) {
 		t.Errorf("RPS %.0f from %d requests in %s", rps, res.Requests, res.Elapsed)
 	}
 
-	unauthorized := closedLoop(context.Background(), newTarget("no key", srv.URL, "", 1), 1, 100*time.Millisecond)
+	unauthorized := closedLoop(context.Background(), mustTarget(t, "no key", srv.URL, ""), 1, 100*time.Millisecond)
 	if unauthorized.Errors != unauthorized.Requests || unauthorized.RPS() != 0 {
 		t.Errorf("401s must all be errors: %+v", unauthorized)
+	}
+}
+
+// planServer answers the bench's request for /v1/plans/p1?x=1 with key
+// sk_test, counting requests and connections. closeEveryOther ends every
+// second answer's connection (Connection: close); idleTimeout, when set,
+// drops a connection idle that long.
+func planServer(t *testing.T, closeEveryOther bool, idleTimeout time.Duration) (url string, served, conns *atomic.Int64) {
+	served, conns = new(atomic.Int64), new(atomic.Int64)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk_test" || r.URL.RequestURI() != "/v1/plans/p1?x=1" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if served.Add(1)%2 == 0 && closeEveryOther {
+			w.Header().Set("Connection", "close")
+		}
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	}))
+	srv.Config.IdleTimeout = idleTimeout
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1/plans/p1?x=1", served, conns
+}
+
+// A server that ends a connection after its answer costs a dial, not a
+// failed request.
+func TestWorkersDialAgainWhenTheServerClosesTheConnection(t *testing.T) {
+	url, served, conns := planServer(t, true, 0)
+	res := closedLoop(context.Background(), mustTarget(t, "closing", url, "sk_test"), 2, 200*time.Millisecond)
+	if res.Requests < 20 || res.Errors != 0 || int64(res.Requests) != served.Load() {
+		t.Fatalf("%d requests (server saw %d), %d errors (%s): a closed connection must be dialled again", res.Requests, served.Load(), res.Errors, res.FirstErr)
+	}
+	if got := conns.Load(); got < int64(res.Requests)/2 {
+		t.Errorf("%d connections for %d requests, half of them answered with Connection: close", got, res.Requests)
+	}
+}
+
+// A connection the server dropped while idle fails only the exchange on
+// it: the request goes again on a new connection.
+func TestWorkersResendOnAConnectionDroppedWhileIdle(t *testing.T) {
+	url, served, conns := planServer(t, false, 5*time.Millisecond)
+	// One connection, a request every 25 ms: each finds the last dropped.
+	res := openLoop(context.Background(), mustTarget(t, "idle", url, "sk_test"), 40, 1, 250*time.Millisecond)
+	if res.Requests != 10 || res.Errors != 0 || served.Load() != 10 {
+		t.Errorf("%d requests (server saw %d), %d errors (%s), want 10 and none", res.Requests, served.Load(), res.Errors, res.FirstErr)
+	}
+	if got := conns.Load(); got < 5 {
+		t.Errorf("%d connections: the server's idle timeout did not drop them, so this test proves nothing", got)
+	}
+}
+
+func TestTargetsMustBePlainHTTPURLs(t *testing.T) {
+	for _, u := range []string{"https://127.0.0.1:8080/v1/plans/x", "127.0.0.1:8080/v1", "http:///v1", "http://[::1/x"} {
+		if _, err := newTarget("bad", u, ""); err == nil {
+			t.Errorf("%q accepted", u)
+		}
 	}
 }
 
 func TestOpenLoopOffersTheRequestedRate(t *testing.T) {
 	srv, served := flaky()
 	defer srv.Close()
-	res := openLoop(context.Background(), newTarget("flaky", srv.URL, "sk_test", 16), 400, 16, time.Second)
+	res := openLoop(context.Background(), mustTarget(t, "flaky", srv.URL, "sk_test"), 400, 16, time.Second)
 	if res.Requests != 400 || served.Load() != 400 {
 		t.Fatalf("sent %d, server saw %d, want 400", res.Requests, served.Load())
 	}
@@ -75,7 +147,7 @@ func TestOpenLoopMeasuresFromTheScheduledTime(t *testing.T) {
 	}))
 	defer srv.Close()
 	// One worker can do about 100/s; 300/s are offered for half a second.
-	res := openLoop(context.Background(), newTarget("slow", srv.URL, "", 1), 300, 1, 500*time.Millisecond)
+	res := openLoop(context.Background(), mustTarget(t, "slow", srv.URL, ""), 300, 1, 500*time.Millisecond)
 	if res.P99 < 500*time.Millisecond {
 		t.Errorf("p99 %s hides the queue of a target serving a third of the offered rate", res.P99)
 	}

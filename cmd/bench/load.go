@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -72,44 +75,103 @@ func merge(recs []*recorder, elapsed time.Duration) result {
 
 // target is what a phase requests: one URL, with or without a key.
 type target struct {
-	name   string
-	url    string
-	bearer string
-	client *http.Client
+	name string
+	addr string // host:port
+	// request is the whole HTTP/1.1 request, serialized once: every
+	// request of a phase is the same.
+	request []byte
 }
 
-func newTarget(name, url, bearer string, conns int) target {
-	// One keep-alive connection per worker, kept between requests, as a
-	// partner's HTTP client pool would.
-	tr := &http.Transport{
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
+// requestTimeout bounds one request, so a target that hangs fails the
+// request instead of the benchmark.
+const requestTimeout = 10 * time.Second
+
+func newTarget(name, rawURL, bearer string) (target, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return target{}, fmt.Errorf("%s: want an http:// URL, got %q", name, rawURL)
 	}
-	return target{name: name, url: url, bearer: bearer, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: esim-bench\r\n"
+	if bearer != "" {
+		req += "Authorization: Bearer " + bearer + "\r\n"
+	}
+	return target{name: name, addr: u.Host, request: []byte(req + "\r\n")}, nil
 }
+
+// conn is one worker's keep-alive connection to a target, as one
+// connection of a partner's client pool. The worker's own goroutine writes
+// the request and reads the answer. net/http's client hands every request
+// to two more goroutines (the connection's reader and writer): on the two
+// cores the load generator shares with everything it measures, that cost
+// it 70 µs of CPU per request at 6,000 req/s against 40 µs this way, CPU
+// taken from the target.
+type conn struct {
+	target
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func (t target) conn() *conn { return &conn{target: t} }
 
 // do sends one request and reads the whole answer, so the measured time
-// includes the body; any non-2xx status counts as an error.
-func (t target) do(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
+// includes the body; any non-2xx status counts as an error. A failed
+// exchange closes the connection. One that failed on a connection kept from
+// an earlier request is sent again on a new one, as net/http's client does
+// for a GET: the server may have closed it while idle.
+func (c *conn) do(ctx context.Context) error {
+	reused := c.nc != nil
+	status, err := c.exchange(ctx)
+	if err != nil && reused {
+		status, err = c.exchange(ctx)
+	}
 	if err != nil {
 		return err
 	}
-	if t.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+t.bearer)
+	if status < 200 || status > 299 {
+		return fmt.Errorf("HTTP %d", status)
 	}
-	resp, err := t.client.Do(req)
+	return nil
+}
+
+func (c *conn) exchange(ctx context.Context) (int, error) {
+	if c.nc == nil {
+		d := net.Dialer{Timeout: requestTimeout}
+		nc, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return 0, err
+		}
+		c.nc, c.br = nc, bufio.NewReader(nc)
+	}
+	status, closing, err := c.roundTrip()
+	if err != nil || closing {
+		c.close()
+	}
+	return status, err
+}
+
+// roundTrip reports whether the server ends the connection after this
+// answer (Connection: close).
+func (c *conn) roundTrip() (status int, closing bool, err error) {
+	if err := c.nc.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
+		return 0, false, err
+	}
+	if _, err := c.nc.Write(c.request); err != nil {
+		return 0, false, err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
-	_, copyErr := io.Copy(io.Discard, resp.Body)
+	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	return resp.StatusCode, resp.Close, err
+}
+
+func (c *conn) close() {
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
 	}
-	return copyErr
 }
 
 // closedLoop runs workers that each send the next request as soon as the
@@ -126,9 +188,11 @@ func closedLoop(ctx context.Context, t target, workers int, d time.Duration) res
 		rec := &recorder{latencies: make([]time.Duration, 0, 1<<14)}
 		recs[i] = rec
 		wg.Go(func() {
+			c := t.conn()
+			defer c.close()
 			for ctx.Err() == nil && time.Now().Before(end) {
 				began := time.Now()
-				err := t.do(ctx)
+				err := c.do(ctx)
 				rec.record(time.Since(began), err)
 			}
 		})
@@ -158,6 +222,8 @@ func openLoop(ctx context.Context, t target, rate float64, conns int, d time.Dur
 		rec := &recorder{latencies: make([]time.Duration, 0, total/conns+1)}
 		recs[w] = rec
 		wg.Go(func() {
+			c := t.conn()
+			defer c.close()
 			for n := w; n < total && ctx.Err() == nil; n += conns {
 				due := start.Add(time.Duration(float64(n) * interval))
 				from := due
@@ -169,7 +235,7 @@ func openLoop(ctx context.Context, t target, rate float64, conns int, d time.Dur
 					time.Sleep(wait)
 					from = time.Now()
 				}
-				err := t.do(ctx)
+				err := c.do(ctx)
 				rec.record(time.Since(from), err)
 			}
 		})

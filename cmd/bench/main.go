@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,11 +161,15 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	}
 	defer func() { _ = bare.stop() }()
 
-	conns := max(slices.Max(cfg.workers), openLoopConns)
-	targets := []target{
-		newTarget(gatewayTarget, p.APIBaseURL+"/plans/"+planID, p.SandboxKey, conns),
-		newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "", conns),
+	gatewayPlan, err := newTarget(gatewayTarget, p.APIBaseURL+"/plans/"+planID, p.SandboxKey)
+	if err != nil {
+		return err
 	}
+	barePlan, err := newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "")
+	if err != nil {
+		return err
+	}
+	targets := []target{gatewayPlan, barePlan}
 
 	// Redis, to count the rate-limit calls the gateway makes.
 	redisOpts, err := goredis.ParseURL(cfg.redisURL)

@@ -160,6 +160,8 @@ func (r report) markdown() string {
 	p("over %d keep-alive connections, each connection sending its share of an evenly spaced schedule (as wrk2 does). ", openLoopConns)
 	p("Latency counts from each request's scheduled time when its connection was still busy, so queueing counts, ")
 	p("and from the end of the generator's sleep otherwise, so a late timer is not charged to the target.\n")
+	p("- The load generator shares the cores with what it measures, so it is kept lean: each worker writes the same prebuilt request on its own connection ")
+	p("and reads the answer with net/http's `ReadResponse` on its own goroutine, without the two extra goroutines per connection of net/http's client.\n")
 	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only.\n")
 	p("- Machine busy and stolen: from /proc/stat over each phase, as shares of all cores' time. Stolen time is what the hypervisor ")
 	p("gave other guests while this one had work: where it is more than a few percent, the run was disturbed from outside.\n\n")
