@@ -117,6 +117,30 @@ func TestWorkersResendOnAConnectionDroppedWhileIdle(t *testing.T) {
 	}
 }
 
+// Ctrl-C must not wait for answers that are not coming.
+func TestCancellingAPhaseCutsTheRequestsInFlight(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done() // answers nothing until the client hangs up
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result)
+	go func() { done <- closedLoop(ctx, mustTarget(t, "hung", srv.URL, ""), 2, time.Hour) }()
+	<-arrived
+	<-arrived
+	cancel()
+	select {
+	case res := <-done:
+		if res.Requests != 2 || res.Errors != 2 {
+			t.Errorf("%d requests, %d errors: want the 2 in flight, failed", res.Requests, res.Errors)
+		}
+	case <-time.After(requestTimeout / 2):
+		t.Fatalf("the phase still waits %s after its context ended", requestTimeout/2)
+	}
+}
+
 func TestTargetsMustBePlainHTTPURLs(t *testing.T) {
 	for _, u := range []string{"https://127.0.0.1:8080/v1/plans/x", "127.0.0.1:8080/v1", "http:///v1", "http://[::1/x"} {
 		if _, err := newTarget("bad", u, ""); err == nil {

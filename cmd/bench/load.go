@@ -109,6 +109,9 @@ type conn struct {
 	target
 	nc net.Conn
 	br *bufio.Reader
+	// unwatch stops the connection being closed when the phase's context
+	// ends: the close is what cuts short a request in flight on Ctrl-C.
+	unwatch func() bool
 }
 
 func (t target) conn() *conn { return &conn{target: t} }
@@ -141,6 +144,7 @@ func (c *conn) exchange(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		c.nc, c.br = nc, bufio.NewReader(nc)
+		c.unwatch = context.AfterFunc(ctx, func() { nc.Close() })
 	}
 	status, closing, err := c.roundTrip()
 	if err != nil || closing {
@@ -169,6 +173,7 @@ func (c *conn) roundTrip() (status int, closing bool, err error) {
 
 func (c *conn) close() {
 	if c.nc != nil {
+		c.unwatch()
 		c.nc.Close()
 		c.nc = nil
 	}
