@@ -298,3 +298,50 @@ func TestUsageErrorWording(t *testing.T) {
 		}
 	}
 }
+
+// A service URL is checked before any call. A trailing slash, as an
+// operator pastes it, works; one without a scheme is a usage error saying
+// what is wanted; a password in it is never echoed; and a URL that points
+// at something other than the service says so and which setting to fix,
+// rather than relaying a bare 404 or "no handler for path".
+func TestServiceURLs(t *testing.T) {
+	accountsURL := startAccounts(t)
+
+	var accts []account
+	esimctl(t, map[string]string{"ESIM_ACCOUNTS_URL": accountsURL + "/"}, "accounts", "list", "--json").ok(t).data(t, &accts)
+	esimctl(t, nil, "--accounts-url", accountsURL+"/", "accounts", "list", "--json").ok(t).data(t, &accts)
+
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--accounts-url", "127.0.0.1:8081", "accounts", "list"},
+			`esimctl: invalid --accounts-url "127.0.0.1:8081": want a base URL such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+		{map[string]string{"ESIM_CATALOGUE_URL": "localhost:8082"}, []string{"plans", "list", "--json"},
+			`esimctl: invalid --catalogue-url "localhost:8082": want a base URL such as http://127.0.0.1:8082 (set by --catalogue-url or ESIM_CATALOGUE_URL)`},
+		{nil, []string{"--accounts-url", "ftp://127.0.0.1:8081", "accounts", "list"},
+			`esimctl: invalid --accounts-url "ftp://127.0.0.1:8081": want a base URL such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+		{nil, []string{"--accounts-url", "http://op:s3cret@[::1", "accounts", "list"},
+			`esimctl: invalid --accounts-url (not a URL): want a base URL such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+	} {
+		r := esimctl(t, tc.env, tc.args...)
+		r.wantError(t, 2)
+		if first, _, _ := strings.Cut(r.stderr, "\n"); first != tc.want {
+			t.Errorf("esimctl %s: error line %q, want %q", strings.Join(tc.args, " "), first, tc.want)
+		}
+	}
+
+	r := esimctl(t, nil, "--accounts-url", "http://op:s3cret@127.0.0.1:1", "accounts", "list")
+	r.wantError(t, 1, "http://op:xxxxx@127.0.0.1:1", "connection refused")
+	if strings.Contains(r.stderr, "s3cret") {
+		t.Errorf("the password in --accounts-url is in the error: %q", r.stderr)
+	}
+
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
+	esimctl(t, nil, "--accounts-url", notFound.URL, "accounts", "list").
+		wantError(t, 1, "esimctl: list accounts: "+notFound.URL+" does not answer as the accounts service (", "check --accounts-url / ESIM_ACCOUNTS_URL")
+	esimctl(t, map[string]string{"ESIM_CATALOGUE_URL": accountsURL}, "plans", "list", "--json").
+		wantError(t, 1, "esimctl: list plans: "+accountsURL+" does not answer as the catalogue service (", "check --catalogue-url / ESIM_CATALOGUE_URL")
+}

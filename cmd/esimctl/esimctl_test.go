@@ -259,6 +259,8 @@ func TestErrors(t *testing.T) {
 			{"accounts", "list", "--limit", "twenty"}, // not a number
 			{"plans", "list", "--type", "monthly"},
 			{"plans", "list", "--country", "Japan"},
+			{"plans", "list", "--country", ""}, // an unset "$CC": not every plan
+			{"plans", "list", "--type", ""},
 			{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "-1"},
 			{"--timeout", "0s", "accounts", "list"},
 			{"plans", "retire"}, // missing id

@@ -140,16 +140,18 @@ func (c *cli) plansListCommand() *cobra.Command {
 	cmd.Flags().StringVar(&country, "country", "", "only plans covering this ISO 3166-1 alpha-2 country (JP, FR, ...)")
 	cmd.Flags().StringVar(&planType, "type", "", "only plans of this type: fixed or per_day")
 	addPaging(cmd, &page, &limit, catalogue.DefaultPageLimit)
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		req := &cataloguev1.ListPlansRequest{Page: page, Limit: limit}
-		if country != "" {
+		// An empty filter is refused, not dropped: `--country "$CC"` with CC
+		// unset would otherwise list every plan as if they were CC's.
+		if country != "" || cmd.Flags().Changed("country") {
 			cc := strings.ToUpper(strings.TrimSpace(country))
 			if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
 				return usagef("invalid --country %q: want an ISO 3166-1 alpha-2 code such as JP", country)
 			}
 			req.Country = cc
 		}
-		if planType != "" {
+		if planType != "" || cmd.Flags().Changed("type") {
 			t, ok := cataloguev1.PlanTypeByShortName(strings.ReplaceAll(planType, "-", "_"))
 			if !ok {
 				return usagef("invalid --type %q: want fixed or per_day", planType)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -195,9 +197,16 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		if c.timeout <= 0 {
 			return usagef("invalid --timeout %s: want a positive duration such as 10s", c.timeout)
 		}
+		var err error
+		if c.accountsURL, err = serviceURL(c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL", defaultAccountsURL); err != nil {
+			return err
+		}
+		if c.catalogueURL, err = serviceURL(c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL", defaultCatalogueURL); err != nil {
+			return err
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 		defer cancel()
-		err := fn(ctx, cmd, args)
+		err = fn(ctx, cmd, args)
 		var u *usageError
 		var f *failure
 		if err == nil || errors.As(err, &u) || errors.As(err, &f) {
@@ -205,6 +214,36 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		}
 		return &failure{msg: err.Error()}
 	}
+}
+
+// serviceURL checks a service base URL before any call, since Twirp's
+// client takes anything: without a scheme the request cannot even be built
+// (a usage error here, exit 2), and a trailing slash makes every path
+// "//twirp/...", which the services answer with a redirect the client
+// refuses to follow (so the slash is dropped).
+func serviceURL(raw, flag, env, example string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		// Quoted, but never a password: an unparsable URL cannot be
+		// redacted, so one with user info is not shown at all.
+		shown := strconv.Quote(raw)
+		if err == nil {
+			shown = strconv.Quote(u.Redacted())
+		} else if strings.Contains(raw, "@") {
+			shown = "(not a URL)"
+		}
+		return "", usagef("invalid %s %s: want a base URL such as %s (set by %s or %s)", flag, shown, example, flag, env)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// redactURL is a service URL fit for a message: no password.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
 }
 
 func (c *cli) accounts() accountsv1.Accounts {
@@ -223,6 +262,7 @@ func (c *cli) callFailed(what, service string, err error) error {
 	if service == "catalogue" {
 		base, flag, env = c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL"
 	}
+	base = redactURL(base)
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &failure{msg: fmt.Sprintf("%s: cannot reach the %s service at %s (connection refused); start the platform with `make run` or set %s / %s",
@@ -233,6 +273,12 @@ func (c *cli) callFailed(what, service string, err error) error {
 		return &failure{msg: fmt.Sprintf("%s: interrupted", what)}
 	}
 	var twerr twirp.Error
+	if errors.As(err, &twerr) && (twerr.Meta("http_error_from_intermediary") == "true" || twerr.Code() == twirp.BadRoute) {
+		// Not an answer from the service at all: something else listens at
+		// that address (the gateway, the other service, a proxy).
+		return &failure{msg: fmt.Sprintf("%s: %s does not answer as the %s service (%s); check %s / %s",
+			what, base, service, twerr.Msg(), flag, env)}
+	}
 	if errors.As(err, &twerr) {
 		msg := twerr.Msg()
 		if msg == "" {

@@ -103,6 +103,12 @@ func printSummary(w io.Writer, p *platform.Platform) {
 	fmt.Fprintf(w, "sandbox key: %s\n\n", p.SandboxKey)
 	fmt.Fprintf(w, "The key is shown once; every start prints a new one and revokes the previous.\n")
 	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n\n", p.SandboxKey, p.APIBaseURL)
-	fmt.Fprintf(w, "Operator CLI: ./bin/esimctl accounts get %s\n", p.DemoAccountID)
+	// esimctl's defaults are the default addresses; name the service when
+	// -accounts-addr moved it, or the hint would ask a stranger (or nobody).
+	esimctl := "./bin/esimctl"
+	if p.AccountsURL != "http://"+platform.DefaultAccountsAddr {
+		esimctl += " --accounts-url " + p.AccountsURL
+	}
+	fmt.Fprintf(w, "Operator CLI: %s accounts get %s\n", esimctl, p.DemoAccountID)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,8 +30,9 @@ func TestRejectsStrayArguments(t *testing.T) {
 // makes run return nil after stopping everything.
 func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	bin := t.TempDir()
-	for _, svc := range []string{"accounts", "catalogue", "gateway"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, svc), "./services/"+svc+"/cmd/"+svc)
+	for _, pkg := range []string{"./services/accounts/cmd/accounts", "./services/catalogue/cmd/catalogue", "./services/gateway/cmd/gateway", "./cmd/esimctl"} {
+		svc := filepath.Base(pkg)
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, svc), pkg)
 		build.Dir = "../.."
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", svc, err, out)
@@ -52,13 +54,16 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 		w.Close()
 	}()
 
-	var key, printed string
+	var key, printed, operatorCLI string
 	lines := bufio.NewScanner(out)
 	deadline := time.AfterFunc(90*time.Second, func() { out.CloseWithError(io.ErrUnexpectedEOF) })
 	for lines.Scan() {
 		printed += lines.Text() + "\n"
 		if k, ok := strings.CutPrefix(lines.Text(), "sandbox key: "); ok {
 			key = k
+		}
+		if c, ok := strings.CutPrefix(lines.Text(), "Operator CLI: "); ok {
+			operatorCLI = c
 		}
 		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
 			break
@@ -85,6 +90,22 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /v1/plans with the printed key: %s", resp.Status)
+	}
+
+	// The esimctl command the summary suggests works as printed, on these
+	// addresses rather than the defaults, with no ESIM_* variable set.
+	hint := strings.Fields(operatorCLI)
+	if len(hint) == 0 || hint[0] != "./bin/esimctl" {
+		t.Fatalf("no `Operator CLI: ./bin/esimctl ...` line in:\n%s", printed)
+	}
+	cli := exec.Command(filepath.Join(bin, "esimctl"), hint[1:]...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ESIM_") {
+			cli.Env = append(cli.Env, kv)
+		}
+	}
+	if got, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(got), platform.DemoAccountID) {
+		t.Errorf("the suggested %q: %v\n%s", operatorCLI, err, got)
 	}
 
 	// Leave no working test key behind in the shared demo account.
