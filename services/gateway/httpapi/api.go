@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -42,7 +43,7 @@ func New(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	api := humago.NewWithPrefix(mux, BasePath, config())
 	a := &handlers{Deps: d, api: api}
-	api.UseMiddleware(a.authenticateAndLimit, a.rejectAmbiguousQuery)
+	api.UseMiddleware(a.authenticateAndLimit)
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
 	// Anything else, a wrong method on a known path included, is an
@@ -69,8 +70,9 @@ func config() huma.Config {
 	// The document is served by an operation of its own (see openapi.go) so
 	// that it lists itself: the contract names every endpoint there is.
 	c.OpenAPIPath = ""
-	// A misspelt filter (?countyr=JP) would otherwise silently list all.
-	c.RejectUnknownQueryParameters = true
+	// Unknown query parameters are StrictQuery's to refuse: huma's own
+	// check answers before it validates the values, naming one kind of
+	// fault per attempt.
 	// JSON under its media type only: huma's extra "json" key would answer
 	// "Accept: json" with "Content-Type: json".
 	c.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat}
@@ -95,8 +97,12 @@ func documentResponses(_ *huma.OpenAPI, op *huma.Operation) {
 			resp.Headers = map[string]*huma.Param{}
 		}
 		resp.Headers["Request-Id"] = &huma.Param{Description: "Unique id of this request.", Schema: str}
+		if len(op.Security) == 0 {
+			continue
+		}
 		// A request whose key is not known has no allowance to report.
-		if len(op.Security) == 0 || status == "401" {
+		if status == "401" {
+			resp.Headers["WWW-Authenticate"] = &huma.Param{Description: `The challenge: Bearer realm="esim".`, Schema: str}
 			continue
 		}
 		resp.Headers["RateLimit-Limit"] = &huma.Param{Description: "Requests allowed per minute for this key.", Schema: integer}
@@ -139,10 +145,13 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 		return
 	}
 	scheme, secret, _ := strings.Cut(ctx.Header("Authorization"), " ")
-	if !strings.EqualFold(scheme, "Bearer") {
+	secret = strings.TrimSpace(secret)
+	// No key has bytes that are not UTF-8, and a protobuf string cannot
+	// carry them to accounts: asked, the call fails as an internal error.
+	if !strings.EqualFold(scheme, "Bearer") || !utf8.ValidString(secret) {
 		secret = ""
 	}
-	p, err := a.Accounts.Authenticate(ctx.Context(), strings.TrimSpace(secret))
+	p, err := a.Accounts.Authenticate(ctx.Context(), secret)
 	if err != nil {
 		// Only a refused key is a challenge; an accounts outage is ours.
 		if errors.Is(err, gateway.ErrUnauthorized) {
@@ -172,20 +181,26 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 	next(huma.WithValue(ctx, principalKey{}, p))
 }
 
-// rejectAmbiguousQuery refuses a query parameter given twice, given
-// without a value, or not URL-encoded. Parsed leniently, ?limit=1&limit=200
-// would take the first and ?limit= the default, and net/url drops a pair it
-// cannot decode (?country=%zz) without a word: each time the partner would
-// get a page they did not ask for.
-func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context)) {
+// StrictQuery, embedded in the input of every operation, refuses a query
+// parameter the operation does not declare, or one given twice, given
+// without a value, or not URL-encoded. A misspelt filter (?countyr=JP)
+// would otherwise silently list all; parsed leniently, ?limit=1&limit=200
+// would take the first and ?limit= the default, and net/url drops a pair
+// it cannot decode (?country=%zz) without a word: each time the partner
+// would get a page they did not ask for. It is a huma resolver rather than
+// a middleware so that its findings join huma's checks of the values, and
+// one answer names every offending parameter. Exported because huma looks
+// for resolvers in exported fields only.
+type StrictQuery struct{}
+
+func (StrictQuery) Resolve(ctx huma.Context) []error {
 	u := ctx.URL()
 	if u.RawQuery == "" {
-		next(ctx)
-		return
+		return nil
 	}
-	verr := &gateway.ValidationError{}
+	var errs []error
 	bad := func(name, reason string) {
-		verr.Fields = append(verr.Fields, gateway.FieldError{Field: name, Reason: reason})
+		errs = append(errs, queryFault{&huma.ErrorDetail{Location: "query." + name, Message: reason}})
 	}
 	seen := map[string]int{}
 	for pair := range strings.SplitSeq(u.RawQuery, "&") {
@@ -193,28 +208,51 @@ func (a *handlers) rejectAmbiguousQuery(ctx huma.Context, next func(huma.Context
 			continue // a stray "&" says nothing
 		}
 		rawName, rawValue, _ := strings.Cut(pair, "=")
-		name, nameErr := url.QueryUnescape(rawName)
-		value, valueErr := url.QueryUnescape(rawValue)
-		switch {
-		case nameErr != nil || strings.Contains(rawName, ";"):
+		name, err := url.QueryUnescape(rawName)
+		if err != nil || strings.Contains(rawName, ";") {
 			bad(rawName, "not a URL-encoded parameter name")
 			continue
-		case valueErr != nil || strings.Contains(rawValue, ";"):
+		}
+		if seen[name]++; !declaresQuery(ctx.Operation(), name) {
+			// Whatever its value, it is wrong once.
+			if seen[name] == 1 {
+				bad(name, "unknown query parameter")
+			}
+			continue
+		}
+		value, err := url.QueryUnescape(rawValue)
+		switch {
+		case err != nil || strings.Contains(rawValue, ";"):
 			bad(name, "not a URL-encoded value")
 		case value == "":
 			bad(name, "given without a value")
 		}
-		if seen[name]++; seen[name] == 2 {
+		if seen[name] == 2 {
 			bad(name, "given more than once")
 		}
 	}
-	if len(verr.Fields) == 0 {
-		next(ctx)
-		return
-	}
 	// The answer follows the parameters' names, not the order they came in.
-	slices.SortStableFunc(verr.Fields, func(a, b gateway.FieldError) int { return strings.Compare(a.Field, b.Field) })
-	a.fail(ctx, verr)
+	slices.SortStableFunc(errs, func(a, b error) int {
+		return strings.Compare(a.(queryFault).Location, b.(queryFault).Location)
+	})
+	return errs
+}
+
+// queryFault is StrictQuery's finding about a parameter. It stands alone
+// in the answer (see newError): whatever else huma says about that
+// parameter is about a value the partner did not mean, the first of two or
+// the raw text of one that does not decode.
+type queryFault struct{ *huma.ErrorDetail }
+
+func (q queryFault) Unwrap() error { return q.ErrorDetail }
+
+func declaresQuery(op *huma.Operation, name string) bool {
+	for _, p := range op.Parameters {
+		if p.In == "query" && p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // fail answers a middleware's error, as problem does a handler's.

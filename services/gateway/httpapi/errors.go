@@ -91,12 +91,22 @@ func (e *Error) GetStatus() int { return e.status }
 // the same shape.
 func newError(ctx context.Context, status int, msg string, errs ...error) *Error {
 	status, code := codeFor(status)
+	faulty := map[string]bool{}
+	for _, err := range errs {
+		if q, ok := err.(queryFault); ok {
+			faulty[q.Location] = true
+		}
+	}
 	details := []FieldDetail{}
 	for _, err := range errs {
 		var d *huma.ErrorDetail
-		if errors.As(err, &d) {
-			details = append(details, FieldDetail{Field: fieldName(d.Location), Reason: d.Message})
+		if !errors.As(err, &d) {
+			continue
 		}
+		if _, ok := err.(queryFault); faulty[d.Location] && !ok {
+			continue
+		}
+		details = append(details, FieldDetail{Field: fieldName(d.Location), Reason: d.Message})
 	}
 	if code == "invalid_request" && len(details) > 0 && (msg == "" || msg == "validation failed" || msg == "Unprocessable Entity") {
 		parts := make([]string, len(details))

@@ -9,6 +9,10 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
+type openAPIInput struct {
+	StrictQuery
+}
+
 type openAPIOutput struct {
 	ContentType string `header:"Content-Type"`
 	Body        []byte
@@ -29,7 +33,7 @@ func (a *handlers) registerOpenAPI(api huma.API) {
 				"application/json": {Schema: &huma.Schema{Type: huma.TypeObject, Description: "OpenAPI 3.1 document"}},
 			}},
 		},
-	}, func(ctx context.Context, _ *struct{}) (*openAPIOutput, error) {
+	}, func(ctx context.Context, _ *openAPIInput) (*openAPIOutput, error) {
 		doc, err := render()
 		if err != nil {
 			return nil, a.problem(ctx, err)

@@ -76,6 +76,7 @@ func (p PageParams) pagination(total int) Pagination {
 }
 
 type listPlansInput struct {
+	StrictQuery
 	PageParams
 	// The pattern catches a malformed code here, alongside any other bad
 	// parameter; whether a well-formed code names a country is the
@@ -89,6 +90,7 @@ type listPlansOutput struct {
 }
 
 type getPlanInput struct {
+	StrictQuery
 	ID string `path:"id" doc:"Plan id (UUID) from GET /plans."`
 }
 

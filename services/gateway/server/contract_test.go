@@ -1,0 +1,171 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+)
+
+// detailFields lists the distinct fields an error's details name, sorted.
+func detailFields(e errorJSON) []string {
+	var fields []string
+	for _, d := range e.Error.Details {
+		if d.Reason == "" {
+			continue
+		}
+		if !slices.Contains(fields, d.Field) {
+			fields = append(fields, d.Field)
+		}
+	}
+	slices.Sort(fields)
+	return fields
+}
+
+// DESIGN section 3: details name "each offending field". A partner who sent
+// several bad parameters must learn of all of them from one answer,
+// whichever kind of fault each has: unknown, repeated, empty, not
+// URL-encoded, or out of range.
+func TestEveryBadQueryParameterIsNamedAtOnce(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	var list planList
+	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
+	if len(list.Data) != 1 {
+		t.Fatal("no plan")
+	}
+	plan := "/v1/plans/" + list.Data[0].ID
+
+	for _, tc := range []struct {
+		path   string
+		fields []string
+	}{
+		{"/v1/plans?countyr=JP&limit=500", []string{"countyr", "limit"}},
+		{"/v1/plans?limit=&page=0", []string{"limit", "page"}},
+		{"/v1/plans?type=bundle&page=1&page=2", []string{"page", "type"}},
+		{"/v1/plans?country=%zz&limit=500&zz=1", []string{"country", "limit", "zz"}},
+		{"/v1/plans?limit=1;page=2&type=bundle", []string{"limit", "type"}},
+		{"/v1/plans?country&limit=500&limit=1&type=%zz", []string{"country", "limit", "type"}},
+		{plan + "?zz=1&yy=", []string{"yy", "zz"}},
+		{"/v1/openapi.json?a=1&b=", []string{"a", "b"}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			e := p.expectError(p.get(tc.path, bearer(key)), http.StatusBadRequest, "invalid_request")
+			// Once each: a second complaint about a parameter given twice
+			// or not encoded would be about a value the partner never meant.
+			if got := detailFields(e); !slices.Equal(got, tc.fields) || len(e.Error.Details) != len(tc.fields) {
+				t.Fatalf("details name %v, want %v once each: %+v", got, tc.fields, e.Error.Details)
+			}
+			for _, f := range tc.fields {
+				if !strings.Contains(e.Error.Message, f+": ") {
+					t.Errorf("message %q does not name %s", e.Error.Message, f)
+				}
+			}
+		})
+	}
+}
+
+// Each operation the document lists refuses a parameter it does not declare,
+// naming it once, however often it was given. The document is the list, so
+// an operation added later without the check fails here.
+func TestEveryOperationRefusesUnknownQueryParameters(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	var list planList
+	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(p.spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc.Paths {
+		if _, ok := ops["get"]; !ok || len(ops) != 1 {
+			t.Fatalf("%s: only GET operations are implemented, so only they are probed", path)
+		}
+		path = "/v1" + strings.ReplaceAll(path, "{id}", list.Data[0].ID)
+		e := p.expectError(p.get(path+"?countyr=JP&countyr=FR", bearer(key)), http.StatusBadRequest, "invalid_request")
+		if len(e.Error.Details) != 1 || e.Error.Details[0].Field != "countyr" {
+			t.Errorf("%s: details %+v, want countyr named once", path, e.Error.Details)
+		}
+	}
+}
+
+// The document describes every header of the contract that an answer
+// carries, under that answer's status (spec section 9: the contract "matches
+// the implementation").
+func TestResponseHeadersAreDocumented(t *testing.T) {
+	p := start(t, options{defaultRateLimit: 8})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(p.spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var list planList
+	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
+	plan := "/v1/plans/" + list.Data[0].ID
+
+	type call struct{ route, path, auth string }
+	calls := []call{
+		{"/plans", "/v1/plans?limit=1", bearer(key)},
+		{"/plans", "/v1/plans?limit=0", bearer(key)},
+		{"/plans", "/v1/plans", ""},
+		{"/plans", "/v1/plans", "Bearer sk_sandbox_unknown"},
+		{"/plans/{id}", plan, bearer(key)},
+		{"/plans/{id}", "/v1/plans/nope", bearer(key)},
+		{"/plans/{id}", plan, ""},
+		{"/openapi.json", "/v1/openapi.json", ""},
+		{"/openapi.json", "/v1/openapi.json?x=1", ""},
+	}
+	// Past the key's allowance of 8: 429s.
+	for range 8 {
+		calls = append(calls, call{"/plans/{id}", plan, bearer(key)})
+	}
+	statuses := map[int]bool{}
+	for _, c := range calls {
+		r := p.get(c.path, c.auth)
+		statuses[r.status] = true
+		responses := doc.Paths[c.route]["get"].Responses
+		documented, ok := responses[strconv.Itoa(r.status)]
+		if !ok {
+			documented = responses["default"]
+		}
+		for _, h := range []string{"Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "WWW-Authenticate"} {
+			if r.header.Get(h) == "" {
+				continue
+			}
+			if _, ok := documented.Headers[h]; !ok {
+				t.Errorf("GET %s -> %d carries %s, which the document does not list for it", c.path, r.status, h)
+			}
+		}
+	}
+	for _, want := range []int{200, 400, 401, 404, 429} {
+		if !statuses[want] {
+			t.Errorf("no call answered %d", want)
+		}
+	}
+}
+
+// Spec section 5: "a missing, wrong or deactivated key gives unauthorized
+// (HTTP 401)". A header with bytes no key has is a wrong key, not a fault of
+// ours to retry.
+func TestAKeyThatIsNotUTF8IsUnauthorized(t *testing.T) {
+	p := start(t, options{})
+	for _, auth := range []string{"Bearer sk_sandbox_\xff\xfe", "Bearer \xc3", "Bearer sk_live_abc\x80def"} {
+		r := p.get("/v1/plans?limit=1", auth)
+		p.expectError(r, http.StatusUnauthorized, "unauthorized")
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%q: 401 without WWW-Authenticate", auth)
+		}
+	}
+}
