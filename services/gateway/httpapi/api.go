@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -46,11 +47,7 @@ func New(d Deps) http.Handler {
 	api.UseMiddleware(a.authenticateAndLimit)
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
-	// Anything else, a wrong method on a known path included, is an
-	// unrecognised request, answered in the API's own error shape.
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath)))
-	})
+	mux.HandleFunc("/", a.unrecognized)
 	return mux
 }
 
@@ -133,10 +130,9 @@ const retryAfter = "60"
 // route: their paths are whatever a caller typed.
 func UnmatchedRoute(*http.Request) string { return "unmatched" }
 
-// authenticateAndLimit names the request's route (for its metrics and span), then,
-// for every operation that declares bearer security, resolves the key,
-// charges the request to the key's rate limit and sets the RateLimit-*
-// headers.
+// authenticateAndLimit names the request's route (for its metrics and
+// span), then, for every operation that declares bearer security, admits
+// the request.
 func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
 	httpserver.SetRoute(ctx.Context(), BasePath+op.Path)
@@ -144,41 +140,71 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 		next(ctx)
 		return
 	}
-	scheme, secret, _ := strings.Cut(ctx.Header("Authorization"), " ")
+	p, err := a.admit(ctx.Context(), ctx.Header("Authorization"), ctx.SetHeader)
+	if err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	next(huma.WithValue(ctx, principalKey{}, p))
+}
+
+// admit resolves the key in an Authorization header and charges the
+// request to the key's rate limit, setting the RateLimit-* headers (and
+// the challenge or Retry-After of a refusal) through setHeader.
+func (a *handlers) admit(ctx context.Context, authorization string, setHeader func(name, value string)) (gateway.Principal, error) {
+	scheme, secret, _ := strings.Cut(authorization, " ")
 	secret = strings.TrimSpace(secret)
 	// No key has bytes that are not UTF-8, and a protobuf string cannot
 	// carry them to accounts: asked, the call fails as an internal error.
 	if !strings.EqualFold(scheme, "Bearer") || !utf8.ValidString(secret) {
 		secret = ""
 	}
-	p, err := a.Accounts.Authenticate(ctx.Context(), secret)
+	p, err := a.Accounts.Authenticate(ctx, secret)
 	if err != nil {
 		// Only a refused key is a challenge; an accounts outage is ours.
 		if errors.Is(err, gateway.ErrUnauthorized) {
-			ctx.SetHeader("WWW-Authenticate", `Bearer realm="esim"`)
+			setHeader("WWW-Authenticate", `Bearer realm="esim"`)
 		}
-		a.fail(ctx, err)
-		return
+		return p, err
 	}
 
 	limit := p.RateLimitPerMinute
 	if limit <= 0 {
 		limit = a.DefaultRateLimit
 	}
-	d, err := a.Limiter.Allow(ctx.Context(), p.KeyID, limit)
+	d, err := a.Limiter.Allow(ctx, p.KeyID, limit)
 	if err != nil {
-		a.fail(ctx, err)
-		return
+		return p, err
 	}
-	ctx.SetHeader("RateLimit-Limit", strconv.Itoa(d.Limit))
-	ctx.SetHeader("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	ctx.SetHeader("RateLimit-Reset", strconv.Itoa(int((d.ResetAfter+time.Second-1)/time.Second)))
+	setHeader("RateLimit-Limit", strconv.Itoa(d.Limit))
+	setHeader("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	setHeader("RateLimit-Reset", strconv.Itoa(int((d.ResetAfter+time.Second-1)/time.Second)))
 	if !d.Allowed {
-		ctx.SetHeader("Retry-After", retryAfter)
-		a.fail(ctx, gateway.ErrRateLimited)
-		return
+		setHeader("Retry-After", retryAfter)
+		return p, gateway.ErrRateLimited
 	}
-	next(huma.WithValue(ctx, principalKey{}, p))
+	return p, nil
+}
+
+// unrecognized answers a request no operation matches, a wrong method on
+// a known path included, in the API's own error shape. A known key's
+// request still draws on its allowance and reports it, as every answer to
+// a known key does, so a partner cannot spend requests outside the limit;
+// without a key, or with a wrong one, the answer is the same 404, since the
+// path is what is wrong.
+func (a *handlers) unrecognized(w http.ResponseWriter, r *http.Request) {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		admitted := http.Header{}
+		_, err := a.admit(r.Context(), auth, admitted.Set)
+		if err == nil || errors.Is(err, gateway.ErrRateLimited) {
+			maps.Copy(w.Header(), admitted)
+		}
+		if errors.Is(err, gateway.ErrRateLimited) {
+			writeError(w, r, err)
+			return
+		}
+	}
+	writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath)))
 }
 
 // StrictQuery, embedded in the input of every operation, refuses a query

@@ -169,3 +169,37 @@ func TestAKeyThatIsNotUTF8IsUnauthorized(t *testing.T) {
 		}
 	}
 }
+
+// README: every answer to a known key carries RateLimit-*. A request to a
+// path that does not exist is still a request: a known key's draws on its
+// allowance, so none can be spent outside the limit. Without a key, or with
+// a wrong one, the path is what is wrong: 404, no challenge.
+func TestUnrecognizedRequestsOfAKnownKeyDrawOnItsAllowance(t *testing.T) {
+	p := start(t, options{defaultRateLimit: 3})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	for i, path := range []string{"/v1/nope", "/v2/plans"} {
+		r := p.get(path, bearer(key))
+		p.expectError(r, http.StatusNotFound, "not_found")
+		if got, want := r.header.Get("RateLimit-Remaining"), strconv.Itoa(2-i); got != want || r.header.Get("RateLimit-Limit") != "3" || r.header.Get("RateLimit-Reset") == "" {
+			t.Fatalf("%s: RateLimit-Limit %q Remaining %q Reset %q, want 3, %s and a reset", path, r.header.Get("RateLimit-Limit"), got, r.header.Get("RateLimit-Reset"), want)
+		}
+	}
+	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK || r.header.Get("RateLimit-Remaining") != "0" {
+		t.Fatalf("third request: %d, Remaining %q", r.status, r.header.Get("RateLimit-Remaining"))
+	}
+	r := p.get("/v1/nope", bearer(key))
+	p.expectError(r, http.StatusTooManyRequests, "rate_limited")
+	if r.header.Get("Retry-After") != "60" || r.header.Get("RateLimit-Remaining") != "0" {
+		t.Errorf("over the limit: Retry-After %q Remaining %q", r.header.Get("Retry-After"), r.header.Get("RateLimit-Remaining"))
+	}
+
+	for _, auth := range []string{"", "Bearer sk_sandbox_nonsense", "Basic dXNlcjpwdw=="} {
+		r := p.get("/v1/nope", auth)
+		p.expectError(r, http.StatusNotFound, "not_found")
+		for _, h := range []string{"WWW-Authenticate", "RateLimit-Limit", "RateLimit-Remaining", "Retry-After"} {
+			if v := r.header.Get(h); v != "" {
+				t.Errorf("%q: %s %q on a 404 without a known key", auth, h, v)
+			}
+		}
+	}
+}
