@@ -13,7 +13,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -128,8 +130,32 @@ func Handler(r Routes) http.Handler {
 		app = newServerMetrics(mp).measure(app, route, logger, r.AnswerPanic)
 	}
 	mux.Handle("/", app)
+	// ServeMux answers a path holding "//", "/./" or "/../" with a redirect
+	// to its clean form and an HTML body. No route is called that way; the
+	// app answers it in its own shape (the public API's 404), not with a
+	// page or a redirect a client may follow with its credentials.
+	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if UncleanPath(req.URL.Path) {
+			app.ServeHTTP(w, req)
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
 	// Outermost, so probes and metrics carry a Request-Id too.
-	return requestID(mux, !r.Public)
+	return requestID(routes, !r.Public)
+}
+
+// UncleanPath reports whether ServeMux would redirect p to a cleaner form:
+// p holds "//", "/./" or "/../", or ends in "/." or "/..".
+func UncleanPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean != p
 }
 
 // requestID keeps the caller's Request-Id (the gateway sets one for every

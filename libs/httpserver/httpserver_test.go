@@ -254,3 +254,38 @@ func setupTelemetry(t *testing.T, level string, logs io.Writer, opts ...telemetr
 	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	return tel
 }
+
+// ServeMux would redirect an unclean path with an HTML page; the app
+// answers it instead, in its own shape.
+func TestUncleanPathsReachTheApp(t *testing.T) {
+	var reached []string
+	h := httpserver.Handler(httpserver.Routes{
+		Name: "svc",
+		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reached = append(reached, r.URL.Path)
+			w.WriteHeader(http.StatusTeapot)
+		}),
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	paths := []string{"//x", "/v1//plans", "/a/./b", "/a/../healthz", "/healthz/.", "/x/.."}
+	for _, p := range paths {
+		resp, err := noRedirects.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTeapot || resp.Header.Get("Request-Id") == "" {
+			t.Errorf("%s: %d (Location %q), Request-Id %q; want the app's answer", p, resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Request-Id"))
+		}
+	}
+	if len(reached) != len(paths) {
+		t.Errorf("the app saw %q", reached)
+	}
+	for _, clean := range []string{"/", "/x/", "/v1/plans", "/v1/plans/"} {
+		if httpserver.UncleanPath(clean) {
+			t.Errorf("%q is clean", clean)
+		}
+	}
+}

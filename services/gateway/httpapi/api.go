@@ -48,7 +48,15 @@ func New(d Deps) http.Handler {
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
 	mux.HandleFunc("/", a.unrecognized)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// This ServeMux too would answer an unclean path with a redirect
+		// and a page (see httpserver.UncleanPath).
+		if httpserver.UncleanPath(r.URL.Path) {
+			a.unrecognized(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 const securityScheme = "apiKey"

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -200,6 +201,30 @@ func TestUnrecognizedRequestsOfAKnownKeyDrawOnItsAllowance(t *testing.T) {
 			if v := r.header.Get(h); v != "" {
 				t.Errorf("%q: %s %q on a 404 without a known key", auth, h, v)
 			}
+		}
+	}
+}
+
+// A path that is not in its clean form answers the API's 404, not
+// ServeMux's redirect with an HTML page, which a client could follow.
+func TestUncleanPathsAreUnrecognized(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/v1//plans", "/v1/./plans", "/v1/plans/../plans", "//v1/plans", "/v1/openapi.json/.."} {
+		req, _ := http.NewRequest(http.MethodGet, p.gateway+path, nil)
+		req.Header.Set("Authorization", bearer(key))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r := response{status: resp.StatusCode, header: resp.Header, body: body}
+		p.validate(req, r)
+		e := p.expectError(r, http.StatusNotFound, "not_found")
+		if !strings.Contains(e.Error.Message, path) {
+			t.Errorf("%s: message %q does not name the path", path, e.Error.Message)
 		}
 	}
 }
