@@ -12,6 +12,16 @@ import (
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
 
+// documentedHeaders is the part of the OpenAPI document that names the
+// headers of each operation's answers, by path, method and status.
+type documentedHeaders struct {
+	Paths map[string]map[string]struct {
+		Responses map[string]struct {
+			Headers map[string]json.RawMessage `json:"headers"`
+		} `json:"responses"`
+	} `json:"paths"`
+}
+
 // detailFields lists the distinct fields an error's details name, sorted.
 func detailFields(e errorJSON) []string {
 	var fields []string
@@ -34,12 +44,7 @@ func detailFields(e errorJSON) []string {
 func TestEveryBadQueryParameterIsNamedAtOnce(t *testing.T) {
 	p := start(t, options{})
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
-	var list planList
-	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
-	if len(list.Data) != 1 {
-		t.Fatal("no plan")
-	}
-	plan := "/v1/plans/" + list.Data[0].ID
+	plan := "/v1/plans/" + p.firstPlanID(key, "limit=1")
 
 	for _, tc := range []struct {
 		path   string
@@ -76,8 +81,7 @@ func TestEveryBadQueryParameterIsNamedAtOnce(t *testing.T) {
 func TestEveryOperationRefusesUnknownQueryParameters(t *testing.T) {
 	p := start(t, options{})
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
-	var list planList
-	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
+	planID := p.firstPlanID(key, "limit=1")
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
@@ -88,7 +92,7 @@ func TestEveryOperationRefusesUnknownQueryParameters(t *testing.T) {
 		if _, ok := ops["get"]; !ok || len(ops) != 1 {
 			t.Fatalf("%s: only GET operations are implemented, so only they are probed", path)
 		}
-		path = "/v1" + strings.ReplaceAll(path, "{id}", list.Data[0].ID)
+		path = "/v1" + strings.ReplaceAll(path, "{id}", planID)
 		e := p.expectError(p.get(path+"?countyr=JP&countyr=FR", bearer(key)), http.StatusBadRequest, "invalid_request")
 		if len(e.Error.Details) != 1 || e.Error.Details[0].Field != "countyr" {
 			t.Errorf("%s: details %+v, want countyr named once", path, e.Error.Details)
@@ -102,19 +106,11 @@ func TestEveryOperationRefusesUnknownQueryParameters(t *testing.T) {
 func TestResponseHeadersAreDocumented(t *testing.T) {
 	p := start(t, options{defaultRateLimit: 8})
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
-	var doc struct {
-		Paths map[string]map[string]struct {
-			Responses map[string]struct {
-				Headers map[string]json.RawMessage `json:"headers"`
-			} `json:"responses"`
-		} `json:"paths"`
-	}
+	var doc documentedHeaders
 	if err := json.Unmarshal(p.spec, &doc); err != nil {
 		t.Fatal(err)
 	}
-	var list planList
-	p.get("/v1/plans?limit=1", bearer(key)).json(t, &list)
-	plan := "/v1/plans/" + list.Data[0].ID
+	plan := "/v1/plans/" + p.firstPlanID(key, "limit=1")
 
 	type call struct{ route, path, auth string }
 	calls := []call{
