@@ -200,6 +200,10 @@ func (p Plan) Validate() error {
 	return nil
 }
 
+// maxQuotedCountry is the longest invalid country echoed back: enough for
+// a country's name typed instead of its code ("United Kingdom").
+const maxQuotedCountry = 40
+
 func (p Plan) validateCoverage() error {
 	if err := validText("region", p.Region, MaxRegionLength); err != nil {
 		return err
@@ -208,6 +212,11 @@ func (p Plan) validateCoverage() error {
 	seen := make(map[string]bool, len(p.Countries))
 	for i, c := range p.Countries {
 		if !ValidCountry(c) {
+			// A long value is not quoted: the answer would carry it back
+			// whole, in the message and again in the reason.
+			if n := utf8.RuneCountInString(c); n > maxQuotedCountry {
+				return invalid(fmt.Sprintf("countries[%d]", i), "a value of %d characters is not an upper-case ISO 3166-1 alpha-2 code", n)
+			}
 			return invalid(fmt.Sprintf("countries[%d]", i), "%q is not an upper-case ISO 3166-1 alpha-2 code", c)
 		}
 		if seen[c] {
@@ -445,9 +454,9 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 	}
 	q := ListQuery{
 		// Filters come from partners' query strings: accept "jp" for "JP".
-		Country:  strings.ToUpper(strings.TrimSpace(f.Country)),
+		Country:  upperASCII(strings.TrimSpace(f.Country)),
 		Type:     f.Type,
-		Currency: Currency(strings.ToUpper(strings.TrimSpace(string(f.Currency)))),
+		Currency: Currency(upperASCII(strings.TrimSpace(string(f.Currency)))),
 		Limit:    limit,
 		Offset:   (page - 1) * limit,
 	}
@@ -467,6 +476,18 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 		return PlanPage{}, fmt.Errorf("list plans: %w", err)
 	}
 	return PlanPage{Plans: plans, Total: total, Page: page, Limit: limit}, nil
+}
+
+// upperASCII upper-cases a to z only. strings.ToUpper also folds the
+// dotless i and the long s onto I and S, so "ıt" and "uſ" would pass as IT
+// and US, and "uſd" as USD: no code is spelt that way.
+func upperASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}, s)
 }
 
 // GetPlan returns an active plan, or a retired one too when includeRetired

@@ -166,14 +166,16 @@ var regions = []region{
 var regionOffers = []offer{offer1GB, offer3GB, offer5GB, offer10GB, offerDay}
 
 // Global plans cover every destination sold on its own; they cost more than
-// any region because the dearest networks set the wholesale price.
+// any region or country plan of the same data because the dearest networks
+// set the wholesale price (and a cheaper global plan would undercut every
+// tier-3 destination and the Africa bundle).
 var globalPrices = []struct {
 	offer offer
 	price money
 }{
-	{offer{"1gb-7d", 1, 7, "1 GB, 7 days"}, money{990, 920, 790}},
-	{offer{"3gb-30d", 3, 30, "3 GB, 30 days"}, money{2450, 2250, 1950}},
-	{offer{"5gb-30d", 5, 30, "5 GB, 30 days"}, money{3500, 3250, 2800}},
+	{offer{"1gb-7d", 1, 7, "1 GB, 7 days"}, money{1250, 1150, 990}},
+	{offer{"3gb-30d", 3, 30, "3 GB, 30 days"}, money{2950, 2750, 2350}},
+	{offer{"5gb-30d", 5, 30, "5 GB, 30 days"}, money{4250, 3900, 3350}},
 	{offer{"10gb-30d", 10, 30, "10 GB, 30 days"}, money{5900, 5450, 4700}},
 	{offer{"20gb-60d", 20, 60, "20 GB, 60 days"}, money{9900, 9100, 7900}},
 	{offerDay, money{1500, 1390, 1190}},

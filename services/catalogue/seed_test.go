@@ -60,6 +60,31 @@ func TestSeedPlansAreValidAndBroad(t *testing.T) {
 	t.Logf("%d plans, %d countries, %d regions, %d global, %d per-day", len(plans), len(countries), len(regions), global, perDay)
 }
 
+// A global plan covers every destination, the dearest included, so it
+// must cost more in every currency than any regional or country plan of
+// the same data (or per-day): otherwise it is the cheapest way to buy that
+// destination, and the seed prices it below its own wholesale cost.
+func TestSeedGlobalPlansCostMoreThanAnyNarrowerPlan(t *testing.T) {
+	plans := SeedPlans()
+	for _, g := range plans {
+		if g.Scope != ScopeGlobal {
+			continue
+		}
+		for _, p := range plans {
+			if p.Scope == ScopeGlobal || p.Type != g.Type || p.TotalBytes != g.TotalBytes {
+				continue
+			}
+			for _, c := range Currencies {
+				gp, _ := g.PriceIn(c)
+				pp, _ := p.PriceIn(c)
+				if gp <= pp {
+					t.Errorf("%s costs %d %s, no more than %s at %d", g.Name, gp, c, p.Name, pp)
+				}
+			}
+		}
+	}
+}
+
 func TestSeedCoversJapan(t *testing.T) {
 	var jp []Plan
 	for _, p := range SeedPlans() {

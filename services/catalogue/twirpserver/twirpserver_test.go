@@ -236,6 +236,11 @@ func TestInvalidListArgumentsNameTheField(t *testing.T) {
 		{&cataloguev1.ListPlansRequest{Country: "XX"}, "country"},
 		{&cataloguev1.ListPlansRequest{Currency: "JPY"}, "currency"},
 		{&cataloguev1.ListPlansRequest{Type: cataloguev1.PlanType(7)}, "type"},
+		// Letters that strings.ToUpper folds onto ASCII: the long s and the
+		// dotless i once passed as US, IT and USD.
+		{&cataloguev1.ListPlansRequest{Country: "u\u017f"}, "country"},
+		{&cataloguev1.ListPlansRequest{Country: "\u0131t"}, "country"},
+		{&cataloguev1.ListPlansRequest{Currency: "u\u017fd"}, "currency"},
 	} {
 		_, err := f.client.ListPlans(ctx, tc.req)
 		wantInvalidArgument(t, err, tc.field)
@@ -502,6 +507,8 @@ func TestUpsertRejectsBadPlansAndWritesNothing(t *testing.T) {
 			p.Scope, p.Region = cataloguev1.CoverageScope_COVERAGE_SCOPE_GLOBAL, ""
 		}, "plans[1].scope", "retire it and create a new id"},
 		{"country JP to FR", jp, func(p *cataloguev1.Plan) { p.Countries = []string{"FR"} }, "plans[1].countries", "retire it and create a new id"},
+		{"country's name for its code", jp, func(p *cataloguev1.Plan) { p.Countries = []string{"Japan"} }, "plans[1].countries[0]", `"Japan"`},
+		{"country of 100,000 characters", asia, func(p *cataloguev1.Plan) { p.Countries[3] = strings.Repeat("J", 100_000) }, "plans[1].countries[3]", "100000 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := proto.Clone(tc.base).(*cataloguev1.Plan)
@@ -514,7 +521,12 @@ func TestUpsertRejectsBadPlansAndWritesNothing(t *testing.T) {
 			var twerr twirp.Error
 			errors.As(err, &twerr)
 			if !strings.Contains(twerr.Meta("reason"), tc.reason) {
-				t.Errorf("reason %q, want it to mention %q", twerr.Meta("reason"), tc.reason)
+				t.Errorf("reason %.200q, want it to mention %q", twerr.Meta("reason"), tc.reason)
+			}
+			// The answer names what is wrong; it does not send a long
+			// input back.
+			if len(twerr.Msg()) > 300 || len(twerr.Meta("reason")) > 300 {
+				t.Errorf("answer of %d bytes (reason %d): %.200q", len(twerr.Msg()), len(twerr.Meta("reason")), twerr.Msg())
 			}
 			if after := get(map[*cataloguev1.Plan]string{jp: "jp-5gb-30d", asia: "asia-1gb-7d"}[tc.base]); !proto.Equal(after, tc.base) {
 				t.Fatalf("a rejected upsert changed the stored plan:\nbefore %v\nafter  %v", tc.base, after)
