@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
@@ -204,5 +205,71 @@ func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
 	}
 	if cut["level"] != "DEBUG" || cut["method"] != "GetAccount" || cut["code"] != "canceled" {
 		t.Errorf("logged %v; want a debug line naming GetAccount and canceled", cut)
+	}
+}
+
+// TestSecretsStayOutOfDebugLogs walks the paths a secret travels where
+// something goes wrong (a revoked key, the other environment's prefix,
+// a request that does not decode with the secret in it, an outage during
+// Authenticate) with debug logging on: no secret reaches the log.
+func TestSecretsStayOutOfDebugLogs(t *testing.T) {
+	ctx := context.Background()
+	srv, ts, logs := start(t)
+	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, env := range []accountsv1.Environment{accountsv1.Environment_ENVIRONMENT_SANDBOX, accountsv1.Environment_ENVIRONMENT_LIVE, accountsv1.Environment_ENVIRONMENT_LIVE} {
+		k, err := c.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, k.GetSecret())
+		if len(secrets) == 3 {
+			if _, err := c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: a.GetId(), KeyId: k.GetKey().GetId()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sandbox, live, revoked := secrets[0], secrets[1], secrets[2]
+	if _, err := c.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: a.GetId(), KeyId: uuid.Nil.String()}); err == nil {
+		t.Fatal("revoked an unknown key")
+	}
+	swapped := "sk_live_" + strings.TrimPrefix(sandbox, "sk_sandbox_")
+	for _, s := range []string{revoked, swapped, sandbox + " ", strings.ToUpper(live)} {
+		if _, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: s}); err == nil {
+			t.Errorf("Authenticate(a mangled secret) succeeded")
+		}
+	}
+	// Bodies that do not decode, with the secret in them: the decoder's
+	// error stays inside the server, and the answer does not echo it.
+	for _, body := range []string{`{"secret":` + live + `}`, `{"secret":"` + live + `"`, `{"secret":"` + live + `\ud800"}`} {
+		resp, err := ts.Client().Post(ts.URL+accountsv1.AccountsPathPrefix+"Authenticate", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(answer), live[len("sk_live_"):]) {
+			t.Errorf("undecodable Authenticate = %d %s; want 400 without the secret", resp.StatusCode, answer)
+		}
+	}
+
+	// An outage: the internal error and its cause are logged.
+	srv.Close()
+	if _, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: live}); err == nil {
+		t.Fatal("Authenticate answered without a database")
+	}
+	if !strings.Contains(logs.String(), `"twirp internal error"`) || !strings.Contains(logs.String(), `"level":"DEBUG"`) {
+		t.Fatalf("the outage or the debug lines are missing from the log:\n%s", logs)
+	}
+	for _, s := range secrets {
+		random := s[strings.LastIndex(s, "_")+1:]
+		// Past the display prefix, which ListKeys shows anyway.
+		if strings.Contains(logs.String(), random[6:]) {
+			t.Errorf("a secret appears in the logs:\n%s", logs)
+		}
 	}
 }

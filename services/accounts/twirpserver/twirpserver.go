@@ -33,10 +33,14 @@ func (s *Server) CreateAccount(ctx context.Context, req *accountsv1.CreateAccoun
 	var id uuid.UUID
 	if req.GetId() != "" {
 		// The caller is choosing an id, so a bad one is their input error,
-		// not a lookup miss. The nil UUID would silently mean "generate".
+		// not a lookup miss. The nil UUID would silently mean "generate",
+		// and is a well-formed UUID, so it gets a reason of its own.
 		parsed, err := uuid.Parse(req.GetId())
-		if err != nil || parsed == uuid.Nil {
+		if err != nil {
 			return nil, twirpError(&accounts.ValidationError{Field: "id", Reason: "must be a UUID"})
+		}
+		if parsed == uuid.Nil {
+			return nil, twirpError(&accounts.ValidationError{Field: "id", Reason: "must not be the nil UUID; leave it empty to have one generated"})
 		}
 		id = parsed
 	}
