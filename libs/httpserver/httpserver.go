@@ -54,6 +54,11 @@ type Routes struct {
 	// logged and counted either way; without it, or once an answer has
 	// begun, the connection is aborted as net/http does.
 	AnswerPanic http.HandlerFunc
+	// MaxBodyBytes caps a request body (default DefaultMaxBodyBytes): a
+	// handler reading past it gets an *http.MaxBytesError, and the
+	// connection is closed after the answer. Without a cap a caller could
+	// make any handler that reads a whole body hold as much as it sends.
+	MaxBodyBytes int64
 }
 
 // Handler assembles the full handler of a service: /healthz answers while
@@ -134,7 +139,12 @@ func Handler(r Routes) http.Handler {
 	// to its clean form and an HTML body. No route is called that way; the
 	// app answers it in its own shape (the public API's 404), not with a
 	// page or a redirect a client may follow with its credentials.
+	maxBody := r.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
 	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		req.Body = http.MaxBytesReader(w, req.Body, maxBody)
 		if UncleanPath(req.URL.Path) {
 			app.ServeHTTP(w, req)
 			return
@@ -144,6 +154,11 @@ func Handler(r Routes) http.Handler {
 	// Outermost, so probes and metrics carry a Request-Id too.
 	return requestID(routes, !r.Public)
 }
+
+// DefaultMaxBodyBytes is the body cap of a service that sets none: four
+// times the largest call any service takes today, the catalogue's upsert of
+// 1,000 plans (about 1 MiB of JSON).
+const DefaultMaxBodyBytes = 4 << 20
 
 // UncleanPath reports whether ServeMux would redirect p to a cleaner form:
 // p holds "//", "/./" or "/../", or ends in "/." or "/..".

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -287,5 +288,41 @@ func TestUncleanPathsReachTheApp(t *testing.T) {
 		if httpserver.UncleanPath(clean) {
 			t.Errorf("%q is clean", clean)
 		}
+	}
+}
+
+// A body past the cap fails the handler's read; one at the cap is whole.
+func TestRequestBodiesAreCapped(t *testing.T) {
+	var read []int
+	var tooLarge []bool
+	h := httpserver.Handler(httpserver.Routes{
+		Name:         "svc",
+		MaxBodyBytes: 1000,
+		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, err := io.ReadAll(r.Body)
+			var mbe *http.MaxBytesError
+			read, tooLarge = append(read, len(b)), append(tooLarge, errors.As(err, &mbe))
+			if err != nil {
+				w.WriteHeader(http.StatusRequestEntityTooLarge)
+			}
+		}),
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, n := range []int{1000, 1001, 1 << 20} {
+		resp, err := http.Post(srv.URL+"/twirp/x", "application/json", strings.NewReader(strings.Repeat("a", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := n > 1000; (resp.StatusCode == http.StatusRequestEntityTooLarge) != want {
+			t.Errorf("%d bytes: status %d", n, resp.StatusCode)
+		}
+	}
+	if !slices.Equal(tooLarge, []bool{false, true, true}) || read[0] != 1000 || read[1] > 1000 || read[2] > 1000 {
+		t.Errorf("read %v, too large %v", read, tooLarge)
+	}
+	if httpserver.DefaultMaxBodyBytes < 1<<20 {
+		t.Errorf("default cap %d is under the catalogue's largest upsert", httpserver.DefaultMaxBodyBytes)
 	}
 }

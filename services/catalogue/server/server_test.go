@@ -2,12 +2,19 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twitchtv/twirp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/esimplatform/esim/libs/httpserver"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -107,5 +114,51 @@ func TestNewFailsOnUnreachableDatabase(t *testing.T) {
 	_, err = server.New(context.Background(), server.Config{DatabaseURL: "postgres://postgres@127.0.0.1:1/catalogue?sslmode=disable&connect_timeout=2"}, tel)
 	if err == nil {
 		t.Fatal("New succeeded without a database")
+	}
+}
+
+// The body cap every service has (httpserver.DefaultMaxBodyBytes) must hold
+// the largest call the catalogue takes: a full upsert batch of its widest
+// plan, with names at their longest, sent as JSON, the larger encoding.
+func TestTheLargestUpsertFitsTheBodyCap(t *testing.T) {
+	ctx := context.Background()
+	hs := start(t, server.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true})
+	client := cataloguev1.NewCatalogueJSONClient(hs.URL, hs.Client())
+	var widest catalogue.Plan
+	for _, p := range catalogue.SeedPlans() {
+		if len(p.Countries) > len(widest.Countries) {
+			widest = p
+		}
+	}
+	wide, err := client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: widest.ID.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := &cataloguev1.UpsertPlansRequest{}
+	for i := range catalogue.MaxUpsertBatch {
+		p := proto.CloneOf(wide)
+		p.Id = catalogue.SeedPlanID(fmt.Sprintf("cap-test-%d", i)).String()
+		p.Name = strings.Repeat("n", catalogue.MaxNameLength)
+		p.CreatedAt, p.UpdatedAt = nil, nil
+		batch.Plans = append(batch.Plans, p)
+	}
+	body, err := protojson.Marshal(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > httpserver.DefaultMaxBodyBytes/2 {
+		t.Errorf("the largest upsert is %d bytes, over half the cap of %d", len(body), httpserver.DefaultMaxBodyBytes)
+	}
+	res, err := client.UpsertPlans(ctx, batch)
+	if err != nil || int(res.GetUpserted()) != catalogue.MaxUpsertBatch {
+		t.Fatalf("upsert of %d bytes: %v, %d upserted", len(body), err, res.GetUpserted())
+	}
+
+	// Past the cap the call is refused as malformed, not read whole.
+	huge := proto.CloneOf(batch.Plans[0])
+	huge.Region = strings.Repeat("r", httpserver.DefaultMaxBodyBytes)
+	_, err = client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{huge}})
+	if twerr, ok := err.(twirp.Error); !ok || twerr.Code() != twirp.Malformed {
+		t.Fatalf("a body past the cap: %v, want a malformed error", err)
 	}
 }
