@@ -517,6 +517,9 @@ func validName(field, name string, required bool) (string, error) {
 	if i := strings.IndexFunc(name, isBidiControl); i >= 0 {
 		return "", invalid(field, fmt.Sprintf("must not contain bidirectional override or isolate characters (found U+%04X)", firstRune(name[i:])))
 	}
+	if i := strings.IndexFunc(name, isLineSeparator); i >= 0 {
+		return "", invalid(field, fmt.Sprintf("must not contain line or paragraph separators (found U+%04X)", firstRune(name[i:])))
+	}
 	if n > 0 && strings.IndexFunc(name, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
 		return "", invalid(field, "must contain at least one letter or digit")
 	}
@@ -559,3 +562,8 @@ func validRateLimit(perMinute int32) error {
 	}
 	return nil
 }
+
+// isLineSeparator reports U+2028 and U+2029, which are not control
+// characters to Go but break a line in JavaScript strings, logs and most
+// displays, as a newline would.
+func isLineSeparator(r rune) bool { return unicode.In(r, unicode.Zl, unicode.Zp) }

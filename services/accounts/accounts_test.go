@@ -287,6 +287,7 @@ func TestCreateAccountValidation(t *testing.T) {
 	for name, want := range map[string]string{
 		"Acme\u202eofni.exe": "must not contain bidirectional override or isolate characters (found U+202E)",
 		"Acme\x1b[31m":       "must not contain control characters (found U+001B)",
+		"Acme\u2028Travel":   "must not contain line or paragraph separators (found U+2028)",
 	} {
 		var ve *ValidationError
 		if _, err := svc.CreateAccount(ctx, NewAccount{Name: name}); !errors.As(err, &ve) || ve.Reason != want {

@@ -283,6 +283,10 @@ func validText(field, s string, max int) error {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		return invalid(field, "must not contain bidirectional override or isolate characters (found U+%04X)", r)
 	}
+	if i := strings.IndexFunc(s, isLineSeparator); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return invalid(field, "must not contain line or paragraph separators (found U+%04X)", r)
+	}
 	if n > 0 && strings.IndexFunc(s, isLetterOrDigit) < 0 {
 		return invalid(field, "must contain at least one letter or digit")
 	}
@@ -631,3 +635,8 @@ func (s *Service) RetirePlan(ctx context.Context, id uuid.UUID) (Plan, error) {
 func (s *Service) Seed(ctx context.Context) (UpsertResult, error) {
 	return s.UpsertPlans(ctx, SeedPlans())
 }
+
+// isLineSeparator reports U+2028 and U+2029, which are not control
+// characters to Go but break a line in JavaScript strings, logs and most
+// displays, as a newline would.
+func isLineSeparator(r rune) bool { return unicode.In(r, unicode.Zl, unicode.Zp) }

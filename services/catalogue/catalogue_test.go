@@ -256,6 +256,7 @@ func TestValidateTextReasons(t *testing.T) {
 		{"zero-width space as region", perDayPlan, func(p *Plan) { p.Region = "\u200b" }, "region", "must contain at least one letter or digit"},
 		{"control in name", fixedPlan, func(p *Plan) { p.Name = "Japan\x1b5 GB" }, "name", "must not contain control characters (found U+001B)"},
 		{"override in region", perDayPlan, func(p *Plan) { p.Region = "Eu\u202erope" }, "region", "must not contain bidirectional override or isolate characters (found U+202E)"},
+		{"paragraph separator in name", fixedPlan, func(p *Plan) { p.Name = "Japan\u20295 GB" }, "name", "must not contain line or paragraph separators (found U+2029)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.base()
