@@ -155,6 +155,10 @@ func Handler(r Routes) http.Handler {
 	return requestID(routes, !r.Public)
 }
 
+// MaxHeaderBytes caps a request's header block; past it net/http answers
+// 431 itself.
+const MaxHeaderBytes = 64 << 10
+
 // DefaultMaxBodyBytes is the body cap of a service that sets none: four
 // times the largest call any service takes today, the catalogue's upsert of
 // 1,000 plans (about 1 MiB of JSON).
@@ -247,7 +251,11 @@ func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// A request's headers are a key, a trace context and an id. Go's
+		// default, 1 MiB, would let each connection hold a megabyte of
+		// headers before any handler could refuse them.
+		MaxHeaderBytes: MaxHeaderBytes,
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -326,3 +326,27 @@ func TestRequestBodiesAreCapped(t *testing.T) {
 		t.Errorf("default cap %d is under the catalogue's largest upsert", httpserver.DefaultMaxBodyBytes)
 	}
 }
+
+func TestHeadersPastTheCapAreRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = httpserver.Serve(ctx, slog.New(slog.DiscardHandler), ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), time.Second)
+	}()
+	for size, want := range map[int]int{1 << 10: http.StatusOK, 2 * httpserver.MaxHeaderBytes: http.StatusRequestHeaderFieldsTooLarge} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+		req.Header.Set("X-Padding", strings.Repeat("a", size))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%d bytes of headers: %d, want %d", size, resp.StatusCode, want)
+		}
+	}
+}
