@@ -117,6 +117,29 @@ func TestWorkersResendOnAConnectionDroppedWhileIdle(t *testing.T) {
 	}
 }
 
+// A request that timed out is not sent again: only a connection found
+// closed is.
+func TestATimedOutRequestIsNotResent(t *testing.T) {
+	var arrived atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) > 1 {
+			<-r.Context().Done() // every request after the first hangs
+		}
+	}))
+	defer srv.Close()
+	tg := mustTarget(t, "hangs", srv.URL, "")
+	tg.timeout = 100 * time.Millisecond
+	// One connection, three requests: the second goes on the first's
+	// connection and times out; the third dials anew and times out.
+	res := openLoop(context.Background(), tg, 10, 1, 300*time.Millisecond)
+	if res.Requests != 3 || res.Errors != 2 {
+		t.Fatalf("%d requests, %d errors (%s), want 3 and 2", res.Requests, res.Errors, res.FirstErr)
+	}
+	if got := arrived.Load(); got != 3 {
+		t.Errorf("the server saw %d requests for 3 sent", got)
+	}
+}
+
 // Ctrl-C must not wait for answers that are not coming.
 func TestCancellingAPhaseCutsTheRequestsInFlight(t *testing.T) {
 	arrived := make(chan struct{}, 4)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -80,6 +82,7 @@ type target struct {
 	// request is the whole HTTP/1.1 request, serialized once: every
 	// request of a phase is the same.
 	request []byte
+	timeout time.Duration // of one request (requestTimeout)
 }
 
 // requestTimeout bounds one request, so a target that hangs fails the
@@ -95,7 +98,7 @@ func newTarget(name, rawURL, bearer string) (target, error) {
 	if bearer != "" {
 		req += "Authorization: Bearer " + bearer + "\r\n"
 	}
-	return target{name: name, addr: u.Host, request: []byte(req + "\r\n")}, nil
+	return target{name: name, addr: u.Host, request: []byte(req + "\r\n"), timeout: requestTimeout}, nil
 }
 
 // conn is one worker's keep-alive connection to a target, as one
@@ -118,13 +121,14 @@ func (t target) conn() *conn { return &conn{target: t} }
 
 // do sends one request and reads the whole answer, so the measured time
 // includes the body; any non-2xx status counts as an error. A failed
-// exchange closes the connection. One that failed on a connection kept from
-// an earlier request is sent again on a new one, as net/http's client does
-// for a GET: the server may have closed it while idle.
+// exchange closes the connection. One that found a connection kept from an
+// earlier request closed is sent again on a new one, as net/http's client
+// does for a GET: the server may have closed it while idle. A timeout is
+// not retried.
 func (c *conn) do(ctx context.Context) error {
 	reused := c.nc != nil
 	status, err := c.exchange(ctx)
-	if err != nil && reused {
+	if err != nil && reused && ctx.Err() == nil && connClosed(err) {
 		status, err = c.exchange(ctx)
 	}
 	if err != nil {
@@ -136,9 +140,16 @@ func (c *conn) do(ctx context.Context) error {
 	return nil
 }
 
+// connClosed reports an error of writing to or reading from a connection
+// the other end had closed.
+func connClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
 func (c *conn) exchange(ctx context.Context) (int, error) {
 	if c.nc == nil {
-		d := net.Dialer{Timeout: requestTimeout}
+		d := net.Dialer{Timeout: c.timeout}
 		nc, err := d.DialContext(ctx, "tcp", c.addr)
 		if err != nil {
 			return 0, err
@@ -156,7 +167,7 @@ func (c *conn) exchange(ctx context.Context) (int, error) {
 // roundTrip reports whether the server ends the connection after this
 // answer (Connection: close).
 func (c *conn) roundTrip() (status int, closing bool, err error) {
-	if err := c.nc.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
+	if err := c.nc.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, false, err
 	}
 	if _, err := c.nc.Write(c.request); err != nil {
