@@ -345,3 +345,47 @@ func TestServiceURLs(t *testing.T) {
 	esimctl(t, map[string]string{"ESIM_CATALOGUE_URL": accountsURL}, "plans", "list", "--json").
 		wantError(t, 1, "esimctl: list plans: "+accountsURL+" does not answer as the catalogue service (", "check --catalogue-url / ESIM_CATALOGUE_URL")
 }
+
+// A change that got no answer may still have been carried out: the error
+// says so, and whether running the command again is safe.
+func TestAChangeWithoutAnAnswerSaysItMayHaveHappened(t *testing.T) {
+	accountsURL := startAccounts(t)
+	upstream, err := url.Parse(accountsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	lost := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxy.ServeHTTP(httptest.NewRecorder(), r) // carried out...
+		<-r.Context().Done()                       // ...but never answered
+	}))
+	defer lost.Close()
+	direct := map[string]string{"ESIM_ACCOUNTS_URL": accountsURL}
+	viaLost := map[string]string{"ESIM_ACCOUNTS_URL": lost.URL}
+
+	esimctl(t, viaLost, "--timeout", "300ms", "accounts", "create", "--name", "Lost Answer Travel").
+		wantError(t, 1, "no answer from the accounts service", "the account may have been created", "esimctl accounts list")
+	var list struct {
+		Accounts []struct{ ID, Name string }
+	}
+	esimctl(t, direct, "--json", "accounts", "list").ok(t).data(t, &list.Accounts)
+	var id string
+	for _, a := range list.Accounts {
+		if a.Name == "Lost Answer Travel" {
+			id = a.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("the account was not created, so the test shows nothing")
+	}
+	esimctl(t, viaLost, "--timeout", "300ms", "keys", "create", "--account", id, "--env", "sandbox").
+		wantError(t, 1, "a key may have been created", "revoke one whose secret you did not get")
+	esimctl(t, viaLost, "--timeout", "300ms", "accounts", "set-rate-limit", "--account", id, "--per-minute", "60").
+		wantError(t, 1, "it may have taken effect: running it again is safe")
+	// A read has no outcome to doubt.
+	r := esimctl(t, viaLost, "--timeout", "300ms", "accounts", "get", id)
+	r.wantError(t, 1, "no answer")
+	if strings.Contains(r.stderr, "may have") {
+		t.Errorf("a read's error speaks of an outcome: %s", r.stderr)
+	}
+}

@@ -237,6 +237,22 @@ func serviceURL(raw, flag, env, example string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
+// unknownOutcome is what an operator needs after a change that got no
+// answer: the service may have carried it out, so whether running the
+// command again is safe. Creating is not: a second account, or a second
+// key whose secret the first run never printed.
+func unknownOutcome(what string) string {
+	switch {
+	case strings.HasPrefix(what, "create account"):
+		return "; the account may have been created: check `esimctl accounts list` before running it again"
+	case strings.HasPrefix(what, "create key"):
+		return "; a key may have been created: check `esimctl keys list` and revoke one whose secret you did not get"
+	case strings.HasPrefix(what, "revoke "), strings.HasPrefix(what, "retire "), strings.HasPrefix(what, "set "):
+		return "; it may have taken effect: running it again is safe"
+	}
+	return ""
+}
+
 // redactURL is a service URL fit for a message: no password.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
@@ -268,9 +284,9 @@ func (c *cli) callFailed(what, service string, err error) error {
 		return &failure{msg: fmt.Sprintf("%s: cannot reach the %s service at %s (connection refused); start the platform with `make run` or set %s / %s",
 			what, service, base, flag, env)}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s within %s (--timeout)", what, service, base, c.timeout)}
+		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s within %s (--timeout)%s", what, service, base, c.timeout, unknownOutcome(what))}
 	case errors.Is(err, context.Canceled):
-		return &failure{msg: fmt.Sprintf("%s: interrupted", what)}
+		return &failure{msg: fmt.Sprintf("%s: interrupted%s", what, unknownOutcome(what))}
 	}
 	var twerr twirp.Error
 	if errors.As(err, &twerr) && (twerr.Meta("http_error_from_intermediary") == "true" || twerr.Code() == twirp.BadRoute) {
