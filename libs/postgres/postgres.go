@@ -214,3 +214,12 @@ func Redact(databaseURL string) string {
 	}
 	return u.String()
 }
+
+// InSnapshot runs fn in a read-only transaction whose statements all see
+// the same committed data, so that, say, a page and its total agree: under
+// Postgres's default READ COMMITTED each statement sees what had committed
+// by its own start, and a row written between the two is counted and not
+// shown.
+func InSnapshot(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}

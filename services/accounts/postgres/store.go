@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres/db"
 )
@@ -33,12 +34,6 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, q: db.New(pool)}
 }
 
-// snapshot is a read-only transaction in which every statement sees the
-// same committed data, so a page and its total agree: under the default
-// READ COMMITTED each statement would see what had committed by its own
-// start, and a key created between the two would be counted and not shown.
-var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-
 // page reads a page of rows and the total they are counted in, in one
 // snapshot. It first refuses a page the domain would never ask for: the
 // domain validates page and limit, and this keeps a caller that skips it
@@ -52,7 +47,7 @@ func page[R any](ctx context.Context, s *Store, limit int32, offset int64,
 	}
 	var rows []R
 	var total int64
-	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		var err error
 		if rows, err = list(q); err != nil {

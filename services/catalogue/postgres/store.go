@@ -16,13 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/catalogue/postgres/db"
 )
-
-// snapshot is a read-only transaction whose statements all see the same
-// committed data.
-var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 
 // Store keeps plans in the catalogue's own database.
 type Store struct {
@@ -66,7 +63,7 @@ func (s *Store) ListActivePlans(ctx context.Context, q catalogue.ListQuery) ([]c
 		// page was read (an empty page with a total that says it is not
 		// past the end), so the page is read again with its count in one
 		// snapshot. Only empty pages pay for it.
-		err = pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		err = libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
 			qs := db.New(tx)
 			var err error
 			if rows, err = qs.ListActivePlans(ctx, params); err != nil {
