@@ -135,16 +135,17 @@ func Handler(r Routes) http.Handler {
 		app = newServerMetrics(mp).measure(app, route, logger, r.AnswerPanic)
 	}
 	mux.Handle("/", app)
-	// ServeMux answers a path holding "//", "/./" or "/../" with a redirect
-	// to its clean form and an HTML body. No route is called that way; the
-	// app answers it in its own shape (the public API's 404), not with a
-	// page or a redirect a client may follow with its credentials.
 	maxBody := r.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
 	}
 	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		req.Body = http.MaxBytesReader(w, req.Body, maxBody)
+		// ServeMux answers a path holding "//", "/./" or "/../" with a
+		// redirect to its clean form and an HTML body. No route is called
+		// that way; the app answers it in its own shape (the public API's
+		// 404), not with a page or a redirect a client may follow with its
+		// credentials.
 		if UncleanPath(req.URL.Path) {
 			app.ServeHTTP(w, req)
 			return

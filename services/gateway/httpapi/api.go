@@ -202,14 +202,15 @@ func (a *handlers) admit(ctx context.Context, authorization string, setHeader fu
 // path is what is wrong.
 func (a *handlers) unrecognized(w http.ResponseWriter, r *http.Request) {
 	if auth := r.Header.Get("Authorization"); auth != "" {
+		// Into a header of its own: a wrong key's challenge is not sent.
 		admitted := http.Header{}
 		_, err := a.admit(r.Context(), auth, admitted.Set)
 		if err == nil || errors.Is(err, gateway.ErrRateLimited) {
 			maps.Copy(w.Header(), admitted)
-		}
-		if errors.Is(err, gateway.ErrRateLimited) {
-			writeError(w, r, err)
-			return
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
 		}
 	}
 	writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath)))
