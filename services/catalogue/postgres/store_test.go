@@ -28,7 +28,11 @@ import (
 // distinct, ordered creation times.
 func newService(t *testing.T) (*catalogue.Service, *postgres.Store) {
 	t.Helper()
-	store := postgres.NewStore(pgtest.New(t, postgres.Migrations))
+	return newServiceOn(pgtest.New(t, postgres.Migrations))
+}
+
+func newServiceOn(pool *pgxpool.Pool) (*catalogue.Service, *postgres.Store) {
+	store := postgres.NewStore(pool)
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return catalogue.NewService(store, func() time.Time {
 		clock = clock.Add(time.Minute)
@@ -124,18 +128,6 @@ func TestUpsertReplacesContentAndPricesButKeepsCreation(t *testing.T) {
 	if !got.CreatedAt.Equal(first.CreatedAt) || !got.UpdatedAt.After(first.UpdatedAt) {
 		t.Fatalf("created %v -> %v, updated %v -> %v", first.CreatedAt, got.CreatedAt, first.UpdatedAt, got.UpdatedAt)
 	}
-	// The store replaces prices wholesale: a currency missing from a write
-	// (the domain no longer allows one, but rows written before it may lack
-	// one) is no longer sold.
-	p.Prices = p.Prices[:1]
-	storeAsIs(t, store, p, got.CreatedAt)
-	page, err := svc.ListPlans(ctx, catalogue.ListFilter{Currency: catalogue.USD})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if page.Total != 0 {
-		t.Fatalf("plan still listed in USD: %+v", page)
-	}
 }
 
 // storeAsIs writes p through the store alone, active and created at at,
@@ -175,7 +167,8 @@ func TestUpsertIsAllOrNothing(t *testing.T) {
 }
 
 func TestListFiltersNewestFirst(t *testing.T) {
-	svc, store := newService(t)
+	pool := pgtest.New(t, postgres.Migrations)
+	svc, store := newServiceOn(pool)
 	ctx := context.Background()
 	jpFixed := countryPlan(1, "JP", catalogue.PlanTypeFixed)
 	jpDay := countryPlan(2, "JP", catalogue.PlanTypePerDay)
@@ -188,10 +181,15 @@ func TestListFiltersNewestFirst(t *testing.T) {
 	}
 	retired := countryPlan(5, "JP", catalogue.PlanTypeFixed)
 	// One upsert per plan: each gets its own creation time, in this order.
-	// The domain prices every plan in every currency; eurOnly and asia are
-	// rows written before that rule, which the currency filter must handle.
+	// The domain and the schema price every plan in every currency; eurOnly
+	// and asia are rows written before that rule (migration 00003), which
+	// the currency filter must handle.
 	for _, p := range []catalogue.Plan{jpFixed, jpDay, frFixed} {
 		upsert(t, svc, p)
+	}
+	if _, err := pool.Exec(ctx, `ALTER TABLE plan_prices DISABLE TRIGGER plan_prices_priced_in_every_currency;
+		ALTER TABLE plans DISABLE TRIGGER plans_priced_in_every_currency`); err != nil {
+		t.Fatal(err)
 	}
 	storeAsIs(t, store, eurOnly, time.Date(2026, 1, 1, 0, 3, 20, 0, time.UTC))
 	storeAsIs(t, store, asia, time.Date(2026, 1, 1, 0, 3, 40, 0, time.UTC))
@@ -770,6 +768,73 @@ func TestSchemaHoldsTheDomainsBounds(t *testing.T) {
 	p.TotalBytes, p.ValidityDays = catalogue.MaxTotalBytes, catalogue.MaxValidityDays
 	p.Prices = []catalogue.Price{{Currency: catalogue.EUR, Amount: catalogue.MaxPriceMinor}, {Currency: catalogue.GBP, Amount: 1}, {Currency: catalogue.USD, Amount: 1}}
 	storeAsIs(t, store, p, now)
+}
+
+// Each plan's prices are checked at commit, once the plan and all of its
+// prices are written: a writer that leaves a plan without a currency, in
+// the store or by hand, is refused, and deleting a whole plan is not.
+func TestSchemaHoldsEveryPlanPricedInEveryCurrency(t *testing.T) {
+	pool := pgtest.New(t, postgres.Migrations)
+	store := postgres.NewStore(pool)
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored := countryPlan(1, "JP", catalogue.PlanTypeFixed)
+	other := countryPlan(2, "JP", catalogue.PlanTypeFixed)
+	storeAsIs(t, store, stored, now)
+	storeAsIs(t, store, other, now)
+
+	t.Run("upsert without GBP", func(t *testing.T) {
+		p := countryPlan(3, "JP", catalogue.PlanTypeFixed)
+		p.Prices = p.Prices[:2]
+		_, err := store.UpsertPlans(ctx, []catalogue.Plan{p}, func(_ *catalogue.Plan, in catalogue.Plan) (catalogue.Plan, bool, error) {
+			in.Status, in.CreatedAt, in.UpdatedAt = catalogue.StatusActive, now, now
+			return in, true, nil
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" {
+			t.Fatalf("err = %v, want a check violation", err)
+		}
+		if _, err := store.GetPlan(ctx, p.ID); !errors.Is(err, catalogue.ErrNotFound) {
+			t.Fatalf("the refused plan was stored: %v", err)
+		}
+	})
+	for _, c := range []struct {
+		name       string
+		statements []string
+	}{
+		{"a price deleted", []string{`DELETE FROM plan_prices WHERE plan_id = @stored AND currency = 'GBP'`}},
+		{"every price deleted", []string{`DELETE FROM plan_prices WHERE plan_id = @stored`}},
+		{"a price moved to another plan", []string{
+			`DELETE FROM plan_prices WHERE plan_id = @other AND currency = 'EUR'`,
+			`UPDATE plan_prices SET plan_id = @other WHERE plan_id = @stored AND currency = 'EUR'`,
+		}},
+		{"a plan inserted unpriced", []string{`INSERT INTO plans SELECT gen_random_uuid(), name, type, scope, countries, region, unlimited,
+			total_bytes, validity_days, status, created_at, updated_at FROM plans WHERE id = @stored`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				for _, sql := range c.statements {
+					if _, err := tx.Exec(ctx, sql, pgx.NamedArgs{"stored": stored.ID, "other": other.ID}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "23514" {
+				t.Fatalf("err = %v, want a check violation at commit", err)
+			}
+		})
+	}
+	for _, p := range []catalogue.Plan{stored, other} {
+		got, err := store.GetPlan(ctx, p.ID)
+		if err != nil || len(got.Prices) != len(catalogue.Currencies) {
+			t.Fatalf("plan %s after the refused writes: %v, %+v", p.Name, err, got.Prices)
+		}
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM plans WHERE id = $1`, stored.ID); err != nil {
+		t.Fatalf("deleting a whole plan: %v", err)
+	}
 }
 
 // The seed meets the issue, checked on what is stored rather than on the

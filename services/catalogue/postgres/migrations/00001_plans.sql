@@ -31,8 +31,8 @@ CREATE INDEX plans_countries ON plans USING gin (countries);
 -- Listings read active plans newest first with id as the tiebreak.
 CREATE INDEX plans_active_newest ON plans (created_at DESC, id DESC) WHERE status = 'active';
 
--- One row per plan and currency: a price exists only where a plan is sold
--- in that currency, in minor units.
+-- One row per plan and currency, in minor units; every plan has one in each
+-- currency (held at commit since 00003_plan_prices_complete.sql).
 CREATE TABLE plan_prices (
     plan_id      uuid   NOT NULL REFERENCES plans (id) ON DELETE CASCADE,
     currency     text   NOT NULL CHECK (currency IN ('USD', 'EUR', 'GBP')),
