@@ -6,8 +6,11 @@ SHELL := bash
 # Every module of the workspace, from go.work.
 MODULES := $(shell go list -m -f '{{.Dir}}' | sed 's|^$(CURDIR)/||')
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
-SERVICES := accounts catalogue gateway
-COMMANDS := esimctl platform bench
+# Every service is services/<name>/cmd/<name> and every command cmd/<name>,
+# so a new one is built and imaged without editing a list here.
+main_dirs = $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard $(1)/main.go)))))
+SERVICES := $(call main_dirs,services/*/cmd/*)
+COMMANDS := $(call main_dirs,cmd/*)
 TOOLS_BIN := $(CURDIR)/.bin
 export PATH := $(TOOLS_BIN):$(PATH)
 
