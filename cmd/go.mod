@@ -13,6 +13,7 @@ replace (
 )
 
 require (
+	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0
@@ -48,6 +49,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/sethvargo/go-envconfig v1.4.3 // indirect
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/vgarvardt/pgx-google-uuid/v5 v5.6.0 // indirect

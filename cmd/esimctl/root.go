@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/libs/config"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 )
@@ -222,19 +222,11 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 // "//twirp/...", which the services answer with a redirect the client
 // refuses to follow (so the slash is dropped).
 func serviceURL(raw, flag, env, example string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		// Quoted, but never a password: an unparsable URL cannot be
-		// redacted, so one with user info is not shown at all.
-		shown := strconv.Quote(raw)
-		if err == nil {
-			shown = strconv.Quote(u.Redacted())
-		} else if strings.Contains(raw, "@") {
-			shown = "(not a URL)"
-		}
-		return "", usagef("invalid %s %s: want a base URL such as %s (set by %s or %s)", flag, shown, example, flag, env)
+	base, err := config.BaseURL(flag, raw, example)
+	if err != nil {
+		return "", usagef("invalid %v (set by %s or %s)", err, flag, env)
 	}
-	return strings.TrimRight(raw, "/"), nil
+	return base, nil
 }
 
 // unknownOutcome is what an operator needs after a change that got no

@@ -7,8 +7,13 @@ package config
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
@@ -26,60 +31,134 @@ func (l lookuper) Lookup(key string) (string, bool) {
 	return v, v != ""
 }
 
-// Parse fills target (a pointer to a struct with `env` tags) from getenv.
+// Validator is a configuration with rules its types cannot express.
+type Validator interface{ Validate() error }
+
+// Parse fills target (a pointer to a struct with `env` tags) from getenv,
+// then, when every variable decoded, runs target's Validate if it has one.
+// Errors name the environment variable, never the Go field, and every
+// variable that does not decode is reported at once, so an operator fixes a
+// deployment in one pass.
 func Parse(ctx context.Context, getenv Getenv, target any) error {
-	return envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   target,
-		Lookuper: lookuper(getenv),
-	})
+	v := reflect.ValueOf(target)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("config: target must be a pointer to a struct, not %T", target)
+	}
+	var errs []error
+	for _, f := range leaves(v.Elem().Type(), "", nil) {
+		if err := decode(ctx, getenv, v.Elem().FieldByIndex(f.index), f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if val, ok := target.(Validator); ok {
+		return val.Validate()
+	}
+	return nil
+}
+
+// decode reads one variable into dst through envconfig, given a struct of
+// that one field: envconfig keeps its decoding, defaults and required
+// checks, and its errors, which name the Go field, are renamed here.
+func decode(ctx context.Context, getenv Getenv, dst reflect.Value, f leaf) error {
+	one := reflect.New(reflect.StructOf([]reflect.StructField{{
+		Name: "Value",
+		Type: dst.Type(),
+		Tag:  reflect.StructTag(`env:"` + f.name + f.options + `"`),
+	}}))
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: one.Interface(), Lookuper: lookuper(getenv)})
+	switch {
+	case errors.Is(err, envconfig.ErrMissingRequired):
+		return fmt.Errorf("%s is required", f.name)
+	case err != nil:
+		// "Value: <what the decoder said>", and the decoder quotes the value.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	dst.Set(one.Elem().Field(0))
+	return nil
 }
 
 // EnvVars lists every environment variable a config struct reads, sorted.
 // Deployment checks use it to prove a chart sets exactly what the service
 // reads.
 func EnvVars(cfg any) []string {
-	seen := map[string]bool{}
-	collect(reflect.TypeOf(cfg), "", seen)
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
+	var names []string
+	for _, f := range leaves(reflect.TypeOf(cfg), "", nil) {
+		names = append(names, f.name)
 	}
 	sort.Strings(names)
-	return names
+	return slices.Compact(names)
 }
 
-func collect(t reflect.Type, prefix string, seen map[string]bool) {
+// leaf is one variable of a config struct: its full name (nested structs'
+// prefixes applied), the tag's options after the name, and where it sits.
+type leaf struct {
+	name    string
+	options string
+	index   []int
+}
+
+func leaves(t reflect.Type, prefix string, index []int) []leaf {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
-		return
+		return nil
 	}
+	var out []leaf
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("env")
-		name, _, _ := strings.Cut(tag, ",")
+		name, options, _ := strings.Cut(tag, ",")
 		name = strings.TrimSpace(name)
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if ft.Kind() == reflect.Struct && !isLeaf(ft) {
+		at := append(slices.Clone(index), i)
+		if f.Type.Kind() == reflect.Struct && !isLeaf(f.Type) {
 			p := prefix
-			if strings.Contains(tag, "prefix=") {
-				_, after, _ := strings.Cut(tag, "prefix=")
+			if _, after, ok := strings.Cut(tag, "prefix="); ok {
 				p += strings.TrimSpace(strings.Split(after, ",")[0])
 			}
-			collect(ft, p, seen)
+			out = append(out, leaves(f.Type, p, at)...)
 			continue
 		}
 		if name != "" {
-			seen[prefix+name] = true
+			if options != "" {
+				options = "," + options
+			}
+			out = append(out, leaf{name: prefix + name, options: options, index: at})
 		}
 	}
+	return out
 }
 
 // isLeaf reports struct types envconfig decodes as one value.
 func isLeaf(t reflect.Type) bool {
 	return t.PkgPath() == "time" || reflect.PointerTo(t).Implements(reflect.TypeOf((*envconfig.Decoder)(nil)).Elem())
+}
+
+// BaseURL checks a service's base URL (where paths are appended) and
+// returns it without a trailing slash. A URL without a scheme is refused at
+// start: net/http would take "host:8081" for scheme "host" and fail every
+// call, and an exporter would post to nowhere, both long after the process
+// was declared ready. The error names the variable and never shows a
+// password: without a scheme, "user:password@host" parses as scheme "user"
+// and net/url would not redact it.
+func BaseURL(name, raw, example string) (string, error) {
+	u, err := url.Parse(raw)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == "" &&
+		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" {
+		return strings.TrimRight(raw, "/"), nil
+	}
+	shown := strconv.Quote(raw)
+	if strings.Contains(raw, "@") {
+		shown = "(not shown: it may hold a password)"
+		if err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			shown = strconv.Quote(u.Redacted())
+		}
+	}
+	return "", fmt.Errorf("%s %s: want an http:// or https:// base URL with a host and no query, such as %s", name, shown, example)
 }

@@ -2,7 +2,9 @@ package config_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +35,8 @@ func TestParseAppliesDefaultsAndTreatsBlankAsUnset(t *testing.T) {
 func TestParseReportsMissingRequired(t *testing.T) {
 	var cfg sample
 	err := config.Parse(context.Background(), func(string) string { return "" }, &cfg)
-	if err == nil {
-		t.Fatal("want an error for the missing DATABASE_URL")
+	if err == nil || err.Error() != "DATABASE_URL is required" {
+		t.Fatalf("err = %v, want DATABASE_URL named as required", err)
 	}
 }
 
@@ -43,5 +45,98 @@ func TestEnvVarsListsEveryVariable(t *testing.T) {
 	want := []string{"DATABASE_URL", "HTTP_ADDR", "TIMEOUT"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+type validated struct {
+	Timeout time.Duration `env:"TIMEOUT, default=5s"`
+	Workers int           `env:"WORKERS, default=4"`
+	Debug   bool          `env:"DEBUG"`
+	DB      nested        `env:", prefix=DATABASE_"`
+}
+
+func (v validated) Validate() error {
+	if v.Timeout <= 0 {
+		return errors.New("TIMEOUT must be positive")
+	}
+	return nil
+}
+
+// Every variable that does not decode is named, by its environment name, in
+// one error; validation waits until all of them decode, so it never judges
+// a zero value left by a failed one.
+func TestParseNamesEveryBadVariableAtOnce(t *testing.T) {
+	env := map[string]string{"TIMEOUT": "5", "WORKERS": "many", "DEBUG": "yes-please"}
+	var cfg validated
+	err := config.Parse(context.Background(), func(k string) string { return env[k] }, &cfg)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{`TIMEOUT: time: missing unit in duration "5"`, `WORKERS: strconv.ParseInt: parsing "many"`, `DEBUG: strconv.ParseBool: parsing "yes-please"`, "DATABASE_URL is required"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	for _, field := range []string{"Timeout", "Workers", "Debug", "Value", "must be positive"} {
+		if strings.Contains(msg, field) {
+			t.Errorf("error %q mentions %q", msg, field)
+		}
+	}
+}
+
+func TestParseValidatesWhatDecoded(t *testing.T) {
+	env := map[string]string{"TIMEOUT": "-1s", "DATABASE_URL": "postgres://x"}
+	var cfg validated
+	err := config.Parse(context.Background(), func(k string) string { return env[k] }, &cfg)
+	if err == nil || err.Error() != "TIMEOUT must be positive" {
+		t.Fatalf("err = %v, want the config's own validation", err)
+	}
+	env["TIMEOUT"] = "2s"
+	if err := config.Parse(context.Background(), func(k string) string { return env[k] }, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Timeout != 2*time.Second || cfg.Workers != 4 || cfg.DB.URL != "postgres://x" {
+		t.Fatalf("got %+v", cfg)
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://accounts":              "http://accounts",
+		"https://catalogue:8443/base/": "https://catalogue:8443/base",
+		"http://127.0.0.1:8081":        "http://127.0.0.1:8081",
+	} {
+		got, err := config.BaseURL("ACCOUNTS_URL", raw, "http://accounts")
+		if err != nil || got != want {
+			t.Errorf("BaseURL(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	for raw, shown := range map[string]string{
+		"127.0.0.1:8081":                  `"127.0.0.1:8081"`,
+		"accounts":                        `"accounts"`,
+		"":                                `""`,
+		"ftp://accounts":                  `"ftp://accounts"`,
+		"http://":                         `"http://"`,
+		"http://accounts?x=1":             `"http://accounts?x=1"`,
+		"http://accounts?":                `"http://accounts?"`,
+		"http://accounts#top":             `"http://accounts#top"`,
+		"http:accounts":                   `"http:accounts"`,
+		"http://admin:hunter2@accounts?q": `"http://admin:xxxxx@accounts?q"`,
+		"admin:hunter2@accounts:8081":     "(not shown: it may hold a password)",
+		"http://admin:hunter2@acc ounts":  "(not shown: it may hold a password)",
+	} {
+		_, err := config.BaseURL("ACCOUNTS_URL", raw, "http://accounts")
+		if err == nil {
+			t.Errorf("BaseURL(%q) accepted", raw)
+			continue
+		}
+		want := "ACCOUNTS_URL " + shown + ": want an http:// or https:// base URL with a host and no query, such as http://accounts"
+		if err.Error() != want {
+			t.Errorf("BaseURL(%q): %q, want %q", raw, err, want)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("BaseURL(%q) shows the password: %q", raw, err)
+		}
 	}
 }

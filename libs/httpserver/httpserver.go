@@ -231,14 +231,31 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// ListenAndServe listens on addr, so that a taken port fails the start
-// loudly, then serves h as Serve does.
-func ListenAndServe(ctx context.Context, log *slog.Logger, addr string, h http.Handler, grace time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+// Config is the part of every service's configuration that serving reads.
+type Config struct {
+	Addr string `env:"HTTP_ADDR, default=:8080"`
+	// ShutdownTimeout is how long in-flight requests get to finish once the
+	// service is told to stop.
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT, default=20s"`
+}
+
+// Validate refuses a grace period that would cut every request in flight
+// the moment the service is told to stop.
+func (c Config) Validate() error {
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("SHUTDOWN_TIMEOUT %s: must be positive: in-flight requests get that long to finish on SIGTERM", c.ShutdownTimeout)
 	}
-	return Serve(ctx, log, ln, h, grace)
+	return nil
+}
+
+// ListenAndServe listens on cfg.Addr, so that a taken port fails the start
+// loudly, then serves h as Serve does.
+func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h http.Handler) error {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	return Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
 }
 
 // Serve serves h on ln until ctx is cancelled, then shuts down gracefully:

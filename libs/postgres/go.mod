@@ -32,3 +32,5 @@ require (
 )
 
 replace github.com/esimplatform/esim/libs/telemetry => ../telemetry
+
+replace github.com/esimplatform/esim/libs/config => ../config

@@ -11,9 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +32,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/esimplatform/esim/libs/config"
 )
 
 // Config is the part of every service's configuration that telemetry reads.
@@ -43,6 +43,14 @@ type Config struct {
 	// OTLPEndpoint, when set, exports traces and metrics over OTLP/HTTP
 	// (for example http://otel-collector:4318).
 	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+}
+
+// Validate reports every setting Setup would refuse, so a service refuses
+// its whole configuration at once and deployment checks can run it.
+func (c Config) Validate() error {
+	_, levelErr := parseLevel(c.LogLevel)
+	_, endpointErr := otlpEndpoint(c.OTLPEndpoint)
+	return errors.Join(levelErr, endpointErr)
 }
 
 // Telemetry holds what a service needs to log, trace and expose metrics.
@@ -167,21 +175,7 @@ func otlpEndpoint(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		// The parse error repeats the value, which may hold credentials.
-		return "", errors.New("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL: want the collector's OTLP/HTTP base URL, such as http://otel-collector:4318")
-	}
-	const want = "want the collector's OTLP/HTTP base URL, http:// or https:// with a host and no query, such as http://otel-collector:4318"
-	if u.Scheme != "http" && u.Scheme != "https" {
-		// Without a scheme, "user:password@host" parses as scheme "user":
-		// Redacted would show the password.
-		return "", errors.New("OTEL_EXPORTER_OTLP_ENDPOINT has no http:// or https:// scheme: " + want)
-	}
-	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT %q: %s", u.Redacted(), want)
-	}
-	return strings.TrimRight(raw, "/"), nil
+	return config.BaseURL("OTEL_EXPORTER_OTLP_ENDPOINT", raw, "http://otel-collector:4318")
 }
 
 // serviceResource describes the service on every span and metric. The SDK

@@ -1,16 +1,22 @@
 package server
 
 import (
-	"time"
+	"errors"
 
+	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
 
 // Config is everything the accounts service reads from its environment.
 // The Helm chart sets exactly these variables (checked by charts tests).
 type Config struct {
-	HTTPAddr        string        `env:"HTTP_ADDR, default=:8080"`
-	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT, default=20s"`
-	DatabaseURL     string        `env:"DATABASE_URL, required"`
-	Telemetry       telemetry.Config
+	HTTP        httpserver.Config
+	DatabaseURL string `env:"DATABASE_URL, required"`
+	Telemetry   telemetry.Config
+}
+
+// Validate checks what the types alone cannot; config.Parse runs it, and
+// the deployment checks run it on what the charts render.
+func (c Config) Validate() error {
+	return errors.Join(c.HTTP.Validate(), c.Telemetry.Validate())
 }

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
 
 // Config is everything the gateway reads from its environment.
 // The Helm chart sets exactly these variables (checked by charts tests).
 type Config struct {
-	HTTPAddr        string        `env:"HTTP_ADDR, default=:8080"`
-	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT, default=20s"`
+	HTTP httpserver.Config
 	// AccountsURL and CatalogueURL are the Twirp base URLs of the services.
 	AccountsURL  string `env:"ACCOUNTS_URL, required"`
 	CatalogueURL string `env:"CATALOGUE_URL, required"`
@@ -34,9 +35,9 @@ type Config struct {
 // inside the platform's 5 s promise with room to spare.
 const MaxAuthCacheTTL = 3 * time.Second
 
-// Validate checks what the types alone cannot. Deployment checks run it on
-// the values the charts render, so a chart cannot ship a gateway that
-// refuses to start.
+// Validate checks what the types alone cannot; config.Parse runs it. The
+// deployment checks parse the values the charts render, so a chart cannot
+// ship a gateway that refuses to start.
 func (c Config) Validate() error {
 	var errs []error
 	// The in-process layer keeps answers for half the shared TTL, so a
@@ -52,5 +53,12 @@ func (c Config) Validate() error {
 	if c.ServiceTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be positive", c.ServiceTimeout))
 	}
+	if _, err := config.BaseURL("ACCOUNTS_URL", c.AccountsURL, "http://accounts"); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := config.BaseURL("CATALOGUE_URL", c.CatalogueURL, "http://catalogue"); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)
 }

@@ -31,9 +31,6 @@ type Server struct {
 // then authenticates without its cache and rate-limits per replica (see
 // gateway.FailoverLimiter), and says so in its logs.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	log := tel.Logger
 
 	// 1. Redis: rate-limit counters and the auth cache.

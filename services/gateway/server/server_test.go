@@ -96,9 +96,10 @@ func start(t testing.TB, opt options) *platform {
 	if opt.accountsURL == "" {
 		opt.accountsURL = accSrv.URL
 	}
+	// The catalogue's URL ends in a slash, as an operator may paste it.
 	gw, err := server.New(ctx, server.Config{
 		AccountsURL:        opt.accountsURL,
-		CatalogueURL:       catSrv.URL,
+		CatalogueURL:       catSrv.URL + "/",
 		ServiceTimeout:     5 * time.Second,
 		RedisURL:           opt.redisURL,
 		RateLimitPerMinute: opt.defaultRateLimit,

@@ -56,5 +56,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// 4. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
 	// deferred steps close the pool and flush telemetry afterwards.
-	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTPAddr, srv.Handler(), cfg.ShutdownTimeout)
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler())
 }

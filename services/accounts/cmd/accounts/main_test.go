@@ -68,11 +68,19 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"no database":   {[]string{"accounts"}, nil, "DATABASE_URL"},
 		"bad log level": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
+		"no grace":      {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "0s"}, "SHUTDOWN_TIMEOUT 0s: must be positive"},
+		"everything bad at once": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-5s", "LOG_LEVEL": "loud",
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "SHUTDOWN_TIMEOUT -5s: must be positive"},
+		"a duration without unit": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "5"},
+			`SHUTDOWN_TIMEOUT: time: missing unit in duration "5"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, env(tc.vars), io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run = %v, want an error mentioning %s", err, tc.want)
+			}
+			if name == "everything bad at once" && (!strings.Contains(err.Error(), "LOG_LEVEL") || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT")) {
+				t.Errorf("run = %v, want every bad variable named", err)
 			}
 		})
 	}

@@ -65,6 +65,9 @@ func TestRunRejectsBadStarts(t *testing.T) {
 	}{
 		"no database": {[]string{"catalogue"}, nil, "DATABASE_URL"},
 		"arguments":   {[]string{"catalogue", "--seed"}, map[string]string{"DATABASE_URL": "postgres://x/y"}, "--seed"},
+		"no grace":    {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-1s"}, "SHUTDOWN_TIMEOUT -1s: must be positive"},
+		"seed flag not a bool": {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SEED_CATALOGUE": "yes-please"},
+			`SEED_CATALOGUE: strconv.ParseBool: parsing "yes-please"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, func(k string) string { return tc.vars[k] }, io.Discard)

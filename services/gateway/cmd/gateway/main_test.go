@@ -55,16 +55,32 @@ func TestRunServesUntilCancelled(t *testing.T) {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
-	for name, env := range map[string]map[string]string{
-		"no accounts url":    {"CATALOGUE_URL": "http://x"},
-		"cache ttl too long": {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "4s"},
-		"cache ttl past 3s":  {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "3.2s"},
-		"zero rate limit":    {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-1"},
-		"bad log level":      {"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "LOG_LEVEL": "loud"},
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want []string
+	}{
+		"no accounts url":    {map[string]string{"CATALOGUE_URL": "http://x"}, []string{"ACCOUNTS_URL is required"}},
+		"cache ttl too long": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "4s"}, []string{"AUTH_CACHE_TTL 4s"}},
+		"cache ttl past 3s":  {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "3.2s"}, []string{"AUTH_CACHE_TTL 3.2s"}},
+		"zero rate limit":    {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-1"}, []string{"RATE_LIMIT_PER_MINUTE -1"}},
+		"bad log level":      {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "LOG_LEVEL": "loud"}, []string{`LOG_LEVEL "loud"`}},
+		"no grace":           {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SHUTDOWN_TIMEOUT": "0s"}, []string{"SHUTDOWN_TIMEOUT 0s"}},
+		// Without a scheme every call would fail while the gateway reported
+		// itself ready: its readiness checks nothing it calls, by design.
+		"service urls without a scheme": {map[string]string{"ACCOUNTS_URL": "127.0.0.1:8081", "CATALOGUE_URL": "http://catalogue?x=1"},
+			[]string{`ACCOUNTS_URL "127.0.0.1:8081"`, `CATALOGUE_URL "http://catalogue?x=1"`}},
+		"several durations without a unit": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "5", "AUTH_CACHE_TTL": "2"},
+			[]string{`SERVICE_TIMEOUT: time: missing unit in duration "5"`, `AUTH_CACHE_TTL: time: missing unit in duration "2"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard); err == nil {
+			err := run(context.Background(), nil, func(k string) string { return tc.env[k] }, io.Discard)
+			if err == nil {
 				t.Fatal("run started with a bad configuration")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("run = %q, want it to say %q", err, want)
+				}
 			}
 		})
 	}
