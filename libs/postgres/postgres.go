@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
@@ -222,4 +223,28 @@ func Redact(databaseURL string) string {
 // shown.
 func InSnapshot(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// CloseBudget is the most Close waits for the pool to close. Deployment
+// budgets (terminationGracePeriodSeconds) count it after the HTTP drain.
+const CloseBudget = time.Second
+
+// Close closes pool once the service has stopped serving, waiting at most
+// CloseBudget. pgx waits for every connection to be released and gives
+// each up to 15 s to close; with the database hung that overran the pod's
+// grace period, and the kubelet's SIGKILL then lost the final flush of
+// telemetry. The process is exiting: whatever is still open, the kernel
+// closes.
+func Close(pool *pgxpool.Pool) error {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		return nil
+	case <-time.After(CloseBudget):
+		return fmt.Errorf("database connections were still closing after %s; left to the process's exit", CloseBudget)
+	}
 }

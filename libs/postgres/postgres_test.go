@@ -215,3 +215,21 @@ func TestFailedMigrationLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("after the failure: gadgets %v, widgets %v, version %d (%v); want only the first migration", gadgets, widgets, version, err)
 	}
 }
+
+// A pool whose connection is never given back, as when the database hung
+// under a request, does not hold up the service's exit.
+func TestCloseGivesUpOnAConnectionStillInUse(t *testing.T) {
+	pool := pgtest.New(t, migrations)
+	if err := postgres.Close(pgtest.New(t, migrations)); err != nil {
+		t.Fatalf("closing an idle pool: %v", err)
+	}
+	conn, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = postgres.Close(pool)
+	conn.Release()
+	if err == nil || !strings.Contains(err.Error(), "still closing") {
+		t.Fatalf("Close with a connection in use = %v, want it to give up", err)
+	}
+}

@@ -24,6 +24,7 @@ import (
 type Server struct {
 	pool    *pgxpool.Pool
 	handler http.Handler
+	log     *slog.Logger
 }
 
 // New connects to the accounts database, applies pending migrations and
@@ -44,6 +45,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 
 	return &Server{
 		pool: pool,
+		log:  tel.Logger,
 		handler: httpserver.Handler(httpserver.Routes{
 			Name:      "accounts",
 			App:       twirpHandler,
@@ -57,7 +59,11 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases the database pool; call it after the HTTP server stopped.
-func (s *Server) Close() { s.pool.Close() }
+func (s *Server) Close() {
+	if err := libpostgres.Close(s.pool); err != nil {
+		s.log.Warn("closing the database pool", "err", err)
+	}
+}
 
 // errorLogging logs internal errors with their cause, through the
 // request's context so the line carries its request and trace ids. The

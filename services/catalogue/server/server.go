@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +24,7 @@ import (
 type Server struct {
 	pool    *pgxpool.Pool
 	handler http.Handler
+	log     *slog.Logger
 }
 
 // New opens and migrates the catalogue's database, seeds the bundled
@@ -60,6 +62,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 
 	return &Server{
 		pool: pool,
+		log:  tel.Logger,
 		handler: httpserver.Handler(httpserver.Routes{
 			Name:      "catalogue",
 			App:       twirpserver.Handler(svc, tel.Logger),
@@ -74,4 +77,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases the database pool; call it once the HTTP server stopped.
-func (s *Server) Close() { s.pool.Close() }
+func (s *Server) Close() {
+	if err := pg.Close(s.pool); err != nil {
+		s.log.Warn("closing the database pool", "err", err)
+	}
+}
