@@ -18,6 +18,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // a second signal, during the drain, stops the process at once
 	err := run(ctx, os.Args, os.Getenv, os.Stdout)
 	stop()
 	if err != nil {

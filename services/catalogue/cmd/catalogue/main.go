@@ -12,6 +12,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // a second signal, during the drain, stops the process at once
 	err := run(ctx, os.Args, os.Getenv, os.Stdout)
 	stop() // os.Exit skips deferred calls
 	if err != nil {

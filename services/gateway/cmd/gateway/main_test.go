@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
+	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -88,4 +95,99 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if err := run(context.Background(), []string{"gateway", "--port=1"}, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "--port=1") {
 		t.Fatalf("run with arguments: %v, want an error naming them", err)
 	}
+}
+
+// TestMain runs the real main instead of the tests when asked to, so a test
+// can start the gateway as a process of its own and signal it.
+func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_TEST_RUN_MAIN") == "1" {
+		os.Args = os.Args[:1] // the test binary's own flags are not the gateway's
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A second SIGTERM or Ctrl-C while requests drain stops the process at
+// once, as an operator pressing Ctrl-C twice expects, instead of being
+// swallowed until SHUTDOWN_TIMEOUT has passed.
+func TestSecondSignalStopsTheDrain(t *testing.T) {
+	// An accounts service that takes calls and never answers keeps a
+	// partner request in flight for as long as the test needs.
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hung.Close() })
+	called := make(chan struct{}, 1)
+	go func() {
+		for {
+			conn, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+		}
+	}()
+
+	var logs telemetrytest.LogBuffer
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0",
+		"ACCOUNTS_URL=http://"+hung.Addr().String(), "CATALOGUE_URL=http://"+hung.Addr().String(),
+		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=60s", "SHUTDOWN_TIMEOUT=10s")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	addr := waitForLog(t, &logs, regexp.MustCompile(`"msg":"listening",.*"addr":"([^"]+)"`))
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/plans", nil)
+		req.Header.Set("Authorization", "Bearer sk_sandbox_"+strings.Repeat("a", 32))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-called
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &logs, regexp.MustCompile(`"msg":"(shutting down)"`))
+	// Signal until the process is gone: the first of these may arrive
+	// before the drain has handed signals back to their default action.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() {
+				t.Fatalf("the gateway finished its drain (%v) instead of stopping at the second signal; logs:\n%s", err, logs.String())
+			}
+			return
+		case <-tick.C:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+}
+
+// waitForLog waits for a log line matching re and returns its first group.
+func waitForLog(t *testing.T, logs *telemetrytest.LogBuffer, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(logs.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no log line matching %s within 30s; logs:\n%s", re, logs.String())
+	return ""
 }
