@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -46,6 +48,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/esimplatform/esim/libs/config"
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	accounts "github.com/esimplatform/esim/services/accounts/server"
 	catalogue "github.com/esimplatform/esim/services/catalogue/server"
 	gateway "github.com/esimplatform/esim/services/gateway/server"
@@ -68,15 +71,11 @@ var parsers = map[string]func(config.Getenv) error{
 	"gateway":   parseAs[gateway.Config],
 }
 
+// parseAs parses as the service's run does; config.Parse also runs the
+// configuration's Validate.
 func parseAs[C any](getenv config.Getenv) error {
 	var cfg C
-	if err := config.Parse(context.Background(), getenv, &cfg); err != nil {
-		return err
-	}
-	if v, ok := any(cfg).(interface{ Validate() error }); ok {
-		return v.Validate()
-	}
-	return nil
+	return config.Parse(context.Background(), getenv, &cfg)
 }
 
 // valuesFiles are the two ways each chart is deployed: values.yaml alone
@@ -509,11 +508,30 @@ func TestIngressRefusesPlainHTTP(t *testing.T) {
 	}
 }
 
+// TestPDBRefusesToBlockDrains: zero is refused however it is written (a
+// quoted "0" is truthy in a template, and renders as the number 0), and
+// refusing is by value: budgets that allow an eviction still render.
 func TestPDBRefusesToBlockDrains(t *testing.T) {
-	for _, v := range []any{0, "0%"} {
-		vals := map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": v}}
-		if _, err := renderChart("accounts", vals); err == nil || !strings.Contains(err.Error(), "maxUnavailable") {
-			t.Errorf("maxUnavailable %v: want the chart to refuse it, got %v", v, err)
+	pdb := func(v any) (map[string]string, error) {
+		return renderChart("accounts", map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": v}})
+	}
+	for _, v := range []any{0, 0.0, "0", "00", "0%", "00%", "-0", "", nil} {
+		if _, err := pdb(v); err == nil || !strings.Contains(err.Error(), "maxUnavailable") {
+			t.Errorf("maxUnavailable %#v: want the chart to refuse it, got %v", v, err)
+		}
+	}
+	for v, want := range map[any]string{1: "1", 2.0: "2", "1": "1", "25%": "25%", "100%": "100%"} {
+		out, err := pdb(v)
+		if err != nil {
+			t.Errorf("maxUnavailable %#v: %v", v, err)
+			continue
+		}
+		obj, err := decodeStrict([]byte(out["accounts/templates/pdb.yaml"]))
+		if err != nil {
+			t.Fatalf("maxUnavailable %#v: %v", v, err)
+		}
+		if got := obj.(*policyv1.PodDisruptionBudget).Spec.MaxUnavailable; got == nil || got.String() != want {
+			t.Errorf("maxUnavailable %#v rendered as %v, want %s", v, got, want)
 		}
 	}
 }
@@ -606,14 +624,15 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	checkShutdownBudget(t, ps, c)
 }
 
-// telemetryFlush is the most a service spends flushing telemetry after the
-// HTTP server drained (shutdownBudget in libs/telemetry).
-const telemetryFlush = 3 * time.Second
+// afterDrain is the most a service spends after its HTTP server drained:
+// closing its database pool, then flushing telemetry (shutdownBudget in
+// libs/telemetry).
+const afterDrain = libpostgres.CloseBudget + 3*time.Second
 
 // checkShutdownBudget: the kubelet runs the preStop sleep, then sends
 // SIGTERM, and kills the container terminationGracePeriodSeconds after the
-// start of it all. The service drains for up to SHUTDOWN_TIMEOUT and then
-// flushes telemetry; all of it must fit, or SIGKILL cuts requests that
+// start of it all. The service drains for up to SHUTDOWN_TIMEOUT, then
+// closes its pool and flushes telemetry; all of it must fit, or SIGKILL cuts requests that
 // were promised a clean finish. The sleep itself is needed: the services
 // close their listener on SIGTERM, so endpoints must be gone by then.
 func checkShutdownBudget(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
@@ -641,16 +660,21 @@ func checkShutdownBudget(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
 		t.Fatal("terminationGracePeriodSeconds is not set")
 	}
 	grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
-	if need := sleep + drain + telemetryFlush; grace < need {
-		t.Errorf("terminationGracePeriodSeconds %s < preStop sleep %s + SHUTDOWN_TIMEOUT %s + telemetry flush %s",
-			grace, sleep, drain, telemetryFlush)
+	if need := sleep + drain + afterDrain; grace < need {
+		t.Errorf("terminationGracePeriodSeconds %s < preStop sleep %s + SHUTDOWN_TIMEOUT %s + closing the pool and flushing telemetry %s",
+			grace, sleep, drain, afterDrain)
 	}
 }
 
 // credentialEnv are the variables that carry passwords: they must come
 // from Secrets, never from plain values that land in the Deployment, the
-// Helm release and `kubectl describe`.
-var credentialEnv = []string{"DATABASE_URL", "REDIS_URL"}
+// Helm release and `kubectl describe`. In development the chart brings
+// those Secrets itself, and each value is held to the dependency in k8s/
+// it must reach.
+var credentialEnv = map[string]func(t *testing.T, deps []rendered, value string){
+	"DATABASE_URL": checkDevPostgresURL,
+	"REDIS_URL":    checkDevRedisURL,
+}
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
@@ -682,7 +706,7 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 		}
 		names = append(names, e.Name)
 		if e.ValueFrom == nil {
-			if slices.Contains(credentialEnv, e.Name) {
+			if _, ok := credentialEnv[e.Name]; ok {
 				t.Errorf("env %s is a plain value: credentials come from a Secret (secretEnv)", e.Name)
 			}
 			if u, err := url.Parse(e.Value); err == nil && u.User != nil {
@@ -712,22 +736,311 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 	if len(c.EnvFrom) != 0 {
 		t.Error("envFrom hides which variables are set; list them in env")
 	}
-	// Values from Secrets are not known here; any non-empty stand-in lets
-	// the rest of the configuration be parsed and validated.
+	// Production Secrets live in the cluster's secret manager, out of
+	// reach here: any non-empty stand-in lets the rest of the configuration
+	// be parsed and validated. The dev Secrets are rendered with the chart,
+	// and their values are what the service gets in a kind cluster.
 	values := map[string]string{}
 	for _, e := range c.Env {
 		values[e.Name] = e.Value
-		if e.ValueFrom != nil {
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
 			values[e.Name] = "from-secret"
+			if s, ok := secrets[ref.SecretKeyRef.Name]; dev && ok {
+				values[e.Name] = s.StringData[ref.SecretKeyRef.Key]
+			}
 		}
 	}
 	if err := parsers[chartName](func(k string) string { return values[k] }); err != nil {
 		t.Errorf("%s would refuse to start with these values: %v", chartName, err)
 	}
+	if dev {
+		deps := devManifests(t)
+		for name, check := range credentialEnv {
+			if v, ok := values[name]; ok {
+				check(t, deps, v)
+			}
+		}
+	}
 	extra, missing := envDiff(names, services[chartName])
 	if len(extra)+len(missing) != 0 {
 		t.Errorf("env differs from %s's server.Config: set but not read %v, read but not set %v", chartName, extra, missing)
 	}
+}
+
+// devManifests decodes what k8s/ runs beside the charts in development:
+// every object of k8s/*.yaml but kind's cluster config.
+func devManifests(t *testing.T) []rendered {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "k8s", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []rendered
+	for _, f := range files {
+		if filepath.Base(f) == "kind-config.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, decodeAll(t, f, data)...)
+	}
+	return objs
+}
+
+// backend is a container a Service port forwards to, with its pod.
+type backend struct {
+	pod       corev1.PodSpec
+	container corev1.Container
+}
+
+// devBackends finds the containers behind host:port in the dev cluster:
+// the Service the host names, the port it exposes, and the containers of
+// the workloads it selects that listen on its target port. Anything
+// missing is an error: the service would fail to connect at start.
+func devBackends(t *testing.T, deps []rendered, what, host string, port int) []backend {
+	t.Helper()
+	// Short names resolve within the namespace, as do the longer forms.
+	name := host
+	for _, suffix := range []string{".svc.cluster.local", ".svc", ""} {
+		if n, ok := strings.CutSuffix(host, "."+namespace+suffix); ok {
+			name = n
+			break
+		}
+	}
+	var svc *corev1.Service
+	for _, r := range deps {
+		if s, ok := r.obj.(*corev1.Service); ok && s.Name == name {
+			svc = s
+		}
+	}
+	if svc == nil {
+		t.Errorf("%s host %s: k8s/ defines no Service %s", what, host, name)
+		return nil
+	}
+	var sp *corev1.ServicePort
+	for i, p := range svc.Spec.Ports {
+		if int(p.Port) == port {
+			sp = &svc.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		t.Errorf("%s %s:%d: Service %s does not expose port %d", what, host, port, svc.Name, port)
+		return nil
+	}
+	target := sp.TargetPort
+	if target.Type == intstr.Int && target.IntVal == 0 {
+		target = intstr.FromInt32(sp.Port) // unset: the Service's own port
+	}
+	var out []backend
+	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	for _, r := range deps {
+		var tmpl corev1.PodTemplateSpec
+		switch o := r.obj.(type) {
+		case *appsv1.Deployment:
+			tmpl = o.Spec.Template
+		case *appsv1.StatefulSet:
+			tmpl = o.Spec.Template
+		default:
+			continue
+		}
+		if len(svc.Spec.Selector) == 0 || !sel.Matches(labels.Set(tmpl.Labels)) {
+			continue
+		}
+		for _, c := range tmpl.Spec.Containers {
+			for _, cp := range c.Ports {
+				if (target.Type == intstr.String && target.StrVal == cp.Name) ||
+					(target.Type == intstr.Int && target.IntVal == cp.ContainerPort) {
+					out = append(out, backend{pod: tmpl.Spec, container: c})
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Errorf("%s %s:%d: no container in k8s/ listens behind Service %s port %d", what, host, port, svc.Name, port)
+	}
+	return out
+}
+
+// containerEnv is the environment a container starts with, Secrets and
+// ConfigMaps from k8s/ resolved, as the image's entrypoint reads it.
+func containerEnv(deps []rendered, c corev1.Container) map[string]string {
+	secrets, configMaps := map[string]map[string]string{}, map[string]map[string]string{}
+	for _, r := range deps {
+		switch o := r.obj.(type) {
+		case *corev1.Secret:
+			data := maps.Clone(o.StringData)
+			if data == nil {
+				data = map[string]string{}
+			}
+			for k, v := range o.Data {
+				data[k] = string(v)
+			}
+			secrets[o.Name] = data
+		case *corev1.ConfigMap:
+			configMaps[o.Name] = o.Data
+		}
+	}
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		switch {
+		case from.SecretRef != nil:
+			for k, v := range secrets[from.SecretRef.Name] {
+				env[from.Prefix+k] = v
+			}
+		case from.ConfigMapRef != nil:
+			for k, v := range configMaps[from.ConfigMapRef.Name] {
+				env[from.Prefix+k] = v
+			}
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.SecretKeyRef != nil:
+			env[e.Name] = secrets[e.ValueFrom.SecretKeyRef.Name][e.ValueFrom.SecretKeyRef.Key]
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			env[e.Name] = configMaps[e.ValueFrom.ConfigMapKeyRef.Name][e.ValueFrom.ConfigMapKeyRef.Key]
+		}
+	}
+	return env
+}
+
+// postgresInitDir is where the postgres image looks for scripts to run
+// when it initialises an empty data directory.
+const postgresInitDir = "/docker-entrypoint-initdb.d"
+
+// createDatabase finds the databases an init script creates. Unquoted
+// names fold to lower case, as Postgres folds them; a statement in a
+// comment creates nothing.
+var (
+	createDatabase = regexp.MustCompile(`(?i)\bCREATE\s+DATABASE\s+("[^"]+"|[\w$]+)`)
+	sqlComment     = regexp.MustCompile(`--[^\n]*`)
+)
+
+// initDatabases lists the databases the init scripts mounted into a
+// postgres container create (ConfigMaps mounted at postgresInitDir).
+func initDatabases(deps []rendered, b backend) []string {
+	var volume string
+	for _, m := range b.container.VolumeMounts {
+		if strings.TrimSuffix(m.MountPath, "/") == postgresInitDir {
+			volume = m.Name
+		}
+	}
+	var configMap string
+	for _, v := range b.pod.Volumes {
+		if v.Name == volume && v.ConfigMap != nil {
+			configMap = v.ConfigMap.Name
+		}
+	}
+	var dbs []string
+	for _, r := range deps {
+		cm, ok := r.obj.(*corev1.ConfigMap)
+		if !ok || configMap == "" || cm.Name != configMap {
+			continue
+		}
+		for key, script := range cm.Data {
+			// The entrypoint runs *.sql files; *.sh ones could create
+			// databases too, but not in a way read here.
+			if !strings.HasSuffix(key, ".sql") {
+				continue
+			}
+			for _, m := range createDatabase.FindAllStringSubmatch(sqlComment.ReplaceAllString(script, ""), -1) {
+				if name, ok := strings.CutPrefix(m[1], `"`); ok {
+					dbs = append(dbs, strings.TrimSuffix(name, `"`))
+				} else {
+					dbs = append(dbs, strings.ToLower(m[1]))
+				}
+			}
+		}
+	}
+	return dbs
+}
+
+// checkDevPostgresURL holds a dev DATABASE_URL to the Postgres of k8s/.
+// It is parsed as libpostgres.Open parses it at start (pgxpool.ParseConfig,
+// over pgx's and pgconn's), so a value the service would refuse fails here;
+// then every host it names must be a Service of k8s/ in front of a postgres
+// container whose credentials it carries, and whose init scripts create
+// its database: the services do not create their databases (Open's create
+// is false), and a fresh cluster has none other.
+func checkDevPostgresURL(t *testing.T, deps []rendered, databaseURL string) {
+	t.Helper()
+	// pgconn fills what a URL leaves out from PG* variables and ~/.pgpass.
+	// The pod has neither (its environment is exactly server.Config's), so
+	// the parse here must not borrow the test runner's.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PG") {
+			t.Setenv(k, "")
+		}
+	}
+	t.Setenv("PGPASSFILE", os.DevNull)
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		t.Errorf("dev DATABASE_URL: the service would refuse it at start: %v", err)
+		return
+	}
+	cc := cfg.ConnConfig
+	type hostPort struct {
+		host string
+		port uint16
+	}
+	hosts := []hostPort{{cc.Host, cc.Port}}
+	for _, fb := range cc.Fallbacks {
+		if hp := (hostPort{fb.Host, fb.Port}); !slices.Contains(hosts, hp) {
+			hosts = append(hosts, hp)
+		}
+	}
+	for _, hp := range hosts {
+		for _, b := range devBackends(t, deps, "dev DATABASE_URL", hp.host, int(hp.port)) {
+			env := containerEnv(deps, b.container)
+			user := env["POSTGRES_USER"]
+			if user == "" {
+				user = "postgres" // the image's default superuser
+			}
+			if cc.User != user {
+				t.Errorf("dev DATABASE_URL for %s: user %q, the postgres container %s has POSTGRES_USER %q",
+					hp.host, cc.User, b.container.Name, user)
+			}
+			// A dev password, but still not echoed: a failure log is no
+			// place for one.
+			if cc.Password != env["POSTGRES_PASSWORD"] {
+				t.Errorf("dev DATABASE_URL for %s: the password is not POSTGRES_PASSWORD of the postgres container %s",
+					hp.host, b.container.Name)
+			}
+			if dbs := initDatabases(deps, b); !slices.Contains(dbs, cc.Database) {
+				t.Errorf("dev DATABASE_URL for %s: database %q is not created by the init scripts of container %s (they create %v)",
+					hp.host, cc.Database, b.container.Name, dbs)
+			}
+		}
+	}
+}
+
+// checkDevRedisURL holds a dev REDIS_URL to the Redis of k8s/: parsed as the
+// gateway's redis.Connect parses it (go-redis's ParseURL), its address must
+// be a Service of k8s/ in front of a container.
+func checkDevRedisURL(t *testing.T, deps []rendered, redisURL string) {
+	t.Helper()
+	opts, err := goredis.ParseURL(redisURL)
+	if err != nil {
+		// As the gateway does: net/url's errors quote the whole URL,
+		// password included.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		t.Errorf("dev REDIS_URL: the gateway would refuse it at start: %v", err)
+		return
+	}
+	host, port, err := net.SplitHostPort(opts.Addr)
+	n, perr := strconv.Atoi(port)
+	if opts.Network != "tcp" || err != nil || perr != nil {
+		t.Errorf("dev REDIS_URL: %s address %q is not a Service's host:port", opts.Network, opts.Addr)
+		return
+	}
+	devBackends(t, deps, "dev REDIS_URL", host, n)
 }
 
 // TestServiceURLsResolve checks that every in-cluster URL a chart passes to
@@ -1143,11 +1456,73 @@ func tiltServices(t *testing.T, tiltfile string) map[string][]string {
 	return out
 }
 
+// tiltConstants reads the Tiltfile's top-level string constants
+// (NAMESPACE = 'esim').
+func tiltConstants(tiltfile string) map[string]string {
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z][A-Z0-9_]*) = '([^']*)'$`).FindAllStringSubmatch(tiltfile, -1) {
+		vars[m[1]] = m[2]
+	}
+	return vars
+}
+
+var tiltFormat = regexp.MustCompile(`^'([^']*)'\s*%\s*\((.*)\)$`)
+
+// tiltString evaluates a Starlark string expression of the forms the
+// Tiltfile writes: 'format' % (args) with %s verbs, or quoted literals and
+// names bound in vars joined by +. Anything else is an error rather than a
+// guess at what Tilt would compute.
+func tiltString(expr string, vars map[string]string) (string, error) {
+	expr = strings.TrimSpace(expr)
+	if m := tiltFormat.FindStringSubmatch(expr); m != nil {
+		args := strings.Split(strings.TrimSuffix(strings.TrimSpace(m[2]), ","), ",")
+		if strings.Count(m[1], "%s") != len(args) || strings.Count(m[1], "%") != len(args) {
+			return "", fmt.Errorf("%s: want one %%s per argument", expr)
+		}
+		out := m[1]
+		for _, a := range args {
+			v, err := tiltString(a, vars)
+			if err != nil {
+				return "", err
+			}
+			out = strings.Replace(out, "%s", v, 1)
+		}
+		return out, nil
+	}
+	var out strings.Builder
+	for _, term := range strings.Split(expr, "+") {
+		term = strings.TrimSpace(term)
+		if len(term) >= 2 && (term[0] == '\'' || term[0] == '"') && term[len(term)-1] == term[0] {
+			out.WriteString(term[1 : len(term)-1])
+		} else if v, ok := vars[term]; ok {
+			out.WriteString(v)
+		} else {
+			return "", fmt.Errorf("cannot evaluate %q in %q", term, expr)
+		}
+	}
+	return out.String(), nil
+}
+
+// tiltSelects reports whether an objects entry of k8s_resource, Tilt's
+// name:kind[:namespace] matched without regard to case, picks obj.
+func tiltSelects(selector string, obj runtime.Object) bool {
+	parts := strings.Split(selector, ":")
+	m, err := metaOf(obj)
+	kinds, _, kerr := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || kerr != nil || len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	return strings.EqualFold(parts[0], m.GetName()) && strings.EqualFold(parts[1], kinds[0].Kind) &&
+		(len(parts) == 2 || strings.EqualFold(parts[2], m.GetNamespace()))
+}
+
 // TestTiltfile checks what the Tiltfile takes on trust, since tilt cannot
 // run here: its service list is the chart list, every service has a main
 // package to build and a dev image name Tilt can substitute, every
-// dependency names a resource that exists, the gateway is forwarded to its
-// container port, and the k8s/ files it applies exist.
+// dependency names a resource that exists, every object it groups into a
+// resource is one that k8s/ or the service's chart defines, the gateway is
+// forwarded to its container port, and the k8s/ files it applies exist.
+// Tilt would refuse each of these mistakes only at `tilt up`.
 func TestTiltfile(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "Tiltfile"))
 	if err != nil {
@@ -1160,32 +1535,41 @@ func TestTiltfile(t *testing.T) {
 		t.Fatalf("Tiltfile SERVICES %v, charts %v", names, charts)
 	}
 
-	// Resources a service may wait for: the workloads of k8s/ and the
-	// other services.
-	resources := map[string]bool{"namespace": true}
 	files, _ := filepath.Glob(filepath.Join("..", "k8s", "*.yaml"))
 	for _, f := range files {
-		if filepath.Base(f) == "kind-config.yaml" {
-			continue
-		}
-		if !strings.Contains(tiltfile, "'k8s/"+filepath.Base(f)+"'") {
+		if filepath.Base(f) != "kind-config.yaml" && !strings.Contains(tiltfile, "'k8s/"+filepath.Base(f)+"'") {
 			t.Errorf("Tiltfile does not apply %s", f)
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`['"](k8s/[^'"]*)['"]`).FindAllStringSubmatch(tiltfile, -1) {
+		if _, err := os.Stat(filepath.Join("..", m[1])); err != nil {
+			t.Errorf("Tiltfile names %s: %v", m[1], err)
 		}
-		for _, r := range decodeAll(t, f, b) {
-			switch o := r.obj.(type) {
-			case *appsv1.Deployment:
-				resources[o.Name] = true
-			case *appsv1.StatefulSet:
-				resources[o.Name] = true
-			}
+	}
+
+	// Resources a service may wait for: the workloads of k8s/ and the
+	// other services.
+	deps := devManifests(t)
+	resources := map[string]bool{"namespace": true}
+	for _, r := range deps {
+		switch o := r.obj.(type) {
+		case *appsv1.Deployment:
+			resources[o.Name] = true
+		case *appsv1.StatefulSet:
+			resources[o.Name] = true
 		}
 	}
 	for _, n := range names {
 		resources[n] = true
+	}
+
+	checkTiltObjects(t, tiltfile, names, deps)
+
+	// The build path is computed per service; ko builds the main package
+	// found there, and an unknown path fails only when Tilt runs the build.
+	build := regexp.MustCompile(`(?s)custom_build\(.*?command=\[\s*'tilt/ko-build.sh',\s*(.*?)\],`).FindStringSubmatch(tiltfile)
+	if build == nil {
+		t.Fatal("Tiltfile: no custom_build running tilt/ko-build.sh PATH")
 	}
 
 	for _, n := range names {
@@ -1194,8 +1578,14 @@ func TestTiltfile(t *testing.T) {
 				t.Errorf("Tiltfile: %s waits for %q, which is no resource", n, d)
 			}
 		}
-		if st, err := os.Stat(filepath.Join("..", "services", n, "cmd", n, "main.go")); err != nil || st.IsDir() {
-			t.Errorf("Tiltfile builds ./services/%s/cmd/%s: %v", n, n, err)
+		dir, err := tiltString(build[1], map[string]string{"name": n})
+		if err != nil {
+			t.Fatalf("Tiltfile custom_build path: %v", err)
+		}
+		if st, err := os.Stat(filepath.Join("..", dir)); err != nil || !st.IsDir() {
+			t.Errorf("Tiltfile builds %s for %s, which is no directory (%v)", dir, n, err)
+		} else if st, err := os.Stat(filepath.Join("..", dir, "main.go")); err != nil || st.IsDir() {
+			t.Errorf("Tiltfile builds %s for %s, which holds no main.go (%v)", dir, n, err)
 		}
 		vals, err := chartutil.ReadValuesFile(filepath.Join(n, "values-dev.yaml"))
 		if err != nil {
@@ -1225,6 +1615,81 @@ func TestTiltfile(t *testing.T) {
 		} else if !strings.Contains(tiltfile, "'tilt/"+script+"'") {
 			t.Errorf("Tiltfile does not run tilt/%s", script)
 		}
+	}
+}
+
+// checkTiltObjects resolves every entry of the Tiltfile's objects lists
+// (objects=[...] and objects.append(...)) to the one object it names, as
+// Tilt does at load time: top-level entries among the objects of k8s/, those
+// in service() once per service, among k8s/'s and that service's chart's.
+func checkTiltObjects(t *testing.T, tiltfile string, services []string, deps []rendered) {
+	t.Helper()
+	def := regexp.MustCompile(`(?ms)^def service\(name, deps\):\n.*?(^\S|\z)`).FindStringIndex(tiltfile)
+	if def == nil {
+		t.Fatal("Tiltfile: no def service(name, deps)")
+	}
+	checked := 0
+	resolve := func(where, expr string, vars map[string]string, objs []rendered) {
+		sel, err := tiltString(expr, vars)
+		if err != nil {
+			t.Errorf("Tiltfile objects entry in %s: %v", where, err)
+			return
+		}
+		var found []string
+		for _, r := range objs {
+			if tiltSelects(sel, r.obj) {
+				found = append(found, r.source)
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("Tiltfile objects entry %q in %s selects %d objects, want one (%v)", sel, where, len(found), found)
+		}
+		checked++
+	}
+	lists := regexp.MustCompile(`\bobjects\s*=\s*\[([^\]]*)\]|\bobjects\.append\(([^)]*)\)`)
+	for _, m := range lists.FindAllStringSubmatchIndex(tiltfile, -1) {
+		start, end := m[2], m[3]
+		if start < 0 { // objects.append(...)
+			start, end = m[4], m[5]
+		}
+		list := tiltfile[start:end]
+		var entries []string
+		for _, e := range strings.Split(list, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				entries = append(entries, e)
+			}
+		}
+		if m[0] < def[0] || m[0] >= def[1] {
+			for _, e := range entries {
+				resolve("the top level", e, tiltConstants(tiltfile), deps)
+			}
+			continue
+		}
+		for _, n := range services {
+			vars := tiltConstants(tiltfile)
+			vars["name"] = n
+			vals, err := chartutil.ReadValuesFile(filepath.Join(n, "values-dev.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			create, _ := vals.PathValue("devSecret.create")
+			if create == true {
+				secret, _ := vals.PathValue("devSecret.name")
+				vars["secret['name']"] = fmt.Sprint(secret)
+			}
+			objs := append(slices.Clone(deps), renderObjects(t, n, "values-dev.yaml")...)
+			for _, e := range entries {
+				// service() adds the dev Secret only when the chart
+				// creates one.
+				if _, bound := vars["secret['name']"]; !bound && strings.Contains(e, "secret[") {
+					continue
+				}
+				resolve("service() for "+n, e, vars, objs)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("Tiltfile: no objects lists found, so none were checked")
 	}
 }
 

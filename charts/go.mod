@@ -18,6 +18,8 @@ require (
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/gateway v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/redis/go-redis/v9 v9.23.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.0
 	k8s.io/apimachinery v0.37.0
@@ -52,7 +54,7 @@ require (
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
 	github.com/evanphx/json-patch v5.9.11+incompatible // indirect
@@ -93,7 +95,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jmoiron/sqlx v1.4.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -124,7 +125,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/rubenv/sql-migrate v1.8.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect

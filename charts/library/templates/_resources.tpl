@@ -83,8 +83,11 @@ spec:
 {{- define "library.pdb" -}}
 {{- if .Values.podDisruptionBudget.enabled }}
 {{- $maxUnavailable := .Values.podDisruptionBudget.maxUnavailable }}
-{{- if or (not $maxUnavailable) (eq (toString $maxUnavailable) "0%") }}
-{{- fail "podDisruptionBudget.maxUnavailable must allow at least one eviction: 0 blocks every node drain" }}
+{{- /* By value, not truthiness: the string "0" is truthy and renders as
+the number 0, and "00%" or 0.0 block drains as 0 does. Only a whole number
+or percentage above zero, written plainly, passes. */}}
+{{- if not (regexMatch "^[1-9][0-9]*%?$" (toString $maxUnavailable)) }}
+{{- fail (printf "podDisruptionBudget.maxUnavailable %v must allow at least one eviction (a whole number or percentage above zero): 0 blocks every node drain" $maxUnavailable) }}
 {{- end }}
 apiVersion: policy/v1
 kind: PodDisruptionBudget
