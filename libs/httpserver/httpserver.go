@@ -99,6 +99,11 @@ func Handler(r Routes) http.Handler {
 	}
 	app := r.App
 	if tel := r.Telemetry; tel != nil {
+		mp := tel.MeterProvider
+		if mp == nil {
+			mp = noop.NewMeterProvider()
+		}
+		metrics := newServerMetrics(mp)
 		if tel.MetricsHandler != nil {
 			mux.Handle("GET /metrics", tel.MetricsHandler)
 		}
@@ -111,28 +116,27 @@ func Handler(r Routes) http.Handler {
 				if slot, ok := req.Context().Value(routeKey{}).(*routeSlot); ok {
 					slot.span = trace.SpanContextFromContext(req.Context())
 				}
+				// Named once the handler has answered, when its route and
+				// status are known: otelhttp names it as it starts, and
+				// again as it ends only when a ServeMux pattern matched.
+				defer func() { trace.SpanFromContext(req.Context()).SetName(metrics.spanName(req, route)) }()
 				inner.ServeHTTP(w, req)
 			})
 			opts := []otelhttp.Option{
 				otelhttp.WithTracerProvider(tel.TracerProvider),
 				// Requests are measured below, once, with reused label sets.
 				otelhttp.WithMeterProvider(noop.NewMeterProvider()),
-				// otelhttp names the span again when the request ends, by
-				// then after the route the app set, if it set one.
-				otelhttp.WithSpanNameFormatter(func(_ string, req *http.Request) string { return req.Method + " " + routeOf(req, route) }),
+				// Where otelhttp names the span, the same name.
+				otelhttp.WithSpanNameFormatter(func(_ string, req *http.Request) string { return metrics.spanName(req, route) }),
 			}
 			if r.Public {
 				opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
 			}
 			app = otelhttp.NewHandler(app, r.Name, opts...)
 		}
-		mp := tel.MeterProvider
-		if mp == nil {
-			mp = noop.NewMeterProvider()
-		}
 		// Outside the tracing, so the route slot SetRoute fills is in the
 		// span's request too.
-		app = newServerMetrics(mp).measure(app, route, logger, r.AnswerPanic)
+		app = metrics.measure(app, route, logger, r.AnswerPanic)
 	}
 	mux.Handle("/", app)
 	maxBody := r.MaxBodyBytes

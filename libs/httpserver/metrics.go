@@ -22,6 +22,8 @@ type routeKey struct{}
 
 type routeSlot struct {
 	method, route string
+	// answer is the request's response writer, for the status it sent.
+	answer *statusWriter
 	// span is the server span's context, for the lines logged after it
 	// ended; zero when tracing is off.
 	span trace.SpanContext
@@ -29,7 +31,7 @@ type routeSlot struct {
 
 // SetRoute names the route template that serves the request (e.g.
 // "/v1/plans/{id}") for its metrics and, when tracing, its span ("GET
-// /v1/plans/{id}"). Paths carry ids; routes keep both bounded.
+// /v1/plans/{id}", named when the request has been answered). Paths carry ids; routes keep both bounded.
 func SetRoute(ctx context.Context, route string) {
 	slot, ok := ctx.Value(routeKey{}).(*routeSlot)
 	if !ok {
@@ -37,18 +39,12 @@ func SetRoute(ctx context.Context, route string) {
 	}
 	slot.route = route
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetName(slot.method + " " + route)
 		span.SetAttributes(semconv.HTTPRoute(route))
 	}
 }
 
-// routeOf is the route the app set for req, else fallback's name for it.
-func routeOf(req *http.Request, fallback func(*http.Request) string) string {
-	route, _ := namedRoute(req, fallback)
-	return route
-}
-
-// namedRoute is routeOf, and whether the app named the route itself.
+// namedRoute is the route the app set for req, else fallback's name for
+// it, and whether the app named it.
 func namedRoute(req *http.Request, fallback func(*http.Request) string) (string, bool) {
 	if slot, ok := req.Context().Value(routeKey{}).(*routeSlot); ok && slot.route != "" {
 		return slot.route, true
@@ -111,7 +107,7 @@ func newServerMetrics(mp metric.MeterProvider) *serverMetrics {
 func (m *serverMetrics) record(ctx context.Context, l labels, named bool, took time.Duration) {
 	m.mu.RLock()
 	opt, ok := m.sets[l]
-	if !ok && !named && l.status == http.StatusNotFound && !m.served[l.route] {
+	if !ok && m.madeUp(l.route, named, l.status) {
 		l.route = unmatchedRoute
 		opt, ok = m.sets[l]
 	}
@@ -120,6 +116,31 @@ func (m *serverMetrics) record(ctx context.Context, l labels, named bool, took t
 		opt = m.add(l, named)
 	}
 	m.duration.Record(ctx, took.Seconds(), opt)
+}
+
+// madeUp reports a route to be labelled unmatched: one the app did not
+// name, answered 404, and never served anything else. Call with m.mu held.
+func (m *serverMetrics) madeUp(route string, named bool, status int) bool {
+	return !named && status == http.StatusNotFound && !m.served[route]
+}
+
+// spanName names a request's server span as its metrics label it, so a
+// caller probing made-up methods and paths cannot grow the set of span
+// names a trace backend indexes either.
+func (m *serverMetrics) spanName(req *http.Request, fallback func(*http.Request) string) string {
+	route, named := namedRoute(req, fallback)
+	// Named when the request starts and again when it ends, by which time
+	// the handler has answered (200 if it wrote nothing).
+	status := http.StatusOK
+	if slot, ok := req.Context().Value(routeKey{}).(*routeSlot); ok && slot.answer != nil {
+		status = slot.answer.statusCode()
+	}
+	m.mu.RLock()
+	if m.madeUp(route, named, status) {
+		route = unmatchedRoute
+	}
+	m.mu.RUnlock()
+	return methodLabel(req.Method) + " " + route
 }
 
 func (m *serverMetrics) add(l labels, named bool) metric.RecordOption {
@@ -161,9 +182,9 @@ func (m *serverMetrics) add(l labels, named bool) metric.RecordOption {
 func (m *serverMetrics) measure(next http.Handler, route func(*http.Request) string, log *slog.Logger, answer http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		slot := &routeSlot{method: r.Method}
-		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, slot))
 		sw := &statusWriter{ResponseWriter: w}
+		slot := &routeSlot{method: r.Method, answer: sw}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, slot))
 		// Lines logged after the server span ended still belong to it.
 		logContext := func() context.Context {
 			if slot.span.IsValid() {

@@ -3,6 +3,7 @@ package httpserver_test
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -165,6 +166,54 @@ func TestNotFoundFloodOfRandomPathsAddsOneSeries(t *testing.T) {
 		if after[key] != want {
 			t.Errorf("%s counted %q, want %s", key, after[key], want)
 		}
+	}
+}
+
+// Span names follow the metrics' labels: a trace backend indexes them, so
+// made-up methods and paths get one name each kind, never one apiece.
+func TestSpanNamesStayBoundedUnderMadeUpMethodsAndPaths(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tel := setupTelemetry(t, "error", io.Discard, telemetry.WithSpanExporter(spans))
+	app := http.NewServeMux()
+	app.HandleFunc("POST /twirp/svc.v1.Svc/Get", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("id") == "missing" {
+			w.WriteHeader(http.StatusNotFound) // Twirp's not_found
+		}
+	})
+	app.HandleFunc("/named/{id}", func(w http.ResponseWriter, r *http.Request) {
+		httpserver.SetRoute(r.Context(), "/named/{id}")
+	})
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{Name: "svc", App: app, Telemetry: tel}))
+	defer srv.Close()
+	send := func(method, path string) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+
+	send(http.MethodPost, "/twirp/svc.v1.Svc/Get") // its very first request
+	send(http.MethodPost, "/twirp/svc.v1.Svc/Get?id=missing")
+	for i := range 20 {
+		send(http.MethodPost, "/twirp/svc.v1.Svc/Nope"+strconv.Itoa(i))
+		send("ZZQ"+strconv.Itoa(i), "/r"+strconv.Itoa(i))
+		send("ZZQ"+strconv.Itoa(i), "/named/"+strconv.Itoa(i))
+	}
+
+	names := map[string]int{}
+	for _, s := range spans.GetSpans() {
+		names[s.Name]++
+	}
+	want := map[string]int{
+		"POST /twirp/svc.v1.Svc/Get": 2,
+		"POST unmatched":             20,
+		"_OTHER unmatched":           20,
+		"_OTHER /named/{id}":         20,
+	}
+	if !maps.Equal(names, want) {
+		t.Errorf("span names %v, want %v", names, want)
 	}
 }
 
