@@ -235,6 +235,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// ErrShutdown is the cause of a request's context when the service cut it
+// at the end of its grace period.
+var ErrShutdown = errors.New("cut short by the service's shutdown")
+
+// CutByShutdown tells a request cut by the service's own shutdown from one
+// whose caller gave up: the first is worth a warning, the second is not.
+func CutByShutdown(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrShutdown) }
+
 // Config is the part of every service's configuration that serving reads.
 type Config struct {
 	Addr string `env:"HTTP_ADDR, default=:8080"`
@@ -269,6 +277,10 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h http.Ha
 // error saying so. Under Kubernetes the chart's preStop sleep, before
 // SIGTERM, is what lets the endpoint's removal reach every client first.
 func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration) error {
+	// Requests outlive ctx by the grace period, and are then cut with a
+	// cause of their own.
+	base, cut := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cut(nil)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -277,7 +289,7 @@ func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 		// default, 1 MiB, would let each connection hold a megabyte of
 		// headers before any handler could refuse them.
 		MaxHeaderBytes: MaxHeaderBytes,
-		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		BaseContext:    func(net.Listener) context.Context { return base },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -292,8 +304,9 @@ func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		// Closing the connections cancels the requests' contexts: without
-		// it they would run on against a database pool about to close.
+		// Cancelling the requests' contexts stops them using a database
+		// pool about to close; closing the connections ends them.
+		cut(ErrShutdown)
 		_ = srv.Close()
 		<-errc
 		return fmt.Errorf("shutdown: requests still running after the grace period of %s were cut: %w", grace, err)

@@ -83,7 +83,11 @@ func errorLogging(log *slog.Logger) *twirp.ServerHooks {
 				log.ErrorContext(ctx, "twirp internal error", "method", method, "error", cause(twerr).Error())
 			case twirp.Canceled, twirp.DeadlineExceeded:
 				method, _ := twirp.MethodName(ctx)
-				log.DebugContext(ctx, "twirp call cut short by its context", "method", method, "code", string(twerr.Code()), "error", cause(twerr).Error())
+				level, msg := slog.LevelDebug, "twirp call cut short by its context"
+				if httpserver.CutByShutdown(ctx) {
+					level, msg = slog.LevelWarn, "twirp call cut short by the service's shutdown"
+				}
+				log.Log(ctx, level, msg, "method", method, "code", string(twerr.Code()), "error", cause(twerr).Error())
 			}
 			return ctx
 		},

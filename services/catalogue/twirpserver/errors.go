@@ -7,6 +7,7 @@ import (
 
 	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/services/catalogue"
 )
 
@@ -60,8 +61,11 @@ func toTwirp(ctx context.Context, log *slog.Logger, err error) error {
 	method, _ := twirp.MethodName(ctx)
 	for _, c := range contextCodes {
 		if errors.Is(err, c.err) {
-			log.DebugContext(ctx, "catalogue call cut short by its context",
-				"method", method, "code", string(c.code), "error", err)
+			level, msg := slog.LevelDebug, "catalogue call cut short by its context"
+			if httpserver.CutByShutdown(ctx) {
+				level, msg = slog.LevelWarn, "catalogue call cut short by the service's shutdown"
+			}
+			log.Log(ctx, level, msg, "method", method, "code", string(c.code), "error", err)
 			return twirp.WrapError(twirp.NewError(c.code, c.msg), err)
 		}
 	}

@@ -312,6 +312,10 @@ func (a *handlers) logInternal(ctx context.Context, err error) {
 			return
 		}
 	}
+	if httpserver.CutByShutdown(ctx) {
+		a.Log.WarnContext(ctx, "request cut short by the gateway's shutdown", "err", err)
+		return
+	}
 	if ctx.Err() != nil {
 		// The caller went away; nothing failed on our side.
 		a.Log.InfoContext(ctx, "request abandoned by the caller", "err", err)
