@@ -12,38 +12,48 @@ import (
 	"github.com/esimplatform/esim/libs/httpserver"
 )
 
-// A request still running when the grace period ends is cut: its context
-// is cancelled, so it stops its work (database queries) before the service
-// closes its pool, and Serve says what happened.
-func TestRequestsPastTheGracePeriodAreCancelled(t *testing.T) {
+// stuckRequest serves one request that runs until its context ends, with
+// the given grace period, and sends it. It returns when the handler has
+// started: cancel stops the service, hangUp the caller; cutByShutdown says
+// how the request's context ended, and served what Serve returned.
+func stuckRequest(t *testing.T, grace time.Duration) (cancel, hangUp context.CancelFunc, cutByShutdown <-chan bool, served <-chan error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, cancelled := make(chan struct{}), make(chan bool, 1)
+	started, ended, done := make(chan struct{}), make(chan bool, 1), make(chan error, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
-		select {
-		case <-r.Context().Done():
-			cancelled <- httpserver.CutByShutdown(r.Context())
-		case <-time.After(10 * time.Second):
-		}
+		<-r.Context().Done()
+		ended <- httpserver.CutByShutdown(r.Context())
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- httpserver.Serve(ctx, slog.New(slog.DiscardHandler), ln, h, 200*time.Millisecond) }()
+	t.Cleanup(cancel)
+	go func() { done <- httpserver.Serve(ctx, slog.New(slog.DiscardHandler), ln, h, grace) }()
+	reqCtx, hangUp := context.WithCancel(context.Background())
+	t.Cleanup(hangUp)
+	req, _ := http.NewRequestWithContext(reqCtx, http.MethodGet, "http://"+ln.Addr().String(), nil)
 	go func() {
-		if resp, err := http.Get("http://" + ln.Addr().String()); err == nil {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
 	<-started
+	return cancel, hangUp, ended, done
+}
+
+// A request still running when the grace period ends is cut: its context
+// is cancelled, so it stops its work (database queries) before the service
+// closes its pool, and Serve says what happened.
+func TestRequestsPastTheGracePeriodAreCancelled(t *testing.T) {
+	cancel, _, cutByShutdown, served := stuckRequest(t, 200*time.Millisecond)
 	cancel()
 	if err := <-served; err == nil || !strings.Contains(err.Error(), "grace") {
 		t.Errorf("Serve: %v, want an error naming the grace period", err)
 	}
 	select {
-	case byShutdown := <-cancelled:
+	case byShutdown := <-cutByShutdown:
 		if !byShutdown {
 			t.Error("the request's context does not say the service's shutdown cut it")
 		}
@@ -55,29 +65,9 @@ func TestRequestsPastTheGracePeriodAreCancelled(t *testing.T) {
 // A caller that hangs up is not the service's shutdown: handlers log the
 // two apart.
 func TestACallerHangingUpIsNotAShutdown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started, cancelled := make(chan struct{}), make(chan bool, 1)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-r.Context().Done()
-		cancelled <- httpserver.CutByShutdown(r.Context())
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = httpserver.Serve(ctx, slog.New(slog.DiscardHandler), ln, h, time.Second) }()
-	reqCtx, hangUp := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(reqCtx, http.MethodGet, "http://"+ln.Addr().String(), nil)
-	go func() {
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	<-started
+	_, hangUp, cutByShutdown, _ := stuckRequest(t, time.Second)
 	hangUp()
-	if <-cancelled {
+	if <-cutByShutdown {
 		t.Error("a caller hanging up counts as the service's shutdown")
 	}
 }
