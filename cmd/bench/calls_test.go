@@ -8,7 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/esimplatform/esim/cmd/internal/platform"
+	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
 )
 
 func TestCountGetPlansCallsSumsEveryOutcomeOfTheRoute(t *testing.T) {
@@ -38,7 +38,7 @@ http_server_request_duration_seconds_count{http_request_method="POST",http_respo
 
 func TestCountRedisScriptCallsCountsEvalAndEvalsha(t *testing.T) {
 	ctx := context.Background()
-	opts, err := goredis.ParseURL(platform.DefaultRedisURL)
+	opts, err := goredis.ParseURL(redistest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestCountRedisScriptCallsCountsEvalAndEvalsha(t *testing.T) {
 	defer rdb.Close()
 	before, err := countRedisScriptCalls(ctx, rdb)
 	if err != nil {
-		t.Fatalf("redis at %s: %v", platform.DefaultRedisURL, err)
+		t.Fatalf("redis at %s: %v", opts.Addr, err)
 	}
 	// Run resolves a script by EVALSHA and falls back to EVAL when Redis
 	// does not know it yet: either way, one run.

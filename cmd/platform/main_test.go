@@ -14,6 +14,7 @@ import (
 
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/cmd/internal/platform"
+	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
@@ -42,7 +43,7 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	// Its own key name, so a developer's running `make run` key survives.
 	const keyName = "platform main test"
 	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-gateway-addr", gateway,
-		"-db-prefix", pgtest.DatabasePrefix(t, "accounts", "catalogue"),
+		"-db-prefix", pgtest.DatabasePrefix(t, "accounts", "catalogue"), "-pg-url", pgtest.AdminURL(), "-redis-url", redistest.URL(),
 		"-accounts-addr", accounts, "-catalogue-addr", loopbacktest.FreeAddr(t)}
 
 	ctx, cancel := context.WithCancel(context.Background())

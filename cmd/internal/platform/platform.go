@@ -51,11 +51,6 @@ const (
 	DefaultKeyName       = "make run"
 )
 
-// How to start a local Postgres on the machines of this project; printed
-// when the preflight finds none. (The Redis hint depends on REDIS_URL: see
-// redisStartHint.)
-const postgresStartHint = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
-
 // Options configure Start. The zero value starts the platform of `make run`.
 type Options struct {
 	// PGURL is the Postgres server (any database on it): the services'
@@ -87,6 +82,11 @@ type Options struct {
 	StopGrace time.Duration
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
+
+	// install is where the preflight's hints look for an installed Postgres
+	// and Redis; nil is this machine. Tests pretend another, so the hints
+	// they check do not depend on the machine running them.
+	install *localInstall
 }
 
 func (o *Options) defaults() error {
@@ -121,6 +121,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.install == nil {
+		o.install = thisMachine()
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
+	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
@@ -38,6 +40,7 @@ func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 		CatalogueAddr: loopbacktest.FreeAddr(t),
 		BinDir:        t.TempDir(),
 		RunDir:        t.TempDir(),
+		install:       fakeInstall([]string{"pg_ctlcluster", "redis-server"}, "15 main 5432 online\n16 main 1 down\n"),
 	})
 	if err == nil {
 		t.Fatal("Start succeeded without Postgres and Redis")
@@ -46,7 +49,8 @@ func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 	for _, want := range []string{
 		// Where it looked, whatever form postgres.Redact gives the URL
 		// without its password.
-		"Postgres is not answering at postgres://postgres", "@127.0.0.1:1/postgres", "PG_URL", "pg_ctlcluster --skip-systemctl-redirect",
+		"Postgres is not answering at postgres://postgres", "@127.0.0.1:1/postgres", "PG_URL",
+		"start it with: pg_ctlcluster --skip-systemctl-redirect 16 main start",
 		"Redis is not answering at redis://127.0.0.1:1/0", "REDIS_URL", "redis-server --daemonize yes --bind 127.0.0.1 --port 1 ",
 		"gateway address " + busy.Addr().String() + " is not free",
 	} {
@@ -54,7 +58,7 @@ func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 			t.Errorf("preflight error lacks %q:\n%s", want, msg)
 		}
 	}
-	for _, unwanted := range []string{"hunter2", "--port 6379"} {
+	for _, unwanted := range []string{"hunter2", "--port 6379", "15 main"} {
 		if strings.Contains(msg, unwanted) {
 			t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
 		}
@@ -96,7 +100,7 @@ func TestPreflightTellsARefusedPostgresLoginFromAMissingServer(t *testing.T) {
 		// No sslmode: pgx then tries with and without TLS, and reported
 		// the refusal twice.
 		u.RawQuery = ""
-		msg := preflightError(t, u.String(), DefaultRedisURL)
+		msg := preflightError(t, u.String(), redistest.URL())
 		for _, want := range []string{
 			"Postgres at postgres://", "@" + u.Host + "/" + tc.database + " refused the connection: " + tc.reason,
 			"check the user, password and database in PG_URL (or -pg-url)",
@@ -121,7 +125,7 @@ func TestPreflightRejectsAPGURLThatDoesNotParse(t *testing.T) {
 		"not a url": "invalid keyword/value",
 		"postgres://postgres:hunter2@127.0.0.1:nine/postgres": "invalid port",
 	} {
-		msg := preflightError(t, pgURL, DefaultRedisURL)
+		msg := preflightError(t, pgURL, redistest.URL())
 		for _, want := range []string{"PG_URL is not a valid Postgres URL: ", problem, "set PG_URL or -pg-url to one like postgres://"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("PG_URL %q: preflight error lacks %q:\n%s", pgURL, want, msg)
@@ -171,7 +175,9 @@ func TestPreflightTellsATLSFailureFromAMissingServer(t *testing.T) {
 	// The local server's certificate does not name 127.0.0.1 (and is not
 	// signed by a CA this machine trusts); a server without TLS refuses it.
 	u.RawQuery = "sslmode=verify-full"
-	err = checkPostgres(context.Background(), u.String())
+	// Postgres installed, so that a start hint given by mistake would show
+	// whatever this machine has.
+	err = checkPostgres(context.Background(), u.String(), fakeInstall([]string{"pg_ctlcluster"}, "16 main "+u.Port()+" online\n"))
 	if err == nil {
 		t.Skipf("Postgres at %s passes sslmode=verify-full; no TLS failure to report", u.Redacted())
 	}
@@ -184,7 +190,7 @@ func TestPreflightTellsATLSFailureFromAMissingServer(t *testing.T) {
 			t.Errorf("preflight error lacks %q:\n%s", want, msg)
 		}
 	}
-	for _, unwanted := range []string{"not answering", "pg_ctlcluster", "start "} {
+	for _, unwanted := range []string{"not answering", "pg_ctlcluster", "start ", "install"} {
 		if strings.Contains(msg, unwanted) {
 			t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
 		}
@@ -193,7 +199,8 @@ func TestPreflightTellsATLSFailureFromAMissingServer(t *testing.T) {
 
 // With several hosts in PG_URL, each one's reason is given.
 func TestPreflightNamesEachPostgresHostThatIsNotAnswering(t *testing.T) {
-	err := checkPostgres(context.Background(), "postgres://postgres:hunter2@127.0.0.1:1,127.0.0.1:2/postgres?connect_timeout=2")
+	install := fakeInstall([]string{"pg_ctlcluster"}, "16 main 1 down\n")
+	err := checkPostgres(context.Background(), "postgres://postgres:hunter2@127.0.0.1:1,127.0.0.1:2/postgres?connect_timeout=2", install)
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -201,7 +208,7 @@ func TestPreflightNamesEachPostgresHostThatIsNotAnswering(t *testing.T) {
 	for _, want := range []string{
 		"Postgres is not answering at postgres://postgres@127.0.0.1:1,127.0.0.1:2/postgres ",
 		": dial tcp 127.0.0.1:1: connect: connection refused; dial tcp 127.0.0.1:2: connect: connection refused\n",
-		"pg_ctlcluster",
+		"pg_ctlcluster --skip-systemctl-redirect 16 main start",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("preflight error lacks %q:\n%s", want, msg)
@@ -226,21 +233,86 @@ func TestDatabaseURLAsksForAURLInsteadOfKeyValue(t *testing.T) {
 	}
 }
 
-func TestRedisStartHintFollowsREDIS_URL(t *testing.T) {
-	for redisURL, want := range map[string]string{
-		"redis://127.0.0.1:6399/0":        `start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6399 --save "" --appendonly no`,
-		"redis://localhost:6400":          `start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6400 --save "" --appendonly no`,
-		"redis://[::1]:6401":              `start it with: redis-server --daemonize yes --bind ::1 --port 6401 --save "" --appendonly no`,
-		"redis://:pw@cache.internal:6402": "start Redis at cache.internal:6402, or point REDIS_URL at a running server",
-		"unix:///tmp/esim-redis.sock":     `start it with: redis-server --daemonize yes --port 0 --unixsocket /tmp/esim-redis.sock --save "" --appendonly no`,
+func TestRedisStartHintFollowsREDIS_URLAndWhatIsInstalled(t *testing.T) {
+	installed := fakeInstall([]string{"redis-server"}, "")
+	missing := fakeInstall(nil, "")
+	for _, tc := range []struct {
+		redisURL string
+		install  *localInstall
+		want     string
+	}{
+		{"redis://127.0.0.1:6399/0", installed, `start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6399 --save "" --appendonly no`},
+		{"redis://localhost:6400", installed, `start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6400 --save "" --appendonly no`},
+		{"redis://[::1]:6401", installed, `start it with: redis-server --daemonize yes --bind ::1 --port 6401 --save "" --appendonly no`},
+		{"redis://:pw@cache.internal:6402", installed, "start Redis at cache.internal:6402, or point REDIS_URL at a running server"},
+		{"unix:///tmp/esim-redis.sock", installed, `start it with: redis-server --daemonize yes --port 0 --unixsocket /tmp/esim-redis.sock --save "" --appendonly no`},
+		{"redis://127.0.0.1:6399/0", missing, "install it with: apt-get install redis-server (no redis-server on PATH)\n" +
+			`    then start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6399 --save "" --appendonly no`},
+		{"unix:///tmp/esim-redis.sock", missing, "install it with: apt-get install redis-server (no redis-server on PATH)\n" +
+			`    then start it with: redis-server --daemonize yes --port 0 --unixsocket /tmp/esim-redis.sock --save "" --appendonly no`},
+		// Installing it here would not start the one REDIS_URL names.
+		{"redis://:pw@cache.internal:6402", missing, "start Redis at cache.internal:6402, or point REDIS_URL at a running server"},
 	} {
-		opts, err := redis.ParseURL(redisURL)
+		opts, err := redis.ParseURL(tc.redisURL)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := redisStartHint(opts); got != want {
-			t.Errorf("REDIS_URL %s: hint\n  %s\nwant\n  %s", redisURL, got, want)
+		if got := tc.install.redisStartHint(opts); got != tc.want {
+			t.Errorf("REDIS_URL %s, redis-server installed %t: hint\n  %s\nwant\n  %s",
+				tc.redisURL, tc.install == installed, got, tc.want)
 		}
+	}
+}
+
+func TestPostgresStartHintFollowsPG_URLAndTheInstalledClusters(t *testing.T) {
+	// As pg_lsclusters prints them: 15 was upgraded to 16, which took over
+	// its port, and a 16 cluster of its own runs beside it.
+	const clusters = "9.6 main 5434 down postgres /var/lib/postgresql/9.6/main /var/log/postgresql/postgresql-9.6-main.log\n" +
+		"15  main 5432 down postgres /var/lib/postgresql/15/main  /var/log/postgresql/postgresql-15-main.log\n" +
+		"16  main 5432 down postgres /var/lib/postgresql/16/main  /var/log/postgresql/postgresql-16-main.log\n" +
+		"16  esim 5433 down postgres /var/lib/postgresql/16/esim  /var/log/postgresql/postgresql-16-esim.log\n"
+	installed := fakeInstall([]string{"pg_ctlcluster"}, clusters)
+	withoutCommand := fakeInstall(nil, clusters)
+	withoutClusters := fakeInstall([]string{"pg_ctlcluster"}, "")
+	const debianAuth = "\n    Debian's cluster then wants trust auth in pg_hba.conf, or a password in PG_URL"
+	for _, tc := range []struct {
+		host    string
+		port    uint16
+		install *localInstall
+		want    string
+	}{
+		{"127.0.0.1", 5432, installed, "start it with: pg_ctlcluster --skip-systemctl-redirect 16 main start"},
+		{"localhost", 5433, installed, "start it with: pg_ctlcluster --skip-systemctl-redirect 16 esim start"},
+		{"::1", 5434, installed, "start it with: pg_ctlcluster --skip-systemctl-redirect 9.6 main start"},
+		{"/var/run/postgresql", 5433, installed, "start it with: pg_ctlcluster --skip-systemctl-redirect 16 esim start"},
+		{"127.0.0.1", 5435, installed, "no Postgres cluster here is set to port 5435 (found 9.6/main on 5434, 15/main on 5432, 16/main on 5432, 16/esim on 5433): change the port in PG_URL,\n" +
+			"    or create a cluster on 5435 with: pg_createcluster --start -p 5435 16 esim"},
+		{"127.0.0.1", 5432, withoutCommand, "install it with: apt-get install postgresql (no pg_ctlcluster on PATH)" + debianAuth},
+		{"127.0.0.1", 5432, withoutClusters, "install it with: apt-get install postgresql (pg_lsclusters lists no cluster)" + debianAuth},
+		{"db.internal", 5432, withoutCommand, "start Postgres at db.internal:5432, or point PG_URL at a running server"},
+		{"::2", 5432, installed, "start Postgres at [::2]:5432, or point PG_URL at a running server"},
+	} {
+		if got := tc.install.postgresStartHint(tc.host, tc.port); got != tc.want {
+			t.Errorf("Postgres at %s port %d: hint\n  %s\nwant\n  %s", tc.host, tc.port, got, tc.want)
+		}
+	}
+	// On this machine, the tool itself answers.
+	if clusters := thisMachine().postgresClusters(); len(clusters) == 0 {
+		t.Error("pg_lsclusters lists no cluster here, where the tests' Postgres runs")
+	}
+}
+
+// fakeInstall is a machine with commands on its PATH whose pg_lsclusters
+// prints clusters.
+func fakeInstall(commands []string, clusters string) *localInstall {
+	return &localInstall{
+		lookPath: func(file string) (string, error) {
+			if slices.Contains(commands, file) {
+				return "/usr/bin/" + file, nil
+			}
+			return "", &exec.Error{Name: file, Err: exec.ErrNotFound}
+		},
+		listClusters: func() ([]byte, error) { return []byte(clusters), nil },
 	}
 }
 
@@ -249,14 +321,14 @@ func TestRedisStartHintFollowsREDIS_URL(t *testing.T) {
 func TestPreflightTellsARefusedRedisFromAMissingOne(t *testing.T) {
 	// The real Redis, with credentials it does not know: it answers, and
 	// refuses.
-	u, err := url.Parse(DefaultRedisURL)
+	u, err := url.Parse(redistest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword("nouser", "s3cr3t")
 	msg := preflightError(t, pgtest.AdminURL(), u.String())
 	for _, want := range []string{
-		"Redis at redis://nouser:xxxxx@" + u.Host + u.Path + " refused the connection: WRONGPASS",
+		"Redis at " + u.Redacted() + " refused the connection: WRONGPASS",
 		"check the user, password and database number in REDIS_URL (or -redis-url)",
 	} {
 		if !strings.Contains(msg, want) {
@@ -324,8 +396,12 @@ func TestStartReportsTheLogOfAServiceThatDies(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := Start(context.Background(), Options{
+		PGURL: pgtest.AdminURL(), RedisURL: redistest.URL(),
 		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
 		BinDir: bin, RunDir: t.TempDir(), ReadyTimeout: 3 * time.Second, StopGrace: time.Second,
+		// Start creates the services' databases before it runs them: these
+		// are dropped at the end, unlike a developer's esim_ ones.
+		DatabasePrefix: pgtest.DatabasePrefix(t, "accounts", "catalogue"),
 	})
 	if err == nil {
 		t.Fatal("Start succeeded with a dying accounts service")
@@ -357,6 +433,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 		}
 	}
 	opts := Options{
+		PGURL: pgtest.AdminURL(), RedisURL: redistest.URL(),
 		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
 		BinDir: bin, RunDir: t.TempDir(), KeyName: "platform test",
 		// Databases of its own: a developer's `make run` data stays untouched.

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,10 +24,10 @@ func preflight(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var errs []error
-	if err := checkPostgres(ctx, opts.PGURL); err != nil {
+	if err := checkPostgres(ctx, opts.PGURL, opts.install); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkRedis(ctx, opts.RedisURL); err != nil {
+	if err := checkRedis(ctx, opts.RedisURL, opts.install); err != nil {
 		errs = append(errs, err)
 	}
 	for _, s := range []struct{ name, addr string }{
@@ -49,8 +48,9 @@ func preflight(ctx context.Context, opts Options) error {
 // that is not there (start it), a server that answers but refuses the login
 // (fix the URL; starting it again would not help) and one that answers but
 // with which the connection fails before a login, as TLS does when sslmode
-// asks for what the server cannot give (fix sslmode).
-func checkPostgres(ctx context.Context, pgURL string) error {
+// asks for what the server cannot give (fix sslmode). install is where the
+// hint for a missing server looks for a Postgres to start.
+func checkPostgres(ctx context.Context, pgURL string, install *localInstall) error {
 	cfg, err := pgx.ParseConfig(pgURL)
 	if err != nil {
 		return fmt.Errorf("PG_URL is not a valid Postgres URL: %s\n    set PG_URL or -pg-url to one like %s",
@@ -78,13 +78,8 @@ func checkPostgres(ctx context.Context, pgURL string) error {
 		return fmt.Errorf("Postgres at %s answered but the connection failed: %w\n    check the sslmode and TLS settings in PG_URL (or -pg-url)",
 			where, connectCause(err))
 	}
-	hint := "start it with: " + postgresStartHint
-	if !strings.HasPrefix(cfg.Host, "/") && !isLoopback(cfg.Host) {
-		hint = fmt.Sprintf("start Postgres at %s, or point PG_URL at a running server",
-			net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
-	}
 	return fmt.Errorf("Postgres is not answering at %s (set PG_URL or -pg-url to use another server): %w\n    %s",
-		where, connectCause(err), hint)
+		where, connectCause(err), install.postgresStartHint(cfg.Host, cfg.Port))
 }
 
 // pingPostgres connects with cfg and pings. answered says whether any dial
@@ -196,7 +191,7 @@ func parseProblem(err error) string {
 // checkRedis is checkPostgres for Redis: an unparsable URL, a Redis that is
 // not there and one that answers but refuses (NOAUTH, WRONGPASS, a database
 // number out of range) each get their own message.
-func checkRedis(ctx context.Context, redisURL string) error {
+func checkRedis(ctx context.Context, redisURL string, install *localInstall) error {
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
 		// net/url's errors quote the whole URL, password included.
@@ -213,7 +208,7 @@ func checkRedis(ctx context.Context, redisURL string) error {
 	conn, err := d.DialContext(ctx, opts.Network, opts.Addr)
 	if err != nil {
 		return fmt.Errorf("Redis is not answering at %s (set REDIS_URL or -redis-url to use another server): %w\n    %s",
-			where, err, redisStartHint(opts))
+			where, err, install.redisStartHint(opts))
 	}
 	conn.Close()
 	opts.MaxRetries = -1
@@ -232,24 +227,6 @@ func checkRedis(ctx context.Context, redisURL string) error {
 		return fmt.Errorf("Redis at %s accepted the connection but did not answer PING (is another program listening there?): %w",
 			where, err)
 	}
-}
-
-// redisStartHint says how to get a Redis at the address REDIS_URL names: a
-// local command for a loopback address or Unix socket, otherwise where it
-// is expected to run.
-func redisStartHint(opts *redis.Options) string {
-	const flags = `--save "" --appendonly no`
-	if opts.Network == "unix" {
-		return fmt.Sprintf("start it with: redis-server --daemonize yes --port 0 --unixsocket %s %s", opts.Addr, flags)
-	}
-	host, port, err := net.SplitHostPort(opts.Addr)
-	if err != nil || !isLoopback(host) {
-		return fmt.Sprintf("start Redis at %s, or point REDIS_URL at a running server", opts.Addr)
-	}
-	if host == "localhost" {
-		host = "127.0.0.1" // redis-server binds addresses, not names
-	}
-	return fmt.Sprintf("start it with: redis-server --daemonize yes --bind %s --port %s %s", host, port, flags)
 }
 
 // isLoopback reports whether host names this machine over loopback.
