@@ -153,12 +153,23 @@ func BaseURL(name, raw, example string) (string, error) {
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" {
 		return strings.TrimRight(raw, "/"), nil
 	}
-	shown := strconv.Quote(raw)
-	if strings.Contains(raw, "@") {
-		shown = "(not shown: it may hold a password)"
-		if err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-			shown = strconv.Quote(u.Redacted())
+	return "", fmt.Errorf("%s %s: want an http:// or https:// base URL with a host and no query, such as %s", name, shownURL(raw), example)
+}
+
+// shownURL is raw fit for an error message: quoted, with a password and a
+// query (which may carry a token) masked where the URL has the shape that
+// net/url can mask them in, and not shown at all where it has not. Without
+// "//", "http:user:password@host" has no user info to redact.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil && u.Host != "" && u.Opaque == "" {
+		if u.RawQuery != "" {
+			u.RawQuery = "xxxxx"
 		}
+		return strconv.Quote(u.Redacted())
 	}
-	return "", fmt.Errorf("%s %s: want an http:// or https:// base URL with a host and no query, such as %s", name, shown, example)
+	if strings.ContainsAny(raw, "@?") {
+		return "(not shown: it may hold a password)"
+	}
+	return strconv.Quote(raw)
 }

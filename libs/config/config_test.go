@@ -118,11 +118,15 @@ func TestBaseURL(t *testing.T) {
 		"":                                `""`,
 		"ftp://accounts":                  `"ftp://accounts"`,
 		"http://":                         `"http://"`,
-		"http://accounts?x=1":             `"http://accounts?x=1"`,
+		"http://accounts?token=s3cr3t":    `"http://accounts?xxxxx"`,
 		"http://accounts?":                `"http://accounts?"`,
 		"http://accounts#top":             `"http://accounts#top"`,
 		"http:accounts":                   `"http:accounts"`,
-		"http://admin:hunter2@accounts?q": `"http://admin:xxxxx@accounts?q"`,
+		"http://admin:hunter2@accounts?q": `"http://admin:xxxxx@accounts?xxxxx"`,
+		"http:admin:hunter2@accounts":     "(not shown: it may hold a password)",
+		"http:/admin:hunter2@accounts":    "(not shown: it may hold a password)",
+		"https:///admin:hunter2@accounts": "(not shown: it may hold a password)",
+		"accounts?token=s3cr3t":           "(not shown: it may hold a password)",
 		"admin:hunter2@accounts:8081":     "(not shown: it may hold a password)",
 		"http://admin:hunter2@acc ounts":  "(not shown: it may hold a password)",
 	} {
@@ -135,7 +139,7 @@ func TestBaseURL(t *testing.T) {
 		if err.Error() != want {
 			t.Errorf("BaseURL(%q): %q, want %q", raw, err, want)
 		}
-		if strings.Contains(err.Error(), "hunter2") {
+		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("BaseURL(%q) shows the password: %q", raw, err)
 		}
 	}

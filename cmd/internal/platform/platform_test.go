@@ -286,7 +286,7 @@ func TestPostgresStartHintFollowsPG_URLAndTheInstalledClusters(t *testing.T) {
 		{"::1", 5434, installed, "start it with: pg_ctlcluster --skip-systemctl-redirect 9.6 main start"},
 		{"/var/run/postgresql", 5433, installed, "start it with: pg_ctlcluster --skip-systemctl-redirect 16 esim start"},
 		{"127.0.0.1", 5435, installed, "no Postgres cluster here is set to port 5435 (found 9.6/main on 5434, 15/main on 5432, 16/main on 5432, 16/esim on 5433): change the port in PG_URL,\n" +
-			"    or create a cluster on 5435 with: pg_createcluster --start -p 5435 16 esim"},
+			"    or create a cluster on 5435 with: pg_createcluster --start -p 5435 16 esim5435"},
 		{"127.0.0.1", 5432, withoutCommand, "install it with: apt-get install postgresql (no pg_ctlcluster on PATH)" + debianAuth},
 		{"127.0.0.1", 5432, withoutClusters, "install it with: apt-get install postgresql (pg_lsclusters lists no cluster)" + debianAuth},
 		{"db.internal", 5432, withoutCommand, "start Postgres at db.internal:5432, or point PG_URL at a running server"},
@@ -296,9 +296,12 @@ func TestPostgresStartHintFollowsPG_URLAndTheInstalledClusters(t *testing.T) {
 			t.Errorf("Postgres at %s port %d: hint\n  %s\nwant\n  %s", tc.host, tc.port, got, tc.want)
 		}
 	}
-	// On this machine, the tool itself answers.
-	if clusters := thisMachine().postgresClusters(); len(clusters) == 0 {
-		t.Error("pg_lsclusters lists no cluster here, where the tests' Postgres runs")
+	// Where the tests' Postgres is this machine's own Debian cluster, the
+	// real pg_lsclusters is read as the fake is.
+	if _, err := exec.LookPath("pg_lsclusters"); err == nil && os.Getenv("TEST_DATABASE_URL") == "" {
+		if clusters := thisMachine().postgresClusters(); len(clusters) == 0 {
+			t.Error("pg_lsclusters lists no cluster here, where the tests' Postgres runs")
+		}
 	}
 }
 

@@ -69,9 +69,11 @@ func (in *localInstall) postgresStartHint(host string, port uint16) string {
 	for i, c := range clusters {
 		found[i] = fmt.Sprintf("%s/%s on %d", c.version, c.name, c.port)
 	}
+	// Named after the port, so it cannot be a cluster that already exists:
+	// each of those is on another port.
 	return fmt.Sprintf("no Postgres cluster here is set to port %d (found %s): change the port in PG_URL,",
 		port, strings.Join(found, ", ")) + nextHintLine +
-		fmt.Sprintf("or create a cluster on %d with: pg_createcluster --start -p %d %s esim", port, port, clusters[len(clusters)-1].version)
+		fmt.Sprintf("or create a cluster on %d with: pg_createcluster --start -p %d %s esim%d", port, port, clusters[len(clusters)-1].version, port)
 }
 
 // postgresCluster is one of Debian's Postgres clusters, as pg_ctlcluster

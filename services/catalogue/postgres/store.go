@@ -241,8 +241,8 @@ func writePlans(ctx context.Context, qs *db.Queries, plans []catalogue.Plan) err
 	if batchErr != nil {
 		return batchErr
 	}
-	// Prices are replaced wholesale: a currency dropped from a plan must
-	// stop being sold, not linger at its old price.
+	// Prices are replaced wholesale, all of a plan's currencies at once;
+	// the schema checks at commit that each plan has every one.
 	if err := qs.DeletePrices(ctx, ids); err != nil {
 		return fmt.Errorf("delete prices: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
@@ -182,8 +184,8 @@ func TestListFiltersNewestFirst(t *testing.T) {
 	retired := countryPlan(5, "JP", catalogue.PlanTypeFixed)
 	// One upsert per plan: each gets its own creation time, in this order.
 	// The domain and the schema price every plan in every currency; eurOnly
-	// and asia are rows written before that rule (migration 00003), which
-	// the currency filter must handle.
+	// and asia are rows the schema now refuses (triggers off here), and a
+	// plan without a partner's currency must still never be listed to them.
 	for _, p := range []catalogue.Plan{jpFixed, jpDay, frFixed} {
 		upsert(t, svc, p)
 	}
@@ -834,6 +836,46 @@ func TestSchemaHoldsEveryPlanPricedInEveryCurrency(t *testing.T) {
 	}
 	if _, err := pool.Exec(ctx, `DELETE FROM plans WHERE id = $1`, stored.ID); err != nil {
 		t.Fatalf("deleting a whole plan: %v", err)
+	}
+}
+
+// Plans stored before every plan had to be priced in every currency stop
+// the migration that makes it a rule, by id, rather than be left breaking it.
+func TestPricingRuleMigrationNamesPlansAlreadyBreakingIt(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { _ = db.Close() })
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, postgres.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	unpriced := uuid.New()
+	for _, sql := range []string{
+		`INSERT INTO plans (id, name, type, scope, countries, unlimited, total_bytes, validity_days, status, created_at, updated_at)
+			VALUES ($1, 'Japan 1 GB', 'fixed', 'country', '{JP}', false, 1073741824, 7, 'active', now(), now())`,
+		`INSERT INTO plan_prices VALUES ($1, 'EUR', 500)`,
+	} {
+		if _, err := pool.Exec(ctx, sql, unpriced); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = provider.Up(ctx)
+	if err == nil || !strings.Contains(err.Error(), unpriced.String()) {
+		t.Fatalf("migrating over an unpriced plan: %v, want a refusal naming %s", err, unpriced)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO plan_prices VALUES ($1, 'GBP', 450), ($1, 'USD', 550)`, unpriced); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("migrating once the plan is priced: %v", err)
 	}
 }
 

@@ -5,6 +5,27 @@
 -- them in two statements, so the rule is a constraint trigger checked at
 -- commit, when the plan and all of its prices have been written.
 
+-- Plans already stored without a currency are named and the migration
+-- fails: the rule would otherwise hold for new writes only, and those
+-- plans stay unlisted for the partners billed in what they lack.
+-- +goose StatementBegin
+DO $$
+DECLARE
+    unpriced text;
+BEGIN
+    SELECT string_agg(id::text, ', ' ORDER BY id) INTO unpriced FROM (
+        SELECT p.id FROM plans p
+         WHERE (SELECT coalesce(array_agg(pp.currency ORDER BY pp.currency), '{}')
+                  FROM plan_prices pp WHERE pp.plan_id = p.id) <> '{EUR,GBP,USD}'::text[]
+         ORDER BY p.id LIMIT 10) AS missing;
+    IF unpriced IS NOT NULL THEN
+        RAISE EXCEPTION 'plans not priced in each of EUR, GBP and USD (up to 10 shown): %; price them, then start again', unpriced
+            USING ERRCODE = 'check_violation';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION plan_priced_in_every_currency() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -48,6 +69,9 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- Row triggers do not see TRUNCATE: empty the catalogue with
+-- TRUNCATE plans CASCADE, which takes the prices along, never plan_prices
+-- alone.
 CREATE CONSTRAINT TRIGGER plans_priced_in_every_currency
     AFTER INSERT ON plans DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION plan_priced_in_every_currency();

@@ -75,7 +75,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		// Without a scheme every call would fail while the gateway reported
 		// itself ready: its readiness checks nothing it calls, by design.
 		"service urls without a scheme": {map[string]string{"ACCOUNTS_URL": "127.0.0.1:8081", "CATALOGUE_URL": "http://catalogue?x=1"},
-			[]string{`ACCOUNTS_URL "127.0.0.1:8081"`, `CATALOGUE_URL "http://catalogue?x=1"`}},
+			[]string{`ACCOUNTS_URL "127.0.0.1:8081"`, `CATALOGUE_URL "http://catalogue?xxxxx"`}},
 		"several durations without a unit": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "5", "AUTH_CACHE_TTL": "2"},
 			[]string{`SERVICE_TIMEOUT: time: missing unit in duration "5"`, `AUTH_CACHE_TTL: time: missing unit in duration "2"`}},
 	} {
@@ -136,7 +136,9 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 
 	var logs telemetrytest.LogBuffer
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0",
+	// The test's own settings win over the caller's environment: a quieter
+	// LOG_LEVEL would hide the lines the test waits for.
+	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=info", "OTEL_EXPORTER_OTLP_ENDPOINT=",
 		"ACCOUNTS_URL=http://"+hung.Addr().String(), "CATALOGUE_URL=http://"+hung.Addr().String(),
 		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=60s", "SHUTDOWN_TIMEOUT=10s")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -155,7 +157,11 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	<-called
+	select {
+	case <-called:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the request never reached accounts; logs:\n%s", logs.String())
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
