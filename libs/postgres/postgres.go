@@ -34,7 +34,7 @@ type Option func(*pgxpool.Config)
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(cfg *pgxpool.Config) {
 		if tp != nil {
-			cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithTrimSQLInSpanName())
+			cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp))
 		}
 	}
 }
@@ -147,14 +147,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
 	return nil
 }
 
-// Open is what a service does at start: create the database if allowed,
-// connect, migrate.
-func Open(ctx context.Context, databaseURL string, create bool, migrations fs.FS, opts ...Option) (*pgxpool.Pool, error) {
-	if create {
-		if err := EnsureDatabase(ctx, databaseURL); err != nil {
-			return nil, err
-		}
-	}
+// Open is what a service does at start: connect, migrate. The database
+// must exist; creating it is the platform's job (EnsureDatabase), not a
+// service's.
+func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Option) (*pgxpool.Pool, error) {
 	pool, err := Connect(ctx, databaseURL, opts...)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ var migrations = fstest.MapFS{
 	"00001_widgets.sql": {Data: []byte("-- +goose Up\nCREATE TABLE widgets (id int PRIMARY KEY);\n-- +goose Down\nDROP TABLE widgets;\n")},
 }
 
-func TestOpenCreatesMigratesAndIsRepeatable(t *testing.T) {
+func TestEnsureDatabaseThenOpenMigratesAndIsRepeatable(t *testing.T) {
 	ctx := context.Background()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -37,7 +37,10 @@ func TestOpenCreatesMigratesAndIsRepeatable(t *testing.T) {
 		}
 	})
 	for i := range 2 {
-		pool, err := postgres.Open(ctx, u.String(), true, migrations)
+		if err := postgres.EnsureDatabase(ctx, u.String()); err != nil {
+			t.Fatalf("ensure database #%d: %v", i+1, err)
+		}
+		pool, err := postgres.Open(ctx, u.String(), migrations)
 		if err != nil {
 			t.Fatalf("open #%d: %v", i+1, err)
 		}
@@ -165,7 +168,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	for range replicas {
 		go func() {
 			<-start
-			pool, err := postgres.Open(ctx, url, false, once)
+			pool, err := postgres.Open(ctx, url, once)
 			if err == nil {
 				pool.Close()
 			}
@@ -199,7 +202,7 @@ func TestFailedMigrationLeavesNothingBehind(t *testing.T) {
 		"00001_widgets.sql": migrations["00001_widgets.sql"],
 		"00002_half.sql":    {Data: []byte("-- +goose Up\nCREATE TABLE gadgets (id int PRIMARY KEY);\nINSERT INTO widgets VALUES (1), (1);\n-- +goose Down\nDROP TABLE gadgets;\n")},
 	}
-	if _, err := postgres.Open(ctx, url, false, fails); err == nil {
+	if _, err := postgres.Open(ctx, url, fails); err == nil {
 		t.Fatal("a failing migration was reported applied")
 	}
 	pool, err := postgres.Connect(ctx, url)

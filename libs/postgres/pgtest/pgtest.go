@@ -98,7 +98,7 @@ func dropAtEnd(t testing.TB, names ...string) {
 func New(t testing.TB, migrations fs.FS) *pgxpool.Pool {
 	t.Helper()
 	dbURL := NewDatabase(t)
-	pool, err := postgres.Open(context.Background(), dbURL, false, migrations)
+	pool, err := postgres.Open(context.Background(), dbURL, migrations)
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}

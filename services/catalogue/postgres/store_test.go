@@ -649,7 +649,7 @@ func TestUpsertOfANewPlanWaitsForAConcurrentOneAndKeepsItsStatus(t *testing.T) {
 func TestReplicasSeedingAtOnceCreateEachPlanOnce(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	migrated, err := libpostgres.Open(ctx, url, false, postgres.Migrations)
+	migrated, err := libpostgres.Open(ctx, url, postgres.Migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
