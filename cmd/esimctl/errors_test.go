@@ -317,15 +317,15 @@ func TestServiceURLs(t *testing.T) {
 		want string
 	}{
 		{nil, []string{"--accounts-url", "127.0.0.1:8081", "accounts", "list"},
-			`esimctl: invalid --accounts-url "127.0.0.1:8081": want an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+			`esimctl: invalid --accounts-url: "127.0.0.1:8081" is not an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
 		{map[string]string{"ESIM_CATALOGUE_URL": "localhost:8082"}, []string{"plans", "list", "--json"},
-			`esimctl: invalid --catalogue-url "localhost:8082": want an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8082 (set by --catalogue-url or ESIM_CATALOGUE_URL)`},
+			`esimctl: invalid --catalogue-url: "localhost:8082" is not an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8082 (set by --catalogue-url or ESIM_CATALOGUE_URL)`},
 		{nil, []string{"--accounts-url", "ftp://127.0.0.1:8081", "accounts", "list"},
-			`esimctl: invalid --accounts-url "ftp://127.0.0.1:8081": want an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+			`esimctl: invalid --accounts-url: "ftp://127.0.0.1:8081" is not an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
 		{nil, []string{"--accounts-url", "op:s3cret@127.0.0.1:8081", "accounts", "list"},
-			`esimctl: invalid --accounts-url (not shown: it may hold a password): want an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+			`esimctl: invalid --accounts-url: (not shown: it may hold a password) is not an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
 		{nil, []string{"--accounts-url", "http://op:s3cret@[::1", "accounts", "list"},
-			`esimctl: invalid --accounts-url (not shown: it may hold a password): want an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
+			`esimctl: invalid --accounts-url: (not shown: it may hold a password) is not an http:// or https:// base URL with a host and no query, such as http://127.0.0.1:8081 (set by --accounts-url or ESIM_ACCOUNTS_URL)`},
 	} {
 		r := esimctl(t, tc.env, tc.args...)
 		r.wantError(t, 2)

@@ -222,9 +222,9 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 // "//twirp/...", which the services answer with a redirect the client
 // refuses to follow (so the slash is dropped).
 func serviceURL(raw, flag, env, example string) (string, error) {
-	base, err := config.BaseURL(flag, raw, example)
+	base, err := config.ParseBaseURL(raw)
 	if err != nil {
-		return "", usagef("invalid %v (set by %s or %s)", err, flag, env)
+		return "", usagef("invalid %s: %v, such as %s (set by %s or %s)", flag, err, example, flag, env)
 	}
 	return base, nil
 }

@@ -140,20 +140,35 @@ func isLeaf(t reflect.Type) bool {
 	return t.PkgPath() == "time" || reflect.PointerTo(t).Implements(reflect.TypeOf((*envconfig.Decoder)(nil)).Elem())
 }
 
-// BaseURL checks a service's base URL (where paths are appended) and
-// returns it without a trailing slash. A URL without a scheme is refused at
-// start: net/http would take "host:8081" for scheme "host" and fail every
-// call, and an exporter would post to nowhere, both long after the process
-// was declared ready. The error names the variable and never shows a
-// password: without a scheme, "user:password@host" parses as scheme "user"
-// and net/url would not redact it.
-func BaseURL(name, raw, example string) (string, error) {
+// BaseURL is a service's base URL, where paths are appended: http:// or
+// https://, a host, no query or fragment, and no trailing slash. As a
+// config field it is checked and normalised when the environment is
+// parsed.
+type BaseURL string
+
+// EnvDecode makes BaseURL a config field type.
+func (u *BaseURL) EnvDecode(raw string) error {
+	base, err := ParseBaseURL(raw)
+	if err != nil {
+		return err
+	}
+	*u = BaseURL(base)
+	return nil
+}
+
+// ParseBaseURL checks a base URL and returns it without a trailing slash,
+// which would turn every path appended to it into "//...". A URL without a
+// scheme is refused at start: net/http would take "host:8081" for scheme
+// "host" and fail every call, and an exporter would post to nowhere, both
+// long after the process was declared ready. The error never shows a
+// password or a query.
+func ParseBaseURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == "" &&
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" {
 		return strings.TrimRight(raw, "/"), nil
 	}
-	return "", fmt.Errorf("%s %s: want an http:// or https:// base URL with a host and no query, such as %s", name, shownURL(raw), example)
+	return "", fmt.Errorf("%s is not an http:// or https:// base URL with a host and no query", shownURL(raw))
 }
 
 // shownURL is raw fit for an error message: quoted, with a password and a

@@ -101,21 +101,25 @@ func TestParseValidatesWhatDecoded(t *testing.T) {
 	}
 }
 
+type withBaseURL struct {
+	Accounts config.BaseURL `env:"ACCOUNTS_URL, required"`
+}
+
 func TestBaseURL(t *testing.T) {
 	for raw, want := range map[string]string{
 		"http://accounts":              "http://accounts",
 		"https://catalogue:8443/base/": "https://catalogue:8443/base",
 		"http://127.0.0.1:8081":        "http://127.0.0.1:8081",
 	} {
-		got, err := config.BaseURL("ACCOUNTS_URL", raw, "http://accounts")
-		if err != nil || got != want {
-			t.Errorf("BaseURL(%q) = %q, %v; want %q", raw, got, err, want)
+		var cfg withBaseURL
+		err := config.Parse(context.Background(), func(string) string { return raw }, &cfg)
+		if err != nil || string(cfg.Accounts) != want {
+			t.Errorf("ACCOUNTS_URL=%q parsed as %q, %v; want %q", raw, cfg.Accounts, err, want)
 		}
 	}
 	for raw, shown := range map[string]string{
 		"127.0.0.1:8081":                  `"127.0.0.1:8081"`,
 		"accounts":                        `"accounts"`,
-		"":                                `""`,
 		"ftp://accounts":                  `"ftp://accounts"`,
 		"http://":                         `"http://"`,
 		"http://accounts?token=s3cr3t":    `"http://accounts?xxxxx"`,
@@ -130,17 +134,15 @@ func TestBaseURL(t *testing.T) {
 		"admin:hunter2@accounts:8081":     "(not shown: it may hold a password)",
 		"http://admin:hunter2@acc ounts":  "(not shown: it may hold a password)",
 	} {
-		_, err := config.BaseURL("ACCOUNTS_URL", raw, "http://accounts")
-		if err == nil {
-			t.Errorf("BaseURL(%q) accepted", raw)
+		var cfg withBaseURL
+		err := config.Parse(context.Background(), func(string) string { return raw }, &cfg)
+		want := "ACCOUNTS_URL: " + shown + " is not an http:// or https:// base URL with a host and no query"
+		if err == nil || err.Error() != want {
+			t.Errorf("ACCOUNTS_URL=%q: %v, want %q", raw, err, want)
 			continue
 		}
-		want := "ACCOUNTS_URL " + shown + ": want an http:// or https:// base URL with a host and no query, such as http://accounts"
-		if err.Error() != want {
-			t.Errorf("BaseURL(%q): %q, want %q", raw, err, want)
-		}
 		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cr3t") {
-			t.Errorf("BaseURL(%q) shows the password: %q", raw, err)
+			t.Errorf("ACCOUNTS_URL=%q: the error shows a secret: %q", raw, err)
 		}
 	}
 }

@@ -175,7 +175,11 @@ func otlpEndpoint(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
-	return config.BaseURL("OTEL_EXPORTER_OTLP_ENDPOINT", raw, "http://otel-collector:4318")
+	endpoint, err := config.ParseBaseURL(raw)
+	if err != nil {
+		return "", fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w; want the collector's OTLP/HTTP base URL, such as http://otel-collector:4318", err)
+	}
+	return endpoint, nil
 }
 
 // serviceResource describes the service on every span and metric. The SDK

@@ -15,8 +15,8 @@ import (
 type Config struct {
 	HTTP httpserver.Config
 	// AccountsURL and CatalogueURL are the Twirp base URLs of the services.
-	AccountsURL  string `env:"ACCOUNTS_URL, required"`
-	CatalogueURL string `env:"CATALOGUE_URL, required"`
+	AccountsURL  config.BaseURL `env:"ACCOUNTS_URL, required"`
+	CatalogueURL config.BaseURL `env:"CATALOGUE_URL, required"`
 	// ServiceTimeout bounds every call to another service.
 	ServiceTimeout time.Duration `env:"SERVICE_TIMEOUT, default=5s"`
 	RedisURL       string        `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
@@ -52,12 +52,6 @@ func (c Config) Validate() error {
 	}
 	if c.ServiceTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be positive", c.ServiceTimeout))
-	}
-	if _, err := config.BaseURL("ACCOUNTS_URL", c.AccountsURL, "http://accounts"); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := config.BaseURL("CATALOGUE_URL", c.CatalogueURL, "http://catalogue"); err != nil {
-		errs = append(errs, err)
 	}
 	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)

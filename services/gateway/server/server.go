@@ -45,7 +45,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// 2. The services the gateway fronts, over Twirp.
 	hc := tel.HTTPClient(cfg.ServiceTimeout)
 	accounts := &gateway.CachedAccounts{
-		Accounts: twirpclient.NewAccounts(cfg.AccountsURL, hc),
+		Accounts: twirpclient.NewAccounts(string(cfg.AccountsURL), hc),
 		Cache:    redis.NewAuthCache(rdb),
 		TTL:      cfg.AuthCacheTTL,
 		LocalTTL: cfg.AuthCacheTTL / 2,
@@ -62,7 +62,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// 3. The public API.
 	api := httpapi.New(httpapi.Deps{
 		Accounts:         accounts,
-		Catalogue:        twirpclient.NewCatalogue(cfg.CatalogueURL, hc),
+		Catalogue:        twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc),
 		Limiter:          limiter,
 		DefaultRateLimit: cfg.RateLimitPerMinute,
 		Log:              log,

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -96,10 +97,9 @@ func start(t testing.TB, opt options) *platform {
 	if opt.accountsURL == "" {
 		opt.accountsURL = accSrv.URL
 	}
-	// The catalogue's URL ends in a slash, as an operator may paste it.
 	gw, err := server.New(ctx, server.Config{
-		AccountsURL:        opt.accountsURL,
-		CatalogueURL:       catSrv.URL + "/",
+		AccountsURL:        config.BaseURL(opt.accountsURL),
+		CatalogueURL:       config.BaseURL(catSrv.URL),
 		ServiceTimeout:     5 * time.Second,
 		RedisURL:           opt.redisURL,
 		RateLimitPerMinute: opt.defaultRateLimit,

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/twitchtv/twirp"
 	"go.opentelemetry.io/otel/attribute"
@@ -53,10 +52,6 @@ func translate(service string, err error) error {
 	}
 }
 
-// trimSlash drops a base URL's trailing slash: Twirp appends "/twirp/...",
-// and the services answer the resulting "//twirp/..." with a 404.
-func trimSlash(baseURL string) string { return strings.TrimRight(baseURL, "/") }
-
 // Accounts authenticates keys with the accounts service.
 type Accounts struct {
 	client accountsv1.Accounts
@@ -64,7 +59,7 @@ type Accounts struct {
 
 // NewAccounts returns a client of the accounts service at baseURL.
 func NewAccounts(baseURL string, hc *http.Client) *Accounts {
-	return &Accounts{client: accountsv1.NewAccountsProtobufClient(trimSlash(baseURL), hc)}
+	return &Accounts{client: accountsv1.NewAccountsProtobufClient(baseURL, hc)}
 }
 
 func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Principal, error) {
@@ -118,7 +113,7 @@ const PlanCallsInFlight = 2
 // and one query. Every lookup still reaches the catalogue and its
 // database, so a retired plan is not_found from the next call on.
 func NewCatalogue(baseURL string, hc *http.Client) *Catalogue {
-	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(trimSlash(baseURL), hc)}
+	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc)}
 	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: maxPlansPerGet, MaxInFlight: PlanCallsInFlight})
 	return c
 }

@@ -75,7 +75,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		// Without a scheme every call would fail while the gateway reported
 		// itself ready: its readiness checks nothing it calls, by design.
 		"service urls without a scheme": {map[string]string{"ACCOUNTS_URL": "127.0.0.1:8081", "CATALOGUE_URL": "http://catalogue?x=1"},
-			[]string{`ACCOUNTS_URL "127.0.0.1:8081"`, `CATALOGUE_URL "http://catalogue?xxxxx"`}},
+			[]string{`ACCOUNTS_URL: "127.0.0.1:8081" is not an http://`, `CATALOGUE_URL: "http://catalogue?xxxxx" is not an http://`}},
 		"several durations without a unit": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "5", "AUTH_CACHE_TTL": "2"},
 			[]string{`SERVICE_TIMEOUT: time: missing unit in duration "5"`, `AUTH_CACHE_TTL: time: missing unit in duration "2"`}},
 	} {
