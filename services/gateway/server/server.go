@@ -62,7 +62,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// 3. The public API.
 	api := httpapi.New(httpapi.Deps{
 		Accounts:         accounts,
-		Catalogue:        twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc),
+		Catalogue:        twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout),
 		Limiter:          limiter,
 		DefaultRateLimit: cfg.RateLimitPerMinute,
 		Log:              log,

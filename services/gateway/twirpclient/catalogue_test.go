@@ -87,7 +87,7 @@ func TestConcurrentPlanLookupsShareCatalogueCalls(t *testing.T) {
 	if _, err := cat.admin.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: retired}); err != nil {
 		t.Fatal(err)
 	}
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second})
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second)
 
 	// Idle: one lookup, one call of its own.
 	jp := catalogue.SeedPlanID("jp-unlimited-day").String()
@@ -166,10 +166,41 @@ func TestCatalogueFailureFailsEveryLookupOfTheCall(t *testing.T) {
 		http.Error(w, "upstream exploded", http.StatusBadGateway)
 	}))
 	defer srv.Close()
-	client := twirpclient.NewCatalogue(srv.URL, srv.Client())
+	client := twirpclient.NewCatalogue(srv.URL, srv.Client(), 10*time.Second)
 	_, err := client.GetPlan(context.Background(), catalogue.SeedPlanID("jp-unlimited-day").String(), "USD")
 	if err == nil || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("err = %v, want an internal error", err)
+	}
+}
+
+// TestLookupsQueuedBehindAHungCatalogueGiveUpOnTheirOwn: with every call
+// slot held by a catalogue that does not answer, each lookup gives up at
+// its own timeout, instead of waiting for a slot and then for a call of
+// its own.
+func TestLookupsQueuedBehindAHungCatalogueGiveUpOnTheirOwn(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	// Calls have no timeout of their own: only the lookups' ends them.
+	client := twirpclient.NewCatalogue(srv.URL, &http.Client{}, 200*time.Millisecond)
+	const lookups = 20
+	errs := make(chan error, lookups)
+	for range lookups {
+		go func() {
+			_, err := client.GetPlan(context.Background(), catalogue.SeedPlanID("jp-unlimited-day").String(), "USD")
+			errs <- err
+		}()
+	}
+	for range lookups {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("lookup: %v, want its own timeout", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("lookups still waiting 30s after their 200ms timeout")
+		}
 	}
 }
 
@@ -180,7 +211,7 @@ func TestSharedCallLinksEveryCallersSpan(t *testing.T) {
 	cat := startCatalogue(t)
 	spans := tracetest.NewInMemoryExporter()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)).Tracer("test")
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second})
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second)
 	id := catalogue.SeedPlanID("jp-unlimited-day").String()
 
 	gate := cat.hold()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/twitchtv/twirp"
 	"go.opentelemetry.io/otel/attribute"
@@ -82,8 +83,9 @@ func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Pri
 
 // Catalogue reads plans from the catalogue service.
 type Catalogue struct {
-	client cataloguev1.Catalogue
-	plans  *coalesce.Batcher[planLookup, *cataloguev1.Plan]
+	client  cataloguev1.Catalogue
+	plans   *coalesce.Batcher[planLookup, *cataloguev1.Plan]
+	timeout time.Duration
 }
 
 // planLookup is one caller's lookup. Its caller's span is linked from the
@@ -112,8 +114,13 @@ const PlanCallsInFlight = 2
 // earlier ones are in flight share one GetPlans call, one HTTP exchange
 // and one query. Every lookup still reaches the catalogue and its
 // database, so a retired plan is not_found from the next call on.
-func NewCatalogue(baseURL string, hc *http.Client) *Catalogue {
-	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc)}
+//
+// timeout bounds a plan lookup from the moment it is made, its wait for a
+// call included: hc's timeout bounds each call, but with the catalogue
+// hung a queued lookup would otherwise wait for a call to time out before
+// its own went out, and then for that one too.
+func NewCatalogue(baseURL string, hc *http.Client, timeout time.Duration) *Catalogue {
+	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc), timeout: timeout}
 	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: maxPlansPerGet, MaxInFlight: PlanCallsInFlight})
 	return c
 }
@@ -180,6 +187,8 @@ func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gatew
 }
 
 func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.Plan, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	p, err := c.plans.Do(ctx, planLookup{id: id, caller: trace.SpanContextFromContext(ctx)})
 	if err != nil {
 		return gateway.Plan{}, translate("catalogue", err)
