@@ -48,6 +48,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	accounts "github.com/esimplatform/esim/services/accounts/server"
 	catalogue "github.com/esimplatform/esim/services/catalogue/server"
@@ -615,6 +616,11 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		if pr.p.HTTPGet.Path != pr.path || pr.p.HTTPGet.Port.String() != "http" {
 			t.Errorf("%s probe: %s on port %s, want %s on http", pr.name, pr.p.HTTPGet.Path, pr.p.HTTPGet.Port.String(), pr.path)
 		}
+	}
+	// A hung dependency must get /readyz's 503 naming it, not a probe
+	// timeout that names nothing.
+	if r := c.ReadinessProbe; r != nil && time.Duration(r.TimeoutSeconds)*time.Second <= httpserver.ReadyCheckTimeout {
+		t.Errorf("readiness probe timeout %ds is not above /readyz's own check timeout %s", r.TimeoutSeconds, httpserver.ReadyCheckTimeout)
 	}
 	for _, e := range c.Env {
 		if e.Name == "HTTP_ADDR" && e.Value != ":"+strconv.Itoa(int(port)) {

@@ -53,7 +53,7 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect

@@ -75,7 +75,7 @@ func Handler(r Routes) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
-		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(req.Context(), ReadyCheckTimeout)
 		defer cancel()
 		// The body names the failed checks only: a driver's error carries
 		// hosts, users and database names, which belong in the log.
@@ -234,6 +234,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// ReadyCheckTimeout bounds /readyz's checks. It is under the charts'
+// probe timeout (2 s), so a hung dependency gets the 503 naming it rather
+// than a probe timeout that names nothing.
+const ReadyCheckTimeout = 1500 * time.Millisecond
 
 // ErrShutdown is the cause of a request's context when the service cut it
 // at the end of its grace period.

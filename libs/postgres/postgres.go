@@ -50,11 +50,21 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // the value Postgres's documentation suggests for solid-state storage.
 var defaultRuntimeParams = map[string]string{"random_page_cost": "1.1"}
 
+// DefaultConnectTimeout bounds each new connection where the database URL
+// sets no connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Connect opens a pool and checks that the server answers.
 func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	// pgx waits for a server that accepts and never answers for as long as
+	// the context lets it; at start that context has no deadline, and a
+	// service would hang silently until Kubernetes' startup probe killed it.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	for name, value := range defaultRuntimeParams {
 		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set {

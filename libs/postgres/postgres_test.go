@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/uuid"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -74,6 +75,29 @@ func TestConnectPricesRandomReadsForSSDsUnlessTheURLSaysOtherwise(t *testing.T) 
 		if err != nil || got != tc.want {
 			t.Errorf("URL %q: random_page_cost %q (%v), want %q", u.Redacted(), got, err, tc.want)
 		}
+	}
+}
+
+// A server that accepts and never answers cannot hang a service's start:
+// every connection has a timeout unless the URL sets its own.
+func TestConnectBoundsEachConnectionUnlessTheURLSaysOtherwise(t *testing.T) {
+	ctx := context.Background()
+	for query, want := range map[string]time.Duration{"": postgres.DefaultConnectTimeout, "connect_timeout=2": 2 * time.Second} {
+		u, _ := url.Parse(pgtest.AdminURL())
+		q := u.Query()
+		q.Del("connect_timeout")
+		if name, value, ok := strings.Cut(query, "="); ok {
+			q.Set(name, value)
+		}
+		u.RawQuery = q.Encode()
+		pool, err := postgres.Connect(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pool.Config().ConnConfig.ConnectTimeout; got != want {
+			t.Errorf("URL %q: connect timeout %s, want %s", u.Redacted(), got, want)
+		}
+		pool.Close()
 	}
 }
 
