@@ -43,7 +43,7 @@ func NewDatabase(t testing.TB) string {
 	}
 	admin, err := pgx.Connect(ctx, u.String())
 	if err != nil {
-		t.Fatalf("connect to test postgres %s: %v (start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | sort -V | tail -1) main start, or set TEST_DATABASE_URL)", postgres.Redact(u.String()), err)
+		t.Fatalf("connect to test postgres %s: %v (is it running? pg_lsclusters lists this machine's clusters, pg_ctlcluster --skip-systemctl-redirect VERSION NAME start starts one; or set TEST_DATABASE_URL)", postgres.Redact(u.String()), err)
 	}
 	defer admin.Close(ctx)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
