@@ -104,7 +104,7 @@ func (c *cli) accountsGetCommand() *cobra.Command {
 		row(tw, "name:", a.GetName())
 		row(tw, "currency:", a.GetCurrency())
 		row(tw, "rate limit:", rateLimitText(a.GetRateLimitPerMinute()))
-		row(tw, "created:", when(a.GetCreatedAt()))
+		row(tw, "created:", textTime(a.GetCreatedAt()))
 		return tw.Flush()
 	})
 	return cmd
@@ -135,7 +135,7 @@ func (c *cli) accountsListCommand() *cobra.Command {
 		}
 		tw := table(c.stdout, "ID", "NAME", "CURRENCY", "RATE LIMIT", "CREATED")
 		for _, a := range resp.GetAccounts() {
-			row(tw, a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), when(a.GetCreatedAt()))
+			row(tw, a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), textTime(a.GetCreatedAt()))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -135,7 +135,7 @@ unless --limit says otherwise.`, accounts.DefaultKeyPageLimit),
 		tw := table(c.stdout, "ID", "ENV", "PREFIX", "NAME", "STATUS", "CREATED", "REVOKED")
 		for _, k := range resp.GetKeys() {
 			v := viewKey(k)
-			row(tw, v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, when(k.GetCreatedAt()), when(k.GetRevokedAt()))
+			row(tw, v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, textTime(k.GetCreatedAt()), textTime(k.GetRevokedAt()))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -173,7 +173,7 @@ func (c *cli) keysRevokeCommand() *cobra.Command {
 		if c.json {
 			return c.printJSON(viewKey(k), nil)
 		}
-		fmt.Fprintf(c.stdout, "revoked %s key %s (%s) at %s\n", k.GetEnvironment().ShortName(), k.GetId(), k.GetPrefix(), when(k.GetRevokedAt()))
+		fmt.Fprintf(c.stdout, "revoked %s key %s (%s) at %s\n", k.GetEnvironment().ShortName(), k.GetId(), k.GetPrefix(), textTime(k.GetRevokedAt()))
 		return nil
 	})
 	return cmd

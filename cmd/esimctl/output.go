@@ -82,8 +82,8 @@ func timestamp(ts *timestamppb.Timestamp) *string {
 	return &s
 }
 
-// when is timestamp for text output.
-func when(ts *timestamppb.Timestamp) string {
+// textTime is a timestamp as the text output shows it.
+func textTime(ts *timestamppb.Timestamp) string {
 	if s := timestamp(ts); s != nil {
 		return *s
 	}

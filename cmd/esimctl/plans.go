@@ -216,8 +216,8 @@ func (c *cli) plansGetCommand() *cobra.Command {
 		row(tw, "data:", dataText(p))
 		row(tw, "validity:", validityText(p))
 		row(tw, "prices:", pricesText(p))
-		row(tw, "created:", when(p.GetCreatedAt()))
-		row(tw, "updated:", when(p.GetUpdatedAt()))
+		row(tw, "created:", textTime(p.GetCreatedAt()))
+		row(tw, "updated:", textTime(p.GetUpdatedAt()))
 		return tw.Flush()
 	})
 	return cmd

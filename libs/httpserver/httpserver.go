@@ -184,7 +184,7 @@ func UncleanPath(p string) bool {
 
 // requestID keeps the caller's Request-Id (the gateway sets one for every
 // request it passes on) when trustCaller and it looks like an id (see
-// ValidRequestID), or makes one, echoes it on the response and puts it in
+// validRequestID), or makes one, echoes it on the response and puts it in
 // the request context for logs and onward calls.
 func requestID(next http.Handler, trustCaller bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -192,8 +192,8 @@ func requestID(next http.Handler, trustCaller bool) http.Handler {
 		if trustCaller {
 			id = r.Header.Get(telemetry.RequestIDHeader)
 		}
-		if !ValidRequestID(id) {
-			id = NewRequestID()
+		if !validRequestID(id) {
+			id = newRequestID()
 		}
 		w.Header().Set(telemetry.RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(telemetry.WithRequestID(r.Context(), id)))
@@ -203,12 +203,12 @@ func requestID(next http.Handler, trustCaller bool) http.Handler {
 // maxRequestIDLen bounds a caller's id: ours are 28 characters, a UUID 36.
 const maxRequestIDLen = 128
 
-// ValidRequestID reports whether id may be taken from a caller: 1 to 128
+// validRequestID reports whether id may be taken from a caller: 1 to 128
 // ASCII letters, digits and "-_.:". The id lands in every log line, span
 // and error body of the request, so nothing that reads as more than an id
 // (spaces, quotes, "key=value", control or bidirectional-text characters)
 // gets in.
-func ValidRequestID(id string) bool {
+func validRequestID(id string) bool {
 	if id == "" || len(id) > maxRequestIDLen {
 		return false
 	}
@@ -222,8 +222,8 @@ func ValidRequestID(id string) bool {
 	return true
 }
 
-// NewRequestID returns a fresh request id such as "req_6f1c...".
-func NewRequestID() string {
+// newRequestID returns a fresh request id such as "req_6f1c...".
+func newRequestID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "req_" + hex.EncodeToString(b[:])

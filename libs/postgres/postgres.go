@@ -134,9 +134,9 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 	return nil
 }
 
-// Migrate applies every pending migration in migrations (goose SQL files at
+// migrate applies every pending migration in migrations (goose SQL files at
 // its root). A Postgres advisory lock serialises replicas starting at once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	// A replica that finds another migrating polls for the lock once a
@@ -165,7 +165,7 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	if err := Migrate(ctx, pool, migrations); err != nil {
+	if err := migrate(ctx, pool, migrations); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -25,7 +25,8 @@ type ValidationError struct {
 	Fields []FieldError
 }
 
-// Invalid builds a ValidationError for one field.
+// Invalid is the usual case, one bad field; a check that finds several
+// builds the ValidationError itself, so the partner hears of all at once.
 func Invalid(field, reason string) *ValidationError {
 	return &ValidationError{Fields: []FieldError{{Field: field, Reason: reason}}}
 }

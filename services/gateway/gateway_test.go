@@ -134,7 +134,7 @@ func TestCachedAccountsRejectsEmptyKeyWithoutLookup(t *testing.T) {
 }
 
 func TestLocalLimiterAllowsTheLimitThenRefuses(t *testing.T) {
-	l := gateway.NewLocalLimiter()
+	l := &gateway.LocalLimiter{}
 	for i := range 3 {
 		d, _ := l.Allow(context.Background(), "k", 3)
 		if !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
@@ -159,7 +159,7 @@ func (f *failingLimiter) Allow(context.Context, string, int) (gateway.RateDecisi
 
 func TestFailoverLimiterLimitsLocallyAndBacksOff(t *testing.T) {
 	shared := &failingLimiter{}
-	f := &gateway.FailoverLimiter{Shared: shared, Local: gateway.NewLocalLimiter(), Log: quiet, Cooldown: time.Hour}
+	f := &gateway.FailoverLimiter{Shared: shared, Local: &gateway.LocalLimiter{}, Log: quiet, Cooldown: time.Hour}
 	allowed := 0
 	for range 5 {
 		d, err := f.Allow(context.Background(), "k", 2)

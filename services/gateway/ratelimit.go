@@ -70,11 +70,6 @@ type LocalLimiter struct {
 // about two minutes rather than every key seen since the process started.
 const localSweepEvery = time.Minute
 
-// NewLocalLimiter returns an empty limiter.
-func NewLocalLimiter() *LocalLimiter {
-	return &LocalLimiter{}
-}
-
 func (l *LocalLimiter) Allow(_ context.Context, key string, perMinute int) (RateDecision, error) {
 	perSecond := rate.Limit(float64(perMinute) / 60)
 

@@ -30,7 +30,7 @@ func (l *contextLimiter) Allow(ctx context.Context, _ string, perMinute int) (ga
 // limit by the replicas.
 func TestFailoverLimiterTakesACallerGivingUpForNoOutage(t *testing.T) {
 	shared := &contextLimiter{}
-	f := &gateway.FailoverLimiter{Shared: shared, Local: gateway.NewLocalLimiter(), Log: quiet, Cooldown: time.Hour}
+	f := &gateway.FailoverLimiter{Shared: shared, Local: &gateway.LocalLimiter{}, Log: quiet, Cooldown: time.Hour}
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	if d, err := f.Allow(gone, "k", 5); !errors.Is(err, context.Canceled) {
@@ -67,7 +67,7 @@ func (l *recoveringLimiter) Allow(ctx context.Context, _ string, perMinute int) 
 func TestFailoverLimiterProbesRedisOnceWhenTheCooldownEnds(t *testing.T) {
 	shared := &recoveringLimiter{release: make(chan struct{})}
 	const cooldown = 20 * time.Millisecond
-	f := &gateway.FailoverLimiter{Shared: shared, Local: gateway.NewLocalLimiter(), Log: quiet, Cooldown: cooldown}
+	f := &gateway.FailoverLimiter{Shared: shared, Local: &gateway.LocalLimiter{}, Log: quiet, Cooldown: cooldown}
 	if d, err := f.Allow(context.Background(), "k", 100); err != nil || !d.Allowed {
 		t.Fatalf("first request, Redis down: %+v, %v", d, err)
 	}
@@ -94,7 +94,7 @@ func TestFailoverLimiterProbesRedisOnceWhenTheCooldownEnds(t *testing.T) {
 // used, as the shared GCRA does; a fresh bucket handed out a second
 // allowance.
 func TestLocalLimiterKeepsTheShareUsedWhenTheLimitChanges(t *testing.T) {
-	l := gateway.NewLocalLimiter()
+	l := &gateway.LocalLimiter{}
 	ctx := context.Background()
 	for range 2 {
 		if d, _ := l.Allow(ctx, "k", 4); !d.Allowed {
@@ -120,7 +120,7 @@ func TestLocalLimiterKeepsTheShareUsedWhenTheLimitChanges(t *testing.T) {
 // Buckets of keys that have gone quiet are dropped once full again, so the
 // map holds recently active keys, not every key seen since the start.
 func TestLocalLimiterForgetsKeysOnceTheirBucketsRefill(t *testing.T) {
-	l := gateway.NewLocalLimiter()
+	l := &gateway.LocalLimiter{}
 	now := time.Unix(1_700_000_000, 0)
 	gateway.SetLocalLimiterClock(l, func() time.Time { return now })
 	ctx := context.Background()
@@ -148,7 +148,7 @@ func TestLocalLimiterForgetsKeysOnceTheirBucketsRefill(t *testing.T) {
 // Concurrent requests of one key each report what their own request left,
 // 99 down to 0, as the shared limiter does.
 func TestLocalLimiterReportsEachRequestsOwnRemaining(t *testing.T) {
-	l := gateway.NewLocalLimiter()
+	l := &gateway.LocalLimiter{}
 	const limit, requests = 100, 400
 	var mu sync.Mutex
 	remaining := map[int]int{}

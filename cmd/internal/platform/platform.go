@@ -37,8 +37,8 @@ const (
 // find the same partner (and its orders) instead of creating a new one.
 const DemoAccountID = "de300000-0000-4000-8000-00000000d3e0"
 
-// DemoAccountName is the display name of the demo partner.
-const DemoAccountName = "Demo Partner"
+// demoAccountName is the display name of the demo partner.
+const demoAccountName = "Demo Partner"
 
 // Defaults of Options. The ports are those every document and the esimctl
 // defaults assume.
@@ -284,7 +284,7 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 // reruns do not pile up live credentials.
 func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts, keyName string) error {
 	acct, err := accounts.CreateAccount(ctx, &accountsv1.CreateAccountRequest{
-		Id: DemoAccountID, Name: DemoAccountName, Currency: "USD",
+		Id: DemoAccountID, Name: demoAccountName, Currency: "USD",
 	})
 	var twerr twirp.Error
 	if errors.As(err, &twerr) && twerr.Code() == twirp.AlreadyExists {

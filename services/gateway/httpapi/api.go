@@ -26,8 +26,8 @@ import (
 	"github.com/esimplatform/esim/services/gateway"
 )
 
-// BasePath is the versioned base of every public endpoint.
-const BasePath = "/v1"
+// basePath is the versioned base of every public endpoint.
+const basePath = "/v1"
 
 // Deps are what the API needs from the rest of the gateway.
 type Deps struct {
@@ -42,7 +42,7 @@ type Deps struct {
 // New returns the public API handler; it serves its own OpenAPI document.
 func New(d Deps) http.Handler {
 	mux := http.NewServeMux()
-	api := humago.NewWithPrefix(mux, BasePath, config())
+	api := humago.NewWithPrefix(mux, basePath, config())
 	a := &handlers{Deps: d, api: api}
 	api.UseMiddleware(a.authenticateAndLimit)
 	a.registerPlans(api)
@@ -66,7 +66,7 @@ var bearerAuth = []map[string][]string{{securityScheme: {}}}
 func config() huma.Config {
 	c := huma.DefaultConfig("eSIM Ordering API", "1.0.0")
 	c.Info.Description = "Buy travel eSIMs from a prepaid balance. Every request carries `Authorization: Bearer <API_KEY>`; the key decides the environment (sandbox or live)."
-	c.Servers = []*huma.Server{{URL: BasePath}}
+	c.Servers = []*huma.Server{{URL: basePath}}
 	// No $schema links in bodies, no docs or schema routes: the contract is
 	// exactly the endpoints below plus the document itself.
 	c.CreateHooks = nil
@@ -143,7 +143,7 @@ func UnmatchedRoute(*http.Request) string { return "unmatched" }
 // the request.
 func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
-	httpserver.SetRoute(ctx.Context(), BasePath+op.Path)
+	httpserver.SetRoute(ctx.Context(), basePath+op.Path)
 	if len(op.Security) == 0 {
 		next(ctx)
 		return
@@ -213,7 +213,7 @@ func (a *handlers) unrecognized(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, BasePath)))
+	writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, basePath)))
 }
 
 // StrictQuery, embedded in the input of every operation, refuses a query

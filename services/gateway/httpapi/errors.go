@@ -69,7 +69,8 @@ type Error struct {
 	Body   ErrorBody `json:"error"`
 }
 
-// ErrorBody carries the error itself.
+// ErrorBody is the contract's error object (DESIGN section 3), nested
+// under "error" so a client can tell it from a success envelope by its key.
 type ErrorBody struct {
 	Code      string        `json:"code" enum:"invalid_request,unauthorized,insufficient_funds,not_found,rate_limited,provider_error,internal_error" doc:"Stable machine-readable code (spec section 7)."`
 	Message   string        `json:"message" doc:"Human-readable explanation; may change."`

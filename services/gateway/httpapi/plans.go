@@ -54,12 +54,14 @@ type Pagination struct {
 	HasMore bool `json:"has_more"`
 }
 
-// Envelope wraps every successful payload.
+// Envelope nests every successful payload under "data", so fields can be
+// added beside it later (as pagination is for lists) without breaking
+// clients.
 type Envelope[T any] struct {
 	Data T `json:"data"`
 }
 
-// ListEnvelope wraps a page of a list.
+// ListEnvelope is Envelope for a page of a list, with where the page sits.
 type ListEnvelope[T any] struct {
 	Data       []T        `json:"data"`
 	Pagination Pagination `json:"pagination"`

@@ -156,7 +156,7 @@ func TestHungRedisFailsEveryAuthLookupWithinOneTimeout(t *testing.T) {
 func TestFailoverLimiterOverAHungRedis(t *testing.T) {
 	url, accepted := hungRedis(t)
 	client := connect(t, url)
-	f := &gateway.FailoverLimiter{Shared: redis.NewRateLimiter(client), Local: gateway.NewLocalLimiter(), Log: quiet, Cooldown: time.Hour}
+	f := &gateway.FailoverLimiter{Shared: redis.NewRateLimiter(client), Local: &gateway.LocalLimiter{}, Log: quiet, Cooldown: time.Hour}
 	var allowed atomic.Int32
 	worst := slowest(2000, func(int) {
 		d, err := f.Allow(context.Background(), "k", 1000)

@@ -90,7 +90,10 @@ type RateLimiter struct {
 // keeps outstanding; checks beyond them queue and share the next call.
 const rateChecksInFlight = 4
 
-// maxRateChecksPerCall bounds one batch.
+// maxRateChecksPerCall bounds one batch, and so one script run, which
+// Redis runs to the end before anything else: 128 is far above the 1.4 to
+// 5.4 checks a call carried on average in `make bench`, and keeps a burst
+// from making one call of thousands.
 const maxRateChecksPerCall = 128
 
 type rateCheck struct {

@@ -31,9 +31,9 @@ type Config struct {
 	Telemetry    telemetry.Config
 }
 
-// MaxAuthCacheTTL keeps a revocation, which lands within 1.5 x the TTL,
+// maxAuthCacheTTL keeps a revocation, which lands within 1.5 x the TTL,
 // inside the platform's 5 s promise with room to spare.
-const MaxAuthCacheTTL = 3 * time.Second
+const maxAuthCacheTTL = 3 * time.Second
 
 // Validate checks what the types alone cannot; config.Parse runs it. The
 // deployment checks parse the values the charts render, so a chart cannot
@@ -44,7 +44,7 @@ func (c Config) Validate() error {
 	// revocation lands within 1.5 x AUTH_CACHE_TTL; the platform promises 5 s.
 	// 3 s, not "whatever keeps 1.5 x TTL under 5 s": the bound operators
 	// read in the docs and the message is the one enforced.
-	if c.AuthCacheTTL <= 0 || c.AuthCacheTTL > MaxAuthCacheTTL {
+	if c.AuthCacheTTL <= 0 || c.AuthCacheTTL > maxAuthCacheTTL {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and at most 3s, so revoked keys stop within 5s", c.AuthCacheTTL))
 	}
 	if c.RateLimitPerMinute <= 0 {

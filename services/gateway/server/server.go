@@ -21,7 +21,8 @@ import (
 // Redis after it fails, before one request probes it again.
 const redisCooldown = time.Second
 
-// Server is an assembled gateway.
+// Server holds the gateway's handler and the Redis client it must close:
+// everything else it built is garbage once the handler is.
 type Server struct {
 	handler http.Handler
 	redis   *goredis.Client
@@ -54,7 +55,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 	limiter := &gateway.FailoverLimiter{
 		Shared:   redis.NewRateLimiter(rdb),
-		Local:    gateway.NewLocalLimiter(),
+		Local:    &gateway.LocalLimiter{},
 		Log:      log,
 		Cooldown: redisCooldown,
 	}
@@ -87,5 +88,5 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 // Handler serves the public API, probes and metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close releases the Redis connections.
+// Close releases the Redis connections once the HTTP server has stopped.
 func (s *Server) Close() { _ = s.redis.Close() }
