@@ -26,6 +26,8 @@ func main() {
 	}
 }
 
+// run is the whole program; main only binds it to the process, so tests
+// can run it with their own environment and output.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 1 {
 		return fmt.Errorf("unexpected arguments %q: configure gateway with environment variables", args[1:])
@@ -37,14 +39,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("config: %w", err)
 	}
 
-	// 2. Logs, traces and metrics.
+	// 2. Logs, traces and metrics. Flushed last, so the shutdown itself is
+	// still recorded.
 	tel, err := telemetry.Setup(ctx, "gateway", cfg.Telemetry, stdout)
 	if err != nil {
-		return err
+		return fmt.Errorf("telemetry: %w", err)
 	}
 	defer tel.Shutdown(ctx)
 
-	// 3. The gateway itself.
+	// 3. The service: Redis (which may be down: the gateway then runs on
+	// its fallbacks), the Twirp clients of accounts and catalogue, the
+	// public API.
 	srv, err := server.New(ctx, cfg, tel)
 	if err != nil {
 		return err
