@@ -29,6 +29,11 @@ require (
 )
 
 require (
+	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+)
+
+require (
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/BurntSushi/toml v1.6.0 // indirect
@@ -189,3 +194,7 @@ require (
 replace github.com/esimplatform/esim/libs/coalesce => ../libs/coalesce
 
 tool helm.sh/helm/v3/cmd/helm
+
+replace github.com/esimplatform/esim/libs/input => ../libs/input
+
+replace github.com/esimplatform/esim/libs/twirperr => ../libs/twirperr

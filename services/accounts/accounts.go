@@ -16,12 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/libs/input"
 )
 
 // Currency is the ISO 4217 code an account is priced and billed in.
@@ -37,14 +38,11 @@ const (
 // DefaultCurrency applies when an account is created without one.
 const DefaultCurrency = USD
 
+// Currencies lists them; the catalogue prices every plan in each.
+var Currencies = []Currency{USD, EUR, GBP}
+
 // Valid reports whether c is a currency the platform sells in.
-func (c Currency) Valid() bool {
-	switch c {
-	case USD, EUR, GBP:
-		return true
-	}
-	return false
-}
+func (c Currency) Valid() bool { return slices.Contains(Currencies, c) }
 
 // Environment separates test traffic from real money: every key, balance
 // and order belongs to exactly one.
@@ -200,12 +198,6 @@ func NewService(store Store) *Service {
 	return &Service{store: store, now: time.Now}
 }
 
-// timestamp is the current time as Postgres stores it (UTC, microseconds),
-// so what a use case returns equals what a later read returns.
-func (s *Service) timestamp() time.Time {
-	return s.now().UTC().Truncate(time.Microsecond)
-}
-
 // NewAccount is the input of CreateAccount.
 type NewAccount struct {
 	// ID is optional: operators choose it for imports and seed data; the
@@ -245,7 +237,7 @@ func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (Account, er
 		Name:               name,
 		Currency:           currency,
 		RateLimitPerMinute: in.RateLimitPerMinute,
-		CreatedAt:          s.timestamp(),
+		CreatedAt:          input.Now(s.now),
 	}
 	if err := s.store.InsertAccount(ctx, a); err != nil {
 		return Account{}, fmt.Errorf("create account %s: %w", id, err)
@@ -324,7 +316,7 @@ func (s *Service) CreateKey(ctx context.Context, in NewKey) (IssuedKey, error) {
 		Environment: in.Environment,
 		Prefix:      prefix,
 		Name:        name,
-		CreatedAt:   s.timestamp(),
+		CreatedAt:   input.Now(s.now),
 	}
 	if err := s.store.InsertKey(ctx, k, hashSecret(secret.Reveal())); err != nil {
 		return IssuedKey{}, fmt.Errorf("create key for account %s: %w", in.AccountID, err)
@@ -363,7 +355,7 @@ func (s *Service) ListKeys(ctx context.Context, accountID uuid.UUID, page, limit
 // succeeds and keeps the first revocation time, so retries are safe and the
 // audit trail is not rewritten. A key of another account is ErrNotFound.
 func (s *Service) RevokeKey(ctx context.Context, accountID, keyID uuid.UUID) (APIKey, error) {
-	k, err := s.store.RevokeKey(ctx, accountID, keyID, s.timestamp())
+	k, err := s.store.RevokeKey(ctx, accountID, keyID, input.Now(s.now))
 	if err != nil {
 		return APIKey{}, fmt.Errorf("revoke key %s of account %s: %w", keyID, accountID, err)
 	}
@@ -489,71 +481,32 @@ func wellFormedSecret(s string) bool {
 	return true
 }
 
-// validName trims surrounding spaces and checks length in characters (not
-// bytes) and that the name is printable text, since names are shown in the
-// portal and the CLI. A non-empty name must show something: at least one
-// letter or digit, so that a name of only invisible characters (zero-width
-// spaces, format marks) cannot pass as present, for an account or a key.
-// Bidirectional overrides and isolates are refused anywhere in it: they
-// reorder the text around them, so a name could display as something
-// other than what it is, in a table of accounts or keys or in a terminal.
+// validName trims surrounding spaces and checks the name as it is stored:
+// at most MaxNameLength characters (not bytes) of printable text that shows
+// something (input.TextReason), since names are shown in the portal and
+// the CLI, in tables of accounts or keys and in terminals. The catalogue
+// holds its plans' names to the same rules.
 func validName(field, name string, required bool) (string, error) {
 	name = strings.TrimSpace(name)
-	if !utf8.ValidString(name) {
-		return "", invalid(field, "must be valid UTF-8")
+	if reason := input.TextReason(name, MaxNameLength); reason != "" {
+		return "", invalid(field, reason)
 	}
-	n := utf8.RuneCountInString(name)
-	if n == 0 && required {
+	if name == "" && required {
 		return "", invalid(field, "is required")
 	}
-	if n > MaxNameLength {
-		return "", invalid(field, fmt.Sprintf("must be at most %d characters", MaxNameLength))
-	}
-	// The offending character is named: it is usually invisible, and the
-	// catalogue words the same rules the same way.
-	if i := strings.IndexFunc(name, unicode.IsControl); i >= 0 {
-		return "", invalid(field, fmt.Sprintf("must not contain control characters (found U+%04X)", firstRune(name[i:])))
-	}
-	if i := strings.IndexFunc(name, isBidiControl); i >= 0 {
-		return "", invalid(field, fmt.Sprintf("must not contain bidirectional override or isolate characters (found U+%04X)", firstRune(name[i:])))
-	}
-	if i := strings.IndexFunc(name, isLineSeparator); i >= 0 {
-		return "", invalid(field, fmt.Sprintf("must not contain line or paragraph separators (found U+%04X)", firstRune(name[i:])))
-	}
-	if n > 0 && strings.IndexFunc(name, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
-		return "", invalid(field, "must contain at least one letter or digit")
-	}
 	return name, nil
-}
-
-func firstRune(s string) rune {
-	r, _ := utf8.DecodeRuneInString(s)
-	return r
-}
-
-// isBidiControl reports the embedding and override characters U+202A to
-// U+202E and the isolates U+2066 to U+2069.
-func isBidiControl(r rune) bool {
-	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
 }
 
 // paging checks a requested page and page size (0 means page 1 and
 // defaultLimit) and returns the limit and offset to read.
 func paging(page, limit, defaultLimit int32) (int32, int64, error) {
-	if page == 0 {
-		page = 1
+	rules := input.Pages{DefaultLimit: int(defaultLimit), MaxLimit: MaxPageLimit, MaxPage: MaxPage}
+	p, field, reason := rules.Check(int(page), int(limit))
+	if reason != "" {
+		return 0, 0, invalid(field, reason)
 	}
-	if limit == 0 {
-		limit = defaultLimit
-	}
-	if page < 1 || page > MaxPage {
-		return 0, 0, invalid("page", fmt.Sprintf("must be between 1 and %d", MaxPage))
-	}
-	if limit < 1 || limit > MaxPageLimit {
-		return 0, 0, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxPageLimit))
-	}
-	// int64 so that a huge page number cannot overflow into a negative offset.
-	return limit, int64(page-1) * int64(limit), nil
+	// Both fit: the rules bound them far below MaxInt32.
+	return int32(p.Limit), int64(p.Offset()), nil
 }
 
 func validRateLimit(perMinute int32) error {
@@ -562,8 +515,3 @@ func validRateLimit(perMinute int32) error {
 	}
 	return nil
 }
-
-// isLineSeparator reports U+2028 and U+2029, which are not control
-// characters to Go but break a line in JavaScript strings, logs and most
-// displays, as a newline would.
-func isLineSeparator(r rune) bool { return unicode.In(r, unicode.Zl, unicode.Zp) }

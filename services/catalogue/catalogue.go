@@ -14,10 +14,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/libs/input"
 )
 
 // PlanType says how a plan is sold.
@@ -252,57 +253,19 @@ func (p Plan) validateCoverage() error {
 	return nil
 }
 
-// validText checks a name-like field as it will be stored (trimmed): valid
-// UTF-8, at most max characters, and printable. Names are shown in the
-// portal, the CLI and partners' shops: control characters (NUL among them,
-// which Postgres refuses in text) and bidirectional overrides and isolates
-// (which make text display as something else than it is) are refused. A
-// non-empty value must show something: at least one letter or digit, so
-// that a name of only invisible characters (zero-width spaces, format
-// marks) or only punctuation cannot pass as present. An empty value passes
-// here; whether the field is required is the caller's rule.
-//
-// These are the rules, and the reasons, of the accounts service's
-// validName (services/accounts/accounts.go); both name the offending
-// character ("(found U+202E)"), since it is most often invisible. Keep the
-// two in step; a shared libs/ helper would be worth it for a third user.
+// validText checks a name-like field as it will be stored (trimmed): at
+// most max characters of printable text that shows something, by the rules
+// and in the words of input.TextReason, which the accounts service holds
+// its names to as well. An empty value passes here; whether the field is
+// required is the caller's rule.
 func validText(field, s string, max int) error {
-	s = strings.TrimSpace(s)
-	if !utf8.ValidString(s) {
-		return invalid(field, "must be valid UTF-8")
-	}
-	n := utf8.RuneCountInString(s)
-	if n > max {
-		return invalid(field, "must be at most %d characters", max)
-	}
-	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(s[i:])
-		return invalid(field, "must not contain control characters (found U+%04X)", r)
-	}
-	if i := strings.IndexFunc(s, isBidiControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(s[i:])
-		return invalid(field, "must not contain bidirectional override or isolate characters (found U+%04X)", r)
-	}
-	if i := strings.IndexFunc(s, isLineSeparator); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(s[i:])
-		return invalid(field, "must not contain line or paragraph separators (found U+%04X)", r)
-	}
-	if n > 0 && strings.IndexFunc(s, isLetterOrDigit) < 0 {
-		return invalid(field, "must contain at least one letter or digit")
+	if reason := input.TextReason(strings.TrimSpace(s), max); reason != "" {
+		return invalid(field, "%s", reason)
 	}
 	return nil
 }
 
-func isLetterOrDigit(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
-
-// isBidiControl reports the explicit directional embeddings, overrides
-// (U+202A to U+202E) and isolates (U+2066 to U+2069).
-func isBidiControl(r rune) bool {
-	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
-}
-
+// currencyList names the account currencies for messages ("EUR, GBP, USD").
 func currencyList() string {
 	names := make([]string, len(Currencies))
 	for i, c := range Currencies {
@@ -321,7 +284,7 @@ func validatePrices(prices []Price) error {
 	for i, pr := range prices {
 		field := fmt.Sprintf("prices[%d]", i)
 		if !pr.Currency.Valid() {
-			return invalid(field+".currency", "must be one of USD, EUR, GBP")
+			return invalid(field+".currency", "must be one of %s", currencyList())
 		}
 		if seen[pr.Currency] {
 			return invalid(field+".currency", "%s is priced twice", pr.Currency)
@@ -435,34 +398,20 @@ func NewService(store Store, now func() time.Time) *Service {
 	return &Service{store: store, now: now}
 }
 
-// clock returns the current time as Postgres stores it (UTC, microseconds),
-// so a plan returned by a write equals the plan read back later.
-func (s *Service) clock() time.Time {
-	return s.now().UTC().Truncate(time.Microsecond)
-}
-
 // ListPlans returns one page of active plans, newest first.
 func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error) {
-	page, limit := f.Page, f.Limit
-	if page == 0 {
-		page = 1
-	}
-	if limit == 0 {
-		limit = DefaultPageLimit
-	}
-	if page < 1 || page > MaxPage {
-		return PlanPage{}, invalid("page", "must be between 1 and %d", MaxPage)
-	}
-	if limit < 1 || limit > MaxPageLimit {
-		return PlanPage{}, invalid("limit", "must be between 1 and %d", MaxPageLimit)
+	rules := input.Pages{DefaultLimit: DefaultPageLimit, MaxLimit: MaxPageLimit, MaxPage: MaxPage}
+	page, field, reason := rules.Check(f.Page, f.Limit)
+	if reason != "" {
+		return PlanPage{}, invalid(field, "%s", reason)
 	}
 	q := ListQuery{
 		// Filters come from partners' query strings: accept "jp" for "JP".
 		Country:  upperASCII(strings.TrimSpace(f.Country)),
 		Type:     f.Type,
 		Currency: Currency(upperASCII(strings.TrimSpace(string(f.Currency)))),
-		Limit:    limit,
-		Offset:   (page - 1) * limit,
+		Limit:    page.Limit,
+		Offset:   page.Offset(),
 	}
 	if q.Country != "" && !ValidCountry(q.Country) {
 		return PlanPage{}, invalid("country", "must be an ISO 3166-1 alpha-2 country code")
@@ -473,13 +422,13 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 		return PlanPage{}, invalid("type", "must be fixed or per_day")
 	}
 	if q.Currency != "" && !q.Currency.Valid() {
-		return PlanPage{}, invalid("currency", "must be one of USD, EUR, GBP")
+		return PlanPage{}, invalid("currency", "must be one of %s", currencyList())
 	}
 	plans, total, err := s.store.ListActivePlans(ctx, q)
 	if err != nil {
 		return PlanPage{}, fmt.Errorf("list plans: %w", err)
 	}
-	return PlanPage{Plans: plans, Total: total, Page: page, Limit: limit}, nil
+	return PlanPage{Plans: plans, Total: total, Page: page.Number, Limit: page.Limit}, nil
 }
 
 // upperASCII upper-cases a to z only. strings.ToUpper also folds the
@@ -562,7 +511,7 @@ func (s *Service) UpsertPlans(ctx context.Context, plans []Plan) (UpsertResult, 
 		seen[p.ID] = i
 		batch[i] = p
 	}
-	now := s.clock()
+	now := input.Now(s.now)
 	res, err := s.store.UpsertPlans(ctx, batch, func(stored *Plan, in Plan) (Plan, bool, error) {
 		w, changed, err := merge(stored, in, now)
 		if err != nil {
@@ -626,7 +575,7 @@ func productChange(stored, in Plan) error {
 // RetirePlan takes a plan off sale. It is idempotent: retiring a retired
 // plan returns it as it is.
 func (s *Service) RetirePlan(ctx context.Context, id uuid.UUID) (Plan, error) {
-	return s.store.RetirePlan(ctx, id, s.clock())
+	return s.store.RetirePlan(ctx, id, input.Now(s.now))
 }
 
 // Seed upserts the bundled catalogue (see seed.go). Seed plans carry no
@@ -635,8 +584,3 @@ func (s *Service) RetirePlan(ctx context.Context, id uuid.UUID) (Plan, error) {
 func (s *Service) Seed(ctx context.Context) (UpsertResult, error) {
 	return s.UpsertPlans(ctx, SeedPlans())
 }
-
-// isLineSeparator reports U+2028 and U+2029, which are not control
-// characters to Go but break a line in JavaScript strings, logs and most
-// displays, as a newline would.
-func isLineSeparator(r rune) bool { return unicode.In(r, unicode.Zl, unicode.Zp) }

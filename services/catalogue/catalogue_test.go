@@ -238,10 +238,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestValidateTextReasons pins the reasons given for a name or region, which
-// are those of the accounts service's names (services/accounts/accounts.go,
-// validName), the catalogue adding the offending character where one is at
-// fault.
+// TestValidateTextReasons pins the reasons given for a name or region:
+// input.TextReason's, which the accounts service gives for its names too,
+// naming the offending character where one is at fault.
 func TestValidateTextReasons(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -534,6 +533,26 @@ func TestValidateNamesTheMissingCurrency(t *testing.T) {
 		if !strings.Contains(err.Error(), string(missing)) {
 			t.Errorf("without %s: %v; want the reason to name %s", missing, err, missing)
 		}
+	}
+}
+
+// An unknown currency, priced or filtered on, is answered with the list of
+// account currencies, the same list in every message that names them.
+func TestUnknownCurrencyListsTheAccountCurrencies(t *testing.T) {
+	const want = "must be one of EUR, GBP, USD"
+	p := fixedPlan()
+	p.Prices[2].Currency = "JPY"
+	err := p.Validate()
+	wantValidation(t, err, "prices[2].currency")
+	if ve := err.(*ValidationError); ve.Reason != want {
+		t.Errorf("priced in JPY: reason %q, want %q", ve.Reason, want)
+	}
+
+	svc, _, _ := newTestService()
+	_, err = svc.ListPlans(context.Background(), ListFilter{Currency: "JPY"})
+	wantValidation(t, err, "currency")
+	if ve := err.(*ValidationError); ve.Reason != want {
+		t.Errorf("filtered on JPY: reason %q, want %q", ve.Reason, want)
 	}
 }
 

@@ -5,16 +5,20 @@ go 1.26.0
 replace (
 	github.com/esimplatform/esim/libs/config => ../../libs/config
 	github.com/esimplatform/esim/libs/httpserver => ../../libs/httpserver
+	github.com/esimplatform/esim/libs/input => ../../libs/input
 	github.com/esimplatform/esim/libs/postgres => ../../libs/postgres
 	github.com/esimplatform/esim/libs/telemetry => ../../libs/telemetry
+	github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
 	github.com/esimplatform/esim/proto => ../../proto
 )
 
 require (
 	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0

@@ -32,6 +32,11 @@ require (
 )
 
 require (
+	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -85,3 +90,7 @@ require (
 )
 
 replace github.com/esimplatform/esim/libs/coalesce => ../../libs/coalesce
+
+replace github.com/esimplatform/esim/libs/input => ../../libs/input
+
+replace github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr

@@ -12,6 +12,7 @@ import (
 	"github.com/esimplatform/esim/libs/httpserver"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/twirperr"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres"
@@ -41,7 +42,10 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 	svc := accounts.NewService(postgres.NewStore(pool))
 	twirpHandler := accountsv1.NewAccountsServer(twirpserver.New(svc),
-		twirp.WithServerHooks(errorLogging(tel.Logger)))
+		// Logs internal errors and calls cut short, whose causes callers
+		// never see. Causes come from storage and never contain secrets:
+		// the domain hashes a secret before it reaches storage.
+		twirp.WithServerHooks(twirperr.ServerHooks(tel.Logger)))
 
 	return &Server{
 		pool: pool,
@@ -63,41 +67,4 @@ func (s *Server) Close() {
 	if err := libpostgres.Close(s.pool); err != nil {
 		s.log.Warn("closing the database pool", "err", err)
 	}
-}
-
-// errorLogging logs internal errors with their cause, through the
-// request's context so the line carries its request and trace ids. The
-// caller only ever sees "internal error". Expected outcomes (not found,
-// unauthenticated, invalid argument) are the caller's business and would
-// only be noise here. So, mostly, are calls cut short by their context (a
-// caller that gave up, whose own log says why): those are logged at debug
-// level, for tracing a timeout through, and never at error level. Causes
-// come from storage and never contain secrets: the domain hashes a secret
-// before it reaches storage.
-func errorLogging(log *slog.Logger) *twirp.ServerHooks {
-	return &twirp.ServerHooks{
-		Error: func(ctx context.Context, twerr twirp.Error) context.Context {
-			switch twerr.Code() {
-			case twirp.Internal:
-				method, _ := twirp.MethodName(ctx)
-				log.ErrorContext(ctx, "twirp internal error", "method", method, "error", cause(twerr).Error())
-			case twirp.Canceled, twirp.DeadlineExceeded:
-				method, _ := twirp.MethodName(ctx)
-				level, msg := slog.LevelDebug, "twirp call cut short by its context"
-				if httpserver.CutByShutdown(ctx) {
-					level, msg = slog.LevelWarn, "twirp call cut short by the service's shutdown"
-				}
-				log.Log(ctx, level, msg, "method", method, "code", string(twerr.Code()), "error", cause(twerr).Error())
-			}
-			return ctx
-		},
-	}
-}
-
-// cause is the error twerr wraps, or twerr itself.
-func cause(twerr twirp.Error) error {
-	if c := errors.Unwrap(twerr); c != nil {
-		return c
-	}
-	return twerr
 }

@@ -5,11 +5,9 @@ package twirpserver
 
 import (
 	"context"
-	"errors"
 	"math"
 
 	"github.com/google/uuid"
-	"github.com/twitchtv/twirp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -37,10 +35,10 @@ func (s *Server) CreateAccount(ctx context.Context, req *accountsv1.CreateAccoun
 		// and is a well-formed UUID, so it gets a reason of its own.
 		parsed, err := uuid.Parse(req.GetId())
 		if err != nil {
-			return nil, twirpError(&accounts.ValidationError{Field: "id", Reason: "must be a UUID"})
+			return nil, toTwirp(&accounts.ValidationError{Field: "id", Reason: "must be a UUID"})
 		}
 		if parsed == uuid.Nil {
-			return nil, twirpError(&accounts.ValidationError{Field: "id", Reason: "must not be the nil UUID; leave it empty to have one generated"})
+			return nil, toTwirp(&accounts.ValidationError{Field: "id", Reason: "must not be the nil UUID; leave it empty to have one generated"})
 		}
 		id = parsed
 	}
@@ -51,7 +49,7 @@ func (s *Server) CreateAccount(ctx context.Context, req *accountsv1.CreateAccoun
 		RateLimitPerMinute: req.GetRateLimitPerMinute(),
 	})
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	return accountToProto(a), nil
 }
@@ -60,11 +58,11 @@ func (s *Server) CreateAccount(ctx context.Context, req *accountsv1.CreateAccoun
 func (s *Server) GetAccount(ctx context.Context, req *accountsv1.GetAccountRequest) (*accountsv1.Account, error) {
 	id, err := lookupID(req.GetId())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	a, err := s.svc.GetAccount(ctx, id)
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	return accountToProto(a), nil
 }
@@ -73,7 +71,7 @@ func (s *Server) GetAccount(ctx context.Context, req *accountsv1.GetAccountReque
 func (s *Server) ListAccounts(ctx context.Context, req *accountsv1.ListAccountsRequest) (*accountsv1.ListAccountsResponse, error) {
 	page, err := s.svc.ListAccounts(ctx, req.GetPage(), req.GetLimit())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	resp := &accountsv1.ListAccountsResponse{
 		Accounts: make([]*accountsv1.Account, len(page.Accounts)),
@@ -91,11 +89,11 @@ func (s *Server) ListAccounts(ctx context.Context, req *accountsv1.ListAccountsR
 func (s *Server) SetRateLimit(ctx context.Context, req *accountsv1.SetRateLimitRequest) (*accountsv1.Account, error) {
 	id, err := lookupID(req.GetAccountId())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	a, err := s.svc.SetRateLimit(ctx, id, req.GetRateLimitPerMinute())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	return accountToProto(a), nil
 }
@@ -106,7 +104,7 @@ func (s *Server) CreateKey(ctx context.Context, req *accountsv1.CreateKeyRequest
 	// lookup miss like any unknown id.
 	accountID, err := lookupID(req.GetAccountId())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	issued, err := s.svc.CreateKey(ctx, accounts.NewKey{
 		AccountID:   accountID,
@@ -114,7 +112,7 @@ func (s *Server) CreateKey(ctx context.Context, req *accountsv1.CreateKeyRequest
 		Name:        req.GetName(),
 	})
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	return &accountsv1.CreateKeyResponse{Key: keyToProto(issued.Key), Secret: issued.Secret.Reveal()}, nil
 }
@@ -123,11 +121,11 @@ func (s *Server) CreateKey(ctx context.Context, req *accountsv1.CreateKeyRequest
 func (s *Server) ListKeys(ctx context.Context, req *accountsv1.ListKeysRequest) (*accountsv1.ListKeysResponse, error) {
 	accountID, err := lookupID(req.GetAccountId())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	page, err := s.svc.ListKeys(ctx, accountID, req.GetPage(), req.GetLimit())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	resp := &accountsv1.ListKeysResponse{
 		Keys: make([]*accountsv1.ApiKey, len(page.Keys)),
@@ -144,15 +142,15 @@ func (s *Server) ListKeys(ctx context.Context, req *accountsv1.ListKeysRequest) 
 func (s *Server) RevokeKey(ctx context.Context, req *accountsv1.RevokeKeyRequest) (*accountsv1.ApiKey, error) {
 	accountID, err := lookupID(req.GetAccountId())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	keyID, err := lookupID(req.GetKeyId())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	k, err := s.svc.RevokeKey(ctx, accountID, keyID)
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	return keyToProto(k), nil
 }
@@ -161,7 +159,7 @@ func (s *Server) RevokeKey(ctx context.Context, req *accountsv1.RevokeKeyRequest
 func (s *Server) Authenticate(ctx context.Context, req *accountsv1.AuthenticateRequest) (*accountsv1.AuthenticateResponse, error) {
 	p, err := s.svc.Authenticate(ctx, req.GetSecret())
 	if err != nil {
-		return nil, twirpError(err)
+		return nil, toTwirp(err)
 	}
 	return &accountsv1.AuthenticateResponse{
 		AccountId:          p.AccountID.String(),
@@ -181,60 +179,6 @@ func lookupID(s string) (uuid.UUID, error) {
 		return uuid.Nil, accounts.ErrNotFound
 	}
 	return id, nil
-}
-
-// errorCodes is the one mapping from the domain's sentinel errors to Twirp
-// codes. ValidationError (InvalidArgument) is handled beside it because it
-// carries a field, and the context's errors after it; everything else is
-// Internal.
-var errorCodes = []struct {
-	err  error
-	code twirp.ErrorCode
-}{
-	{accounts.ErrNotFound, twirp.NotFound},
-	{accounts.ErrConflict, twirp.AlreadyExists},
-	{accounts.ErrUnauthenticated, twirp.Unauthenticated},
-}
-
-// contextCodes map a call cut short by its context: the caller gave up
-// (the gateway's timeout closed the connection) or a deadline passed. These
-// are not failures of accounts, so they are not Internal (which the server
-// logs at error level and callers count as an outage), as in the catalogue.
-var contextCodes = []struct {
-	err  error
-	code twirp.ErrorCode
-	msg  string
-}{
-	{context.Canceled, twirp.Canceled, "request canceled"},
-	{context.DeadlineExceeded, twirp.DeadlineExceeded, "deadline exceeded"},
-}
-
-// twirpError converts a domain error for the wire. Internal errors reach
-// the caller as a bare "internal error": their cause (SQL, connection
-// details) stays wrapped inside for the server's error hook to log. So do
-// context errors: the storage error around one (a failed connection
-// attempt, say) can name the database's host and user.
-func twirpError(err error) error {
-	var ve *accounts.ValidationError
-	if errors.As(err, &ve) {
-		// The reason on its own as well, as the catalogue sends it: callers
-		// show it next to the field without parsing the message.
-		return twirp.InvalidArgumentError(ve.Field, ve.Reason).WithMeta("reason", ve.Reason)
-	}
-	for _, m := range errorCodes {
-		if errors.Is(err, m.err) {
-			// The domain wraps these sentinels with the ids the caller sent
-			// ("revoke key K of account A: not found"), which helps operators
-			// and reveals nothing; ErrUnauthenticated is always bare.
-			return twirp.NewError(m.code, err.Error())
-		}
-	}
-	for _, m := range contextCodes {
-		if errors.Is(err, m.err) {
-			return twirp.WrapError(twirp.NewError(m.code, m.msg), err)
-		}
-	}
-	return twirp.WrapError(twirp.InternalError("internal error"), err)
 }
 
 func accountToProto(a accounts.Account) *accountsv1.Account {

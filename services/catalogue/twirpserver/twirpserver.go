@@ -9,7 +9,9 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/libs/twirperr"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/catalogue"
 )
@@ -22,15 +24,17 @@ type Server struct {
 
 var _ cataloguev1.Catalogue = (*Server)(nil)
 
-// New returns the Twirp adapter over svc; log records internal errors.
+// New returns the Twirp adapter over svc; log records what upserts did.
 func New(svc *catalogue.Service, log *slog.Logger) *Server {
 	return &Server{svc: svc, log: log}
 }
 
 // Handler returns the Twirp HTTP handler of the Catalogue service, mounted
-// at its default path prefix (/twirp/esim.catalogue.v1.Catalogue/).
+// at its default path prefix (/twirp/esim.catalogue.v1.Catalogue/). Its
+// hooks log internal errors and calls cut short, whose causes callers
+// never see.
 func Handler(svc *catalogue.Service, log *slog.Logger) http.Handler {
-	return cataloguev1.NewCatalogueServer(New(svc, log))
+	return cataloguev1.NewCatalogueServer(New(svc, log), twirp.WithServerHooks(twirperr.ServerHooks(log)))
 }
 
 // ListPlans implements cataloguev1.Catalogue.
@@ -44,12 +48,12 @@ func (s *Server) ListPlans(ctx context.Context, req *cataloguev1.ListPlansReques
 	if t := req.GetType(); t != cataloguev1.PlanType_PLAN_TYPE_UNSPECIFIED {
 		var known bool
 		if f.Type, known = planTypes[t]; !known {
-			return nil, toTwirp(ctx, s.log, &catalogue.ValidationError{Field: "type", Reason: "must be fixed or per_day"})
+			return nil, toTwirp(&catalogue.ValidationError{Field: "type", Reason: "must be fixed or per_day"})
 		}
 	}
 	page, err := s.svc.ListPlans(ctx, f)
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	resp := &cataloguev1.ListPlansResponse{
 		Plans: make([]*cataloguev1.Plan, len(page.Plans)),
@@ -65,11 +69,11 @@ func (s *Server) ListPlans(ctx context.Context, req *cataloguev1.ListPlansReques
 func (s *Server) GetPlan(ctx context.Context, req *cataloguev1.GetPlanRequest) (*cataloguev1.Plan, error) {
 	id, err := planID(req.GetId())
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	p, err := s.svc.GetPlan(ctx, id, req.GetIncludeRetired())
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	return planToProto(p), nil
 }
@@ -87,7 +91,7 @@ func (s *Server) GetPlans(ctx context.Context, req *cataloguev1.GetPlansRequest)
 	}
 	plans, err := s.svc.GetPlans(ctx, ids, req.GetIncludeRetired())
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	resp := &cataloguev1.GetPlansResponse{Plans: make([]*cataloguev1.Plan, len(plans))}
 	for i, p := range plans {
@@ -104,13 +108,13 @@ func (s *Server) UpsertPlans(ctx context.Context, req *cataloguev1.UpsertPlansRe
 	for i, pb := range req.GetPlans() {
 		p, err := planFromProto(pb)
 		if err != nil {
-			return nil, toTwirp(ctx, s.log, catalogue.InField(fmt.Sprintf("plans[%d]", i), err))
+			return nil, toTwirp(catalogue.InField(fmt.Sprintf("plans[%d]", i), err))
 		}
 		plans[i] = p
 	}
 	res, err := s.svc.UpsertPlans(ctx, plans)
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	s.log.InfoContext(ctx, "plans upserted", "created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
 	return &cataloguev1.UpsertPlansResponse{Upserted: int32(res.Total())}, nil
@@ -120,11 +124,11 @@ func (s *Server) UpsertPlans(ctx context.Context, req *cataloguev1.UpsertPlansRe
 func (s *Server) RetirePlan(ctx context.Context, req *cataloguev1.RetirePlanRequest) (*cataloguev1.Plan, error) {
 	id, err := planID(req.GetId())
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	p, err := s.svc.RetirePlan(ctx, id)
 	if err != nil {
-		return nil, toTwirp(ctx, s.log, err)
+		return nil, toTwirp(err)
 	}
 	s.log.InfoContext(ctx, "plan retired", "plan_id", p.ID)
 	return planToProto(p), nil

@@ -37,7 +37,7 @@ type fixture struct {
 // logged as the catalogue's own failure.
 func (f fixture) wantNoInternalError(t *testing.T, what string) {
 	t.Helper()
-	if strings.Contains(f.logs.String(), "catalogue call failed") {
+	if strings.Contains(f.logs.String(), "twirp internal error") {
 		t.Fatalf("%s was logged as an internal error:\n%s", what, f.logs)
 	}
 }
@@ -302,7 +302,7 @@ func TestStorageFailureIsInternalAndLogged(t *testing.T) {
 		t.Fatalf("internal error leaks its cause to callers: %q", twerr.Msg())
 	}
 	logs := f.logs.String()
-	if !strings.Contains(logs, "catalogue call failed") || !strings.Contains(logs, "ListPlans") {
+	if !strings.Contains(logs, "twirp internal error") || !strings.Contains(logs, "ListPlans") {
 		t.Fatalf("internal error not logged with its method:\n%s", logs)
 	}
 }
@@ -402,7 +402,7 @@ func TestEndedContextIsCanceledOrDeadlineExceeded(t *testing.T) {
 		if rec["level"] == "ERROR" {
 			t.Errorf("a call cut short by its context was logged at error level: %v", rec)
 		}
-		if rec["msg"] == "catalogue call cut short by its context" {
+		if rec["msg"] == "twirp call cut short by its context" {
 			if rec["level"] != "DEBUG" || rec["method"] == "" || rec["error"] == "" {
 				t.Errorf("logged %v; want a debug line with the method and the cause", rec)
 			}
@@ -443,7 +443,7 @@ func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
 	var cut map[string]any
 	for deadline := time.Now().Add(5 * time.Second); cut == nil && time.Now().Before(deadline); {
 		for _, rec := range f.logRecords() {
-			if rec["msg"] == "catalogue call cut short by its context" {
+			if rec["msg"] == "twirp call cut short by its context" {
 				cut = rec
 			}
 		}
