@@ -196,11 +196,14 @@ func checkRateLimit(flag string, perMinute int32) error {
 // gives a usage error before any call is made.
 func parseCurrency(s string) (string, error) {
 	cur := strings.ToUpper(strings.TrimSpace(s))
-	switch cur {
-	case "USD", "EUR", "GBP":
+	if accounts.Currency(cur).Valid() {
 		return cur, nil
 	}
-	return "", usagef("invalid --currency %q: want USD, EUR or GBP", s)
+	names := make([]string, len(accounts.Currencies))
+	for i, c := range accounts.Currencies {
+		names[i] = string(c)
+	}
+	return "", usagef("invalid --currency %q: want %s", s, orList(names))
 }
 
 // The bounds of --page and --limit. Every service that lists takes the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/catalogue"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 	"github.com/esimplatform/esim/services/gateway"
@@ -269,5 +271,24 @@ func TestSharedCallLinksEveryCallersSpan(t *testing.T) {
 		if linked[id] {
 			t.Errorf("lookup %s went out alone, yet a shared call links it", id)
 		}
+	}
+}
+
+// An account is billed in one currency and looks plans up in it; the
+// catalogue prices every plan in each of its currencies. The two sets are
+// the two services' own and must stay equal, or partners billed in a
+// currency one side lacks see no plans (or plans nobody can buy).
+func TestAccountAndCatalogueCurrenciesAreTheSame(t *testing.T) {
+	var billed, priced []string
+	for _, c := range accounts.Currencies {
+		billed = append(billed, string(c))
+	}
+	for _, c := range catalogue.Currencies {
+		priced = append(priced, string(c))
+	}
+	slices.Sort(billed)
+	slices.Sort(priced)
+	if !slices.Equal(billed, priced) {
+		t.Fatalf("accounts bill in %v, the catalogue prices in %v", billed, priced)
 	}
 }
