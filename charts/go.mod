@@ -30,6 +30,7 @@ require (
 
 require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 )
 
@@ -198,3 +199,5 @@ tool helm.sh/helm/v3/cmd/helm
 replace github.com/esimplatform/esim/libs/input => ../libs/input
 
 replace github.com/esimplatform/esim/libs/twirperr => ../libs/twirperr
+
+replace github.com/esimplatform/esim/libs/money => ../libs/money

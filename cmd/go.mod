@@ -14,6 +14,7 @@ replace (
 
 require (
 	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0
@@ -82,3 +83,5 @@ require (
 replace github.com/esimplatform/esim/libs/input => ../libs/input
 
 replace github.com/esimplatform/esim/libs/twirperr => ../libs/twirperr
+
+replace github.com/esimplatform/esim/libs/money => ../libs/money

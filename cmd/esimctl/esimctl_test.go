@@ -296,13 +296,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 }
 
 func TestMoneyAndSizes(t *testing.T) {
-	for minor, want := range map[int64]string{0: "0.00", 5: "0.05", 1250: "12.50", 100000: "1000.00", -5: "-0.05", -1250: "-12.50"} {
-		if got := decimal(minor); got != want {
-			t.Errorf("decimal(%d) = %q, want %q", minor, got, want)
-		}
-	}
-	if got := money(1250, "USD"); got != "12.50 USD" {
-		t.Errorf("money = %q", got)
+	if got := priceText(1250, "USD"); got != "12.50 USD" {
+		t.Errorf("priceText = %q", got)
 	}
 	for n, want := range map[int64]string{1 << 30: "1 GB", 3 << 30: "3 GB", 3 << 29: "1.5 GB", 500 << 20: "500 MB", 42: "42 B"} {
 		if got := dataSize(n); got != want {

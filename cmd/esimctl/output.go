@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/esimplatform/esim/libs/money"
 )
 
 // envelope is the shape of every --json output, the same as the public API:
@@ -55,21 +57,9 @@ func row(w io.Writer, cells ...any) {
 	fmt.Fprintln(w)
 }
 
-// decimal renders minor units with two decimals using integer arithmetic
-// only: USD, EUR and GBP all have two minor digits, and a float would round.
-func decimal(minor int64) string {
-	sign := ""
-	u := uint64(minor)
-	if minor < 0 {
-		sign = "-"
-		u = uint64(-minor) // two's complement: correct even for MinInt64
-	}
-	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
-}
-
-// money renders "12.50 USD".
-func money(minor int64, currency string) string {
-	return decimal(minor) + " " + currency
+// priceText renders "12.50 USD".
+func priceText(minor int64, currency string) string {
+	return money.Decimal(minor) + " " + currency
 }
 
 // timestamp renders a protobuf timestamp as RFC 3339 in UTC, or nil for an

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/esimplatform/esim/libs/money"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/catalogue"
 )
@@ -76,7 +77,7 @@ func viewPlan(p *cataloguev1.Plan) planView {
 	}
 	for _, m := range p.GetPrices() {
 		v.Prices = append(v.Prices, priceView{
-			Amount: json.Number(decimal(m.GetAmountMinor())), AmountMinor: m.GetAmountMinor(), Currency: m.GetCurrency(), Per: per,
+			Amount: json.Number(money.Decimal(m.GetAmountMinor())), AmountMinor: m.GetAmountMinor(), Currency: m.GetCurrency(), Per: per,
 		})
 	}
 	return v
@@ -115,7 +116,7 @@ func pricesText(p *cataloguev1.Plan) string {
 	}
 	parts := make([]string, 0, len(p.GetPrices()))
 	for _, m := range p.GetPrices() {
-		parts = append(parts, money(m.GetAmountMinor(), m.GetCurrency())+suffix)
+		parts = append(parts, priceText(m.GetAmountMinor(), m.GetCurrency())+suffix)
 	}
 	if len(parts) == 0 {
 		return "-"

@@ -16,6 +16,7 @@ require (
 	github.com/danielgtaylor/huma/v2 v2.37.2
 	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000
@@ -94,3 +95,5 @@ replace github.com/esimplatform/esim/libs/coalesce => ../../libs/coalesce
 replace github.com/esimplatform/esim/libs/input => ../../libs/input
 
 replace github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
+
+replace github.com/esimplatform/esim/libs/money => ../../libs/money

@@ -1,0 +1,3 @@
+module github.com/esimplatform/esim/libs/money
+
+go 1.26.0
