@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +145,30 @@ func TestBaseURL(t *testing.T) {
 		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("ACCOUNTS_URL=%q: the error shows a secret: %q", raw, err)
 		}
+	}
+}
+
+type withRuntime struct {
+	Runtime config.Runtime
+}
+
+func TestRuntimeGCPercent(t *testing.T) {
+	for raw, want := range map[string]config.GCPercent{"": 400, "100": 100, "off": -1} {
+		var cfg withRuntime
+		if err := config.Parse(context.Background(), func(string) string { return raw }, &cfg); err != nil || cfg.Runtime.GCPercent != want {
+			t.Errorf("GOGC=%q parsed as %d, %v; want %d", raw, cfg.Runtime.GCPercent, err, want)
+		}
+	}
+	for _, raw := range []string{"0", "-5", "fast", "50%"} {
+		var cfg withRuntime
+		err := config.Parse(context.Background(), func(string) string { return raw }, &cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), "GOGC: ") {
+			t.Errorf("GOGC=%q: %v, want an error naming GOGC", raw, err)
+		}
+	}
+	// Apply sets the collector's target; restore the test binary's own.
+	config.Runtime{GCPercent: 250}.Apply()
+	if previous := debug.SetGCPercent(100); previous != 250 {
+		t.Errorf("after Apply the GC target was %d, want 250", previous)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -11,6 +12,7 @@ import (
 // The Helm chart sets exactly these variables (checked by charts tests).
 type Config struct {
 	HTTP        httpserver.Config
+	Runtime     config.Runtime
 	DatabaseURL string `env:"DATABASE_URL, required"`
 	Telemetry   telemetry.Config
 }

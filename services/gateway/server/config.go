@@ -13,7 +13,8 @@ import (
 // Config is everything the gateway reads from its environment.
 // The Helm chart sets exactly these variables (checked by charts tests).
 type Config struct {
-	HTTP httpserver.Config
+	HTTP    httpserver.Config
+	Runtime config.Runtime
 	// AccountsURL and CatalogueURL are the Twirp base URLs of the services.
 	AccountsURL  config.BaseURL `env:"ACCOUNTS_URL, required"`
 	CatalogueURL config.BaseURL `env:"CATALOGUE_URL, required"`

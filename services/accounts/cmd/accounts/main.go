@@ -35,10 +35,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	// 1. Configuration, parsed once; nothing below reads the environment.
+	// The Go runtime's settings in it apply at once.
 	var cfg server.Config
 	if err := config.Parse(ctx, getenv, &cfg); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	cfg.Runtime.Apply()
 
 	// 2. Logs, traces and metrics. Flushed last, so the shutdown itself is
 	// still recorded.

@@ -20,10 +20,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	// 1. Configuration, read once: nothing below run reads the environment.
+	// The Go runtime's settings in it apply at once.
 	var cfg server.Config
 	if err := config.Parse(ctx, getenv, &cfg); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	cfg.Runtime.Apply()
 
 	// 2. Logs, traces and metrics.
 	tel, err := telemetry.Setup(ctx, "catalogue", cfg.Telemetry, stdout)
