@@ -198,8 +198,8 @@ type Runtime struct {
 	// and allocates per request, so at Go's default of 100 the gateway
 	// collected every 35 ms at 11,000 requests a second, each collection
 	// taking a share of the two cores from requests for 2 to 4 ms; at 400
-	// it collects a quarter as often, for about 10 MB more heap, and p99 at
-	// half the benchmark's maximum fell by about a tenth (docs/decisions.md).
+	// it collects a quarter as often, for about 20 MB more peak memory, and
+	// the benchmark's maximum rose by about a tenth (docs/decisions.md).
 	GCPercent GCPercent `env:"GOGC, default=400"`
 }
 
