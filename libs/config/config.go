@@ -207,7 +207,8 @@ type Runtime struct {
 // process starts; Apply makes the default hold where GOGC is unset.
 func (r Runtime) Apply() { debug.SetGCPercent(int(r.GCPercent)) }
 
-// GCPercent is GOGC's value: a positive percentage, or "off" (-1).
+// GCPercent is GOGC's value: a percentage (0 collects all the time), or
+// "off" (-1), as the Go runtime takes it.
 type GCPercent int
 
 // EnvDecode makes GCPercent a config field type.
@@ -217,8 +218,8 @@ func (p *GCPercent) EnvDecode(raw string) error {
 		return nil
 	}
 	n, err := strconv.Atoi(raw)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("%q is not a positive percentage or off", raw)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a percentage (0 or more) or off", raw)
 	}
 	*p = GCPercent(n)
 	return nil

@@ -153,13 +153,13 @@ type withRuntime struct {
 }
 
 func TestRuntimeGCPercent(t *testing.T) {
-	for raw, want := range map[string]config.GCPercent{"": 400, "100": 100, "off": -1} {
+	for raw, want := range map[string]config.GCPercent{"": 400, "100": 100, "0": 0, "off": -1} {
 		var cfg withRuntime
 		if err := config.Parse(context.Background(), func(string) string { return raw }, &cfg); err != nil || cfg.Runtime.GCPercent != want {
 			t.Errorf("GOGC=%q parsed as %d, %v; want %d", raw, cfg.Runtime.GCPercent, err, want)
 		}
 	}
-	for _, raw := range []string{"0", "-5", "fast", "50%"} {
+	for _, raw := range []string{"-5", "fast", "50%", "OFF"} {
 		var cfg withRuntime
 		err := config.Parse(context.Background(), func(string) string { return raw }, &cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), "GOGC: ") {

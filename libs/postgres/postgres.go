@@ -51,7 +51,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 var defaultRuntimeParams = map[string]string{"random_page_cost": "1.1"}
 
 // DefaultConnectTimeout bounds each new connection where the database URL
-// sets no connect_timeout.
+// sets no connect_timeout, or sets libpq's 0 (wait for ever), which a
+// service must not do.
 const DefaultConnectTimeout = 5 * time.Second
 
 // Connect opens a pool and checks that the server answers.

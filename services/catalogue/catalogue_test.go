@@ -537,7 +537,8 @@ func TestValidateNamesTheMissingCurrency(t *testing.T) {
 }
 
 // An unknown currency, priced or filtered on, is answered with the list of
-// account currencies, the same list in every message that names them.
+// account currencies, the same list in every catalogue message that names
+// them.
 func TestUnknownCurrencyListsTheAccountCurrencies(t *testing.T) {
 	const want = "must be one of EUR, GBP, USD"
 	p := fixedPlan()
