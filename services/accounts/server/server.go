@@ -7,13 +7,10 @@ import (
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
-	"github.com/esimplatform/esim/libs/twirperr"
-	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres"
 	"github.com/esimplatform/esim/services/accounts/twirpserver"
@@ -41,18 +38,13 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		return nil, err
 	}
 	svc := accounts.NewService(postgres.NewStore(pool))
-	twirpHandler := accountsv1.NewAccountsServer(twirpserver.New(svc),
-		// Logs internal errors and calls cut short, whose causes callers
-		// never see. Causes come from storage and never contain secrets:
-		// the domain hashes a secret before it reaches storage.
-		twirp.WithServerHooks(twirperr.ServerHooks(tel.Logger)))
 
 	return &Server{
 		pool: pool,
 		log:  tel.Logger,
 		handler: httpserver.Handler(httpserver.Routes{
 			Name:      "accounts",
-			App:       twirpHandler,
+			App:       twirpserver.Handler(svc, tel.Logger),
 			Telemetry: tel,
 			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
 		}),

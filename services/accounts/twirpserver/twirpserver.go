@@ -5,11 +5,15 @@ package twirpserver
 
 import (
 	"context"
+	"log/slog"
 	"math"
+	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/twitchtv/twirp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/esimplatform/esim/libs/twirperr"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts"
 )
@@ -24,6 +28,15 @@ var _ accountsv1.Accounts = (*Server)(nil)
 // New returns the Twirp implementation over svc.
 func New(svc *accounts.Service) *Server {
 	return &Server{svc: svc}
+}
+
+// Handler returns the Twirp HTTP handler of the Accounts service, mounted
+// at its default path prefix (/twirp/esim.accounts.v1.Accounts/). Its hooks
+// log internal errors and calls cut short, whose causes callers never see.
+// Causes come from storage and never contain secrets: the domain hashes a
+// secret before it reaches storage.
+func Handler(svc *accounts.Service, log *slog.Logger) http.Handler {
+	return accountsv1.NewAccountsServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
 }
 
 // CreateAccount implements accountsv1.Accounts.
