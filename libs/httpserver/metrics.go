@@ -31,7 +31,8 @@ type routeSlot struct {
 
 // SetRoute names the route template that serves the request (e.g.
 // "/v1/plans/{id}") for its metrics and, when tracing, its span ("GET
-// /v1/plans/{id}", named when the request has been answered). Paths carry ids; routes keep both bounded.
+// /v1/plans/{id}", named when the request has been answered). Paths carry
+// ids; routes keep both bounded.
 func SetRoute(ctx context.Context, route string) {
 	slot, ok := ctx.Value(routeKey{}).(*routeSlot)
 	if !ok {
