@@ -118,6 +118,16 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, "==> "+format+"\n", args...) }
 	started := time.Now().UTC()
 
+	// 0. What the host charges to wake a thread across cores, measured
+	// while the machine is still quiet.
+	say("measuring the cost of waking a thread on another core")
+	wake := measureWakeCost()
+	if wake.err != nil {
+		say("warning: wake-up cost not measured: %v", wake.err)
+	} else {
+		say("wake-up round trip: %s across cores, %s on one core", us(wake.crossCore), us(wake.sameCore))
+	}
+
 	// 1. The platform as `make run` starts it, with the rate limit far above
 	// anything two cores can produce so the limiter is exercised but never
 	// rejects, and quiet logs so logging does not dominate.
@@ -269,7 +279,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	rep := report{
 		started: started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
 		goVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
-		planID:    planID, bodyBytes: len(body), rows: rows, mem: mem,
+		planID:    planID, bodyBytes: len(body), rows: rows, mem: mem, wake: wake,
 	}
 	md := rep.markdown()
 	fmt.Fprint(stdout, md)

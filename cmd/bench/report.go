@@ -131,6 +131,7 @@ type report struct {
 	bodyBytes int
 	rows      []measurement
 	mem       []memory
+	wake      wakeCost
 }
 
 func (r report) markdown() string {
@@ -147,6 +148,7 @@ func (r report) markdown() string {
 		p(" (%s)", r.cpuModel)
 	}
 	p("\n- Go: %s\n", r.goVersion)
+	p("- %s\n", r.wakeLine())
 	p("- Postgres and Redis: the local servers; every process (load generator, gateway, accounts, catalogue, Postgres, Redis, baseline server) shares the same cores.\n\n")
 
 	p("## Method\n\n")
@@ -411,6 +413,22 @@ func metText(met bool) string {
 		return "met"
 	}
 	return "not met"
+}
+
+// wakeLine reports the host's wake-up cost, measured before the platform
+// started (see wakeCost).
+func (r report) wakeLine() string {
+	const what = "Waking a sleeping thread (two threads passing a byte back and forth through pipes, as `perf bench sched pipe` does, measured before the platform started)"
+	switch {
+	case r.wake.err != nil:
+		return what + ": not measured (" + r.wake.err.Error() + ")."
+	case r.wake.crossCore == 0:
+		return fmt.Sprintf("%s: %s a round trip on one core; one core only, so no wake-up across cores.", what, us(r.wake.sameCore))
+	}
+	return fmt.Sprintf("%s: **%s a round trip with the threads on two cores**, %s with both on one. "+
+		"Every hop between two processes on the gateway's path pays the first whenever the other end is idle; "+
+		"where it is tens of microseconds or more, latency under load says more about the host than about the code.",
+		what, us(r.wake.crossCore), us(r.wake.sameCore))
 }
 
 func percent(f float64) string {
