@@ -68,22 +68,25 @@ func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
 		context string
+		code    int
 	}{
-		{[]string{"accounts", "create", "--name", strings.Repeat("n", 1000)}, "create account"},
-		{[]string{"accounts", "get", unknownID}, "get account " + unknownID},
-		{[]string{"accounts", "get", upperID}, "get account " + unknownID},
-		{[]string{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "10"}, "set rate limit of account " + unknownID},
-		{[]string{"keys", "create", "--account", unknownID, "--env", "sandbox"}, "create key for account " + unknownID},
-		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + unknownID},
-		{[]string{"keys", "list", "--account", unknownID}, "list keys of account " + unknownID},
-		{[]string{"keys", "revoke", "--account", acct.ID, "--key", unknownID}, "revoke key " + unknownID + " of account " + acct.ID},
-		{[]string{"keys", "revoke", "--account", unknownID, "--key", unknownID, "--json"}, "revoke key " + unknownID + " of account " + unknownID},
-		{[]string{"plans", "get", unknownID}, "get plan " + unknownID},
-		{[]string{"plans", "retire", unknownID}, "retire plan " + unknownID},
-		{[]string{"plans", "retire", upperID, "--json"}, "retire plan " + unknownID},
+		// An argument the service refuses is a usage error, as one esimctl
+		// refuses itself.
+		{[]string{"accounts", "create", "--name", strings.Repeat("n", 1000)}, "create account", 2},
+		{[]string{"accounts", "get", unknownID}, "get account " + unknownID, 1},
+		{[]string{"accounts", "get", upperID}, "get account " + unknownID, 1},
+		{[]string{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "10"}, "set rate limit of account " + unknownID, 1},
+		{[]string{"keys", "create", "--account", unknownID, "--env", "sandbox"}, "create key for account " + unknownID, 1},
+		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + unknownID, 1},
+		{[]string{"keys", "list", "--account", unknownID}, "list keys of account " + unknownID, 1},
+		{[]string{"keys", "revoke", "--account", acct.ID, "--key", unknownID}, "revoke key " + unknownID + " of account " + acct.ID, 1},
+		{[]string{"keys", "revoke", "--account", unknownID, "--key", unknownID, "--json"}, "revoke key " + unknownID + " of account " + unknownID, 1},
+		{[]string{"plans", "get", unknownID}, "get plan " + unknownID, 1},
+		{[]string{"plans", "retire", unknownID}, "retire plan " + unknownID, 1},
+		{[]string{"plans", "retire", upperID, "--json"}, "retire plan " + unknownID, 1},
 	} {
 		r := esimctl(t, env, tc.args...)
-		r.wantError(t, 1, "esimctl: "+tc.context+": ")
+		r.wantError(t, tc.code, "esimctl: "+tc.context+": ")
 		first, _, _ := strings.Cut(r.stderr, "\n")
 		// Compared case-insensitively: a service echoing the id in its own
 		// spelling is still the same context said twice.
@@ -390,4 +393,56 @@ func TestAChangeWithoutAnAnswerSaysItMayHaveHappened(t *testing.T) {
 	if strings.Contains(r.stderr, "may have") {
 		t.Errorf("a read's error speaks of an outcome: %s", r.stderr)
 	}
+}
+
+// Whichever side finds a flag's value wrong, esimctl or the service, the
+// answer is a usage error (exit 2) with the pointer to --help, and nothing
+// is created. Text that is not UTF-8 is refused before any call: a
+// protobuf string cannot carry it.
+func TestRefusedArgumentIsUsageError(t *testing.T) {
+	accountsURL, accountCalls := counted(t, startAccounts(t))
+	catalogueURL, _ := counted(t, startCatalogue(t))
+	env := map[string]string{"ESIM_ACCOUNTS_URL": accountsURL, "ESIM_CATALOGUE_URL": catalogueURL}
+	var before []account
+	esimctl(t, env, "accounts", "list", "--json").ok(t).data(t, &before)
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"accounts", "create", "--name", strings.Repeat("a", 300)}, []string{"esimctl: create account: ", "120"}},
+		{[]string{"accounts", "create", "--name", "Evil\nName"}, []string{"esimctl: create account: "}},
+		{[]string{"plans", "list", "--country", "ZZ"}, []string{"esimctl: list plans: ", "country"}},
+	} {
+		r := esimctl(t, env, tc.args...)
+		r.wantError(t, 2, tc.want...)
+		if !strings.Contains(r.stderr, "Run 'esimctl "+tc.args[0]+" "+tc.args[1]+" --help' for usage.") {
+			t.Errorf("esimctl %q: no pointer to --help:\n%s", tc.args, r.stderr)
+		}
+	}
+
+	calls := accountCalls.Load()
+	esimctl(t, env, "accounts", "create", "--name", "Bad\xffUTF").wantError(t, 2, "esimctl: invalid --name: not UTF-8 text")
+	esimctl(t, env, "accounts", "get", "\xff").wantError(t, 2, "not UTF-8 text")
+	if n := accountCalls.Load() - calls; n != 0 {
+		t.Errorf("text that is not UTF-8 reached the accounts service (%d calls)", n)
+	}
+
+	var after []account
+	esimctl(t, env, "accounts", "list", "--json").ok(t).data(t, &after)
+	if len(after) != len(before) {
+		t.Errorf("%d accounts before the refused commands, %d after", len(before), len(after))
+	}
+}
+
+// A call that fails in the transport, with no answer from any server, says
+// which service and setting, not net/http's bare wording.
+func TestTransportFailureNamesTheService(t *testing.T) {
+	plain := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(plain.Close)
+	tlsToPlain := strings.Replace(plain.URL, "http://", "https://", 1)
+	esimctl(t, nil, "--accounts-url", tlsToPlain, "accounts", "list").
+		wantError(t, 1, "esimctl: list accounts: no answer from the accounts service at "+tlsToPlain+" (", "HTTPS", "check --accounts-url / ESIM_ACCOUNTS_URL")
+	esimctl(t, nil, "--accounts-url", tlsToPlain, "accounts", "create", "--name", "Lost").
+		wantError(t, 1, "no answer from the accounts service", "the account may have been created")
 }

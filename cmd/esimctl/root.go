@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/config"
@@ -204,6 +206,9 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		if c.catalogueURL, err = serviceURL(c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL", defaultCatalogueURL); err != nil {
 			return err
 		}
+		if err := validText(cmd, args); err != nil {
+			return err
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 		defer cancel()
 		err = fn(ctx, cmd, args)
@@ -214,6 +219,24 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		}
 		return &failure{msg: err.Error()}
 	}
+}
+
+// validText refuses flag values and arguments that are not UTF-8 text,
+// which no name or id is and a protobuf string cannot carry: sent, the
+// call would fail inside the client with a marshalling error.
+func validText(cmd *cobra.Command, args []string) error {
+	var bad error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if bad == nil && !utf8.ValidString(f.Value.String()) {
+			bad = usagef("invalid --%s: not UTF-8 text", f.Name)
+		}
+	})
+	for _, a := range args {
+		if bad == nil && !utf8.ValidString(a) {
+			bad = usagef("invalid argument %q: not UTF-8 text", a)
+		}
+	}
+	return bad
 }
 
 // serviceURL checks a service base URL before any call, since Twirp's
@@ -272,15 +295,33 @@ func (c *cli) callFailed(what, service string, err error) error {
 	}
 	base = redactURL(base)
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return &failure{msg: fmt.Sprintf("%s: cannot reach the %s service at %s (connection refused); start the platform with `make run` or set %s / %s",
-			what, service, base, flag, env)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s within %s (--timeout)%s", what, service, base, c.timeout, unknownOutcome(what))}
 	case errors.Is(err, context.Canceled):
 		return &failure{msg: fmt.Sprintf("%s: interrupted%s", what, unknownOutcome(what))}
 	}
+	var urlErr *url.Error
 	var twerr twirp.Error
+	if errors.As(err, &urlErr) {
+		// No answer at all: the request failed in the transport (a name
+		// that does not resolve, TLS spoken to a plain-HTTP service, a
+		// connection cut). Only one that was never dialled was surely not
+		// carried out.
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return &failure{msg: fmt.Sprintf("%s: cannot reach the %s service at %s (%v); start the platform with `make run` or set %s / %s",
+				what, service, base, opErr.Err, flag, env)}
+		}
+		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s (%v); check %s / %s%s",
+			what, service, base, urlErr.Err, flag, env, unknownOutcome(what))}
+	}
+	if errors.As(err, &twerr) && twerr.Code() == twirp.InvalidArgument {
+		// Every argument comes from the command line, so an argument the
+		// service refuses is a malformed flag, as one esimctl refuses
+		// itself is: a usage error (exit 2), whichever side caught it.
+		msg, _ := strings.CutPrefix(twerr.Msg(), what+": ")
+		return usagef("%s: %s", what, msg)
+	}
 	if errors.As(err, &twerr) && (twerr.Meta("http_error_from_intermediary") == "true" || twerr.Code() == twirp.BadRoute) {
 		// Not an answer from the service at all: something else listens at
 		// that address (the gateway, the other service, a proxy).
