@@ -148,12 +148,24 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 		next(ctx)
 		return
 	}
-	p, err := a.admit(ctx.Context(), ctx.Header("Authorization"), ctx.SetHeader)
+	r, _ := humago.Unwrap(ctx)
+	p, err := a.admit(ctx.Context(), authorization(r.Header), ctx.SetHeader)
 	if err != nil {
 		a.fail(ctx, err)
 		return
 	}
 	next(huma.WithValue(ctx, principalKey{}, p))
+}
+
+// authorization is the request's Authorization header when it has exactly
+// one. Two are not a key but a contradiction, refused like a malformed one
+// (""): taking the first, as Header.Get does, would let whichever one a
+// proxy put first decide who pays.
+func authorization(h http.Header) string {
+	if v := h.Values("Authorization"); len(v) == 1 {
+		return v[0]
+	}
+	return ""
 }
 
 // admit resolves the key in an Authorization header and charges the
@@ -201,7 +213,7 @@ func (a *handlers) admit(ctx context.Context, authorization string, setHeader fu
 // without a key, or with a wrong one, the answer is the same 404, since the
 // path is what is wrong.
 func (a *handlers) unrecognized(w http.ResponseWriter, r *http.Request) {
-	if auth := r.Header.Get("Authorization"); auth != "" {
+	if auth := authorization(r.Header); auth != "" {
 		// Into a header of its own: a wrong key's challenge is not sent.
 		admitted := http.Header{}
 		_, err := a.admit(r.Context(), auth, admitted.Set)
@@ -244,8 +256,16 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 		}
 		rawName, rawValue, _ := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(rawName)
-		if err != nil || strings.Contains(rawName, ";") {
+		switch {
+		case err != nil || strings.Contains(rawName, ";"):
 			bad(rawName, "not a URL-encoded parameter name")
+			continue
+		case name == "":
+			// Named by what was sent: there is no name to name it by.
+			bad(pair, "a parameter without a name")
+			continue
+		case !utf8.ValidString(name):
+			bad(rawName, "a parameter name that is not UTF-8 text")
 			continue
 		}
 		if seen[name]++; !declaresQuery(ctx.Operation(), name) {

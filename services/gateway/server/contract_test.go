@@ -167,6 +167,41 @@ func TestAKeyThatIsNotUTF8IsUnauthorized(t *testing.T) {
 	}
 }
 
+// Two Authorization headers are refused whatever their order, even when
+// one holds a valid key: whichever came first must not decide who pays.
+func TestTwoAuthorizationHeadersAreUnauthorized(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	for _, pair := range [][2]string{{bearer(key), "Bearer sk_sandbox_nonsense"}, {"Bearer sk_sandbox_nonsense", bearer(key)}, {bearer(key), bearer(key)}} {
+		req, _ := http.NewRequest(http.MethodGet, p.gateway+"/v1/plans?limit=1", nil)
+		req.Header.Add("Authorization", pair[0])
+		req.Header.Add("Authorization", pair[1])
+		r := p.send(req)
+		p.expectError(r, http.StatusUnauthorized, "unauthorized")
+		if r.header.Get("WWW-Authenticate") == "" || r.header.Get("RateLimit-Remaining") != "" {
+			t.Errorf("%q: WWW-Authenticate %q, RateLimit-Remaining %q", pair, r.header.Get("WWW-Authenticate"), r.header.Get("RateLimit-Remaining"))
+		}
+
+		// Nor do they draw on the key's allowance on a path that does not
+		// exist.
+		req, _ = http.NewRequest(http.MethodGet, p.gateway+"/v1/nope", nil)
+		req.Header.Add("Authorization", pair[0])
+		req.Header.Add("Authorization", pair[1])
+		r = p.send(req)
+		p.expectError(r, http.StatusNotFound, "not_found")
+		if v := r.header.Get("RateLimit-Remaining"); v != "" {
+			t.Errorf("%q on /v1/nope: RateLimit-Remaining %q", pair, v)
+		}
+	}
+	// The key itself still works, and was not charged above: the default
+	// allowance less this one request.
+	r := p.get("/v1/plans?limit=1", bearer(key))
+	limit, _ := strconv.Atoi(r.header.Get("RateLimit-Limit"))
+	if r.status != http.StatusOK || limit == 0 || r.header.Get("RateLimit-Remaining") != strconv.Itoa(limit-1) {
+		t.Errorf("the key alone: %d, RateLimit-Limit %q Remaining %q", r.status, r.header.Get("RateLimit-Limit"), r.header.Get("RateLimit-Remaining"))
+	}
+}
+
 // README: every answer to a known key carries RateLimit-*. A request to a
 // path that does not exist is still a request: a known key's draws on its
 // allowance, so none can be spent outside the limit. Without a key, or with

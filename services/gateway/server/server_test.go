@@ -185,6 +185,12 @@ func (p *platform) get(path, authorization string) response {
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
+	return p.send(req)
+}
+
+// send makes a request and checks its answer against the OpenAPI document.
+func (p *platform) send(req *http.Request) response {
+	p.t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
@@ -194,7 +200,7 @@ func (p *platform) get(path, authorization string) response {
 	r := response{status: resp.StatusCode, header: resp.Header, body: body}
 	p.validate(req, r)
 	if r.header.Get("Request-Id") == "" {
-		p.t.Errorf("GET %s: no Request-Id header", path)
+		p.t.Errorf("%s %s: no Request-Id header", req.Method, req.URL.Path)
 	}
 	return r
 }
@@ -406,6 +412,11 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 		{"country=1", "country"},
 		{"type=bundle", "type"},
 		{"countyr=JP", "countyr"},
+		// A parameter with no name, or one that is not UTF-8 text, is named
+		// as it was sent.
+		{"=5", "=5"},
+		{"limit=5&=", "="},
+		{"%FF=1", "%FF"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			r := p.get("/v1/plans?"+tc.query, bearer(key))
