@@ -149,8 +149,8 @@ func Handler(r Routes) http.Handler {
 		// redirect to its clean form and an HTML body. No route is called
 		// that way; the app answers it in its own shape (the public API's
 		// 404), not with a page or a redirect a client may follow with its
-		// credentials.
-		if UncleanPath(req.URL.Path) {
+		// credentials. Nor with the bare 400 it gives "GET * HTTP/1.1".
+		if Unroutable(req) {
 			app.ServeHTTP(w, req)
 			return
 		}
@@ -169,9 +169,14 @@ const MaxHeaderBytes = 64 << 10
 // 1,000 plans (about 1 MiB of JSON).
 const DefaultMaxBodyBytes = 4 << 20
 
-// UncleanPath reports whether ServeMux would redirect p to a cleaner form:
-// p holds "//", "/./" or "/../", or ends in "/." or "/..".
-func UncleanPath(p string) bool {
+// Unroutable reports whether ServeMux would answer r itself instead of
+// routing it: with a redirect to a cleaner path ("//", "/./", "/../"), or
+// with a bare 400 to the request target "*".
+func Unroutable(r *http.Request) bool {
+	if r.RequestURI == "*" {
+		return true
+	}
+	p := r.URL.Path
 	if p == "" {
 		return false
 	}

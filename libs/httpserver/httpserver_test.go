@@ -1,6 +1,7 @@
 package httpserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -285,9 +286,27 @@ func TestUncleanPathsReachTheApp(t *testing.T) {
 		t.Errorf("the app saw %q", reached)
 	}
 	for _, clean := range []string{"/", "/x/", "/v1/plans", "/v1/plans/"} {
-		if httpserver.UncleanPath(clean) {
+		if httpserver.Unroutable(httptest.NewRequest(http.MethodGet, clean, nil)) {
 			t.Errorf("%q is clean", clean)
 		}
+	}
+
+	// The request target "*", which ServeMux answers with a bare 400.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET * HTTP/1.1\r\nHost: svc\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTeapot || reached[len(reached)-1] != "*" {
+		t.Errorf("GET *: %d, the app saw %q; want the app's answer", resp.StatusCode, reached)
 	}
 }
 

@@ -47,11 +47,12 @@ func New(d Deps) http.Handler {
 	api.UseMiddleware(a.authenticateAndLimit)
 	a.registerPlans(api)
 	a.registerOpenAPI(api)
+	declareHead(api.OpenAPI())
 	mux.HandleFunc("/", a.unrecognized)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// This ServeMux too would answer an unclean path with a redirect
-		// and a page (see httpserver.UncleanPath).
-		if httpserver.UncleanPath(r.URL.Path) {
+		// and a page, and "*" with a bare 400 (see httpserver.Unroutable).
+		if httpserver.Unroutable(r) {
 			a.unrecognized(w, r)
 			return
 		}
@@ -101,6 +102,9 @@ func documentResponses(_ *huma.OpenAPI, op *huma.Operation) {
 		if resp.Headers == nil {
 			resp.Headers = map[string]*huma.Param{}
 		}
+		// OpenAPI: a response header named Content-Type "SHALL be
+		// ignored"; the media type under content says it.
+		delete(resp.Headers, "Content-Type")
 		resp.Headers["Request-Id"] = &huma.Param{Description: "Unique id of this request.", Schema: str}
 		if len(op.Security) == 0 {
 			continue
@@ -116,6 +120,30 @@ func documentResponses(_ *huma.OpenAPI, op *huma.Operation) {
 		if status == "429" {
 			resp.Headers["Retry-After"] = &huma.Param{Description: "Seconds to wait: 60.", Schema: integer}
 		}
+	}
+}
+
+// declareHead documents HEAD beside every GET: ServeMux answers it through
+// the GET handler, as HTTP asks of every server (RFC 9110, section 9.1),
+// with the same status and headers and no body, so the contract lists it.
+// It draws on the key's allowance as the GET does.
+func declareHead(doc *huma.OpenAPI) {
+	for _, item := range doc.Paths {
+		if item.Get == nil || item.Head != nil {
+			continue
+		}
+		head := *item.Get
+		head.Method = http.MethodHead
+		head.OperationID = "head-" + strings.TrimPrefix(head.OperationID, "get-")
+		head.Summary = "Headers of: " + item.Get.Summary
+		head.Description = "The GET's status and headers, without its body."
+		head.Responses = make(map[string]*huma.Response, len(item.Get.Responses))
+		for status, resp := range item.Get.Responses {
+			bodiless := *resp
+			bodiless.Content = nil
+			head.Responses[status] = &bodiless
+		}
+		item.Head = &head
 	}
 }
 

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -233,6 +235,30 @@ func TestUnrecognizedRequestsOfAKnownKeyDrawOnItsAllowance(t *testing.T) {
 				t.Errorf("%q: %s %q on a 404 without a known key", auth, h, v)
 			}
 		}
+	}
+}
+
+// "GET * HTTP/1.1" names no resource: the API's 404 in its own shape, not
+// ServeMux's bare 400.
+func TestAsteriskRequestIsUnrecognized(t *testing.T) {
+	p := start(t, options{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.gateway, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET * HTTP/1.1\r\nHost: gateway\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	e := p.expectError(response{status: resp.StatusCode, header: resp.Header, body: body}, http.StatusNotFound, "not_found")
+	if resp.Header.Get("Request-Id") == "" || !strings.Contains(e.Error.Message, "GET *") {
+		t.Errorf("Request-Id %q, message %q", resp.Header.Get("Request-Id"), e.Error.Message)
 	}
 }
 

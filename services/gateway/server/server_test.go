@@ -617,7 +617,9 @@ func TestOpenAPIDocumentListsExactlyTheImplementedEndpoints(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"GET /openapi.json", "GET /plans", "GET /plans/{id}"}
+	// HEAD is served beside every GET (net/http's ServeMux does), so it is
+	// documented too.
+	want := []string{"GET /openapi.json", "GET /plans", "GET /plans/{id}", "HEAD /openapi.json", "HEAD /plans", "HEAD /plans/{id}"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("documented %v, want %v", got, want)
 	}
@@ -643,9 +645,18 @@ func TestOpenAPIDocumentListsExactlyTheImplementedEndpoints(t *testing.T) {
 
 	// Each documented endpoint answers (none is a paper route).
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
-	for _, path := range []string{"/v1/openapi.json", "/v1/plans"} {
-		if r := p.get(path, bearer(key)); r.status != http.StatusOK {
-			t.Errorf("%s: %d", path, r.status)
+	plan := "/v1/plans/" + p.firstPlanID(key, "limit=1")
+	for _, path := range []string{"/v1/openapi.json", "/v1/plans", plan} {
+		get := p.get(path, bearer(key))
+		if get.status != http.StatusOK {
+			t.Errorf("%s: %d", path, get.status)
+		}
+		// HEAD: the GET's status and headers, no body.
+		req, _ := http.NewRequest(http.MethodHead, p.gateway+path, nil)
+		req.Header.Set("Authorization", bearer(key))
+		head := p.send(req)
+		if head.status != get.status || len(head.body) != 0 || head.header.Get("Content-Type") != get.header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d, Content-Type %q, %d-byte body; GET: %d, %q", path, head.status, head.header.Get("Content-Type"), len(head.body), get.status, get.header.Get("Content-Type"))
 		}
 	}
 }
