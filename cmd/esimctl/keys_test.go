@@ -77,6 +77,22 @@ func TestKeysListPaging(t *testing.T) {
 		t.Errorf("keys list --limit 2 --page 2:\n%s", text)
 	}
 
+	// A last page that ends exactly at the total has nothing after it, and
+	// the page before it does.
+	for _, tc := range []struct {
+		limit, page string
+		want        pagination
+	}{
+		{"5", "1", pagination{Page: 1, Limit: 5, Total: 5}},
+		{"4", "1", pagination{Page: 1, Limit: 4, Total: 5, HasMore: true}},
+	} {
+		var keys []key
+		got := paginationOf(t, esimctl(t, env, "keys", "list", "--account", acct.ID, "--limit", tc.limit, "--page", tc.page, "--json").ok(t).data(t, &keys))
+		if got != tc.want {
+			t.Errorf("keys list --limit %s --page %s: pagination %+v, want %+v", tc.limit, tc.page, got, tc.want)
+		}
+	}
+
 	// Past the end: nothing, with the real total.
 	var none []key
 	beyond := paginationOf(t, esimctl(t, env, "keys", "list", "--account", acct.ID, "--limit", "2", "--page", "4", "--json").ok(t).data(t, &none))

@@ -71,3 +71,17 @@ func TestACallerHangingUpIsNotAShutdown(t *testing.T) {
 		t.Error("a caller hanging up counts as the service's shutdown")
 	}
 }
+
+// A grace period of zero or less would cut every in-flight request at
+// SIGTERM: refused, naming the variable.
+func TestConfigRefusesANonPositiveShutdownTimeout(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		err := httpserver.Config{Addr: ":0", ShutdownTimeout: d}.Validate()
+		if err == nil || !strings.Contains(err.Error(), "SHUTDOWN_TIMEOUT") {
+			t.Errorf("ShutdownTimeout %s: %v, want an error naming SHUTDOWN_TIMEOUT", d, err)
+		}
+	}
+	if err := (httpserver.Config{Addr: ":0", ShutdownTimeout: time.Nanosecond}).Validate(); err != nil {
+		t.Errorf("a positive timeout: %v", err)
+	}
+}

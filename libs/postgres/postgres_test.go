@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -49,6 +50,69 @@ func TestEnsureDatabaseThenOpenMigratesAndIsRepeatable(t *testing.T) {
 			t.Fatal(err)
 		}
 		pool.Close()
+	}
+}
+
+// Replicas starting together each make sure of their database. Postgres
+// refuses all but one CREATE DATABASE, with 42P04 or, when they race on its
+// catalog, 23505: neither is an error for the others.
+func TestEnsureDatabaseConcurrently(t *testing.T) {
+	ctx := context.Background()
+	admin, err := postgres.Connect(ctx, pgtest.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	const rounds, replicas = 5, 8
+	for round := range rounds {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		name := "test_race_" + hex.EncodeToString(b[:])
+		t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+		u, _ := url.Parse(pgtest.AdminURL())
+		u.Path = "/" + name
+		start := make(chan struct{})
+		errs := make(chan error, replicas)
+		for range replicas {
+			go func() {
+				<-start
+				errs <- postgres.EnsureDatabase(ctx, u.String())
+			}()
+		}
+		close(start)
+		for range replicas {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round+1, err)
+			}
+		}
+	}
+}
+
+// Statements in one InSnapshot see the data as of its first: a row
+// committed between them is not seen by the second.
+func TestInSnapshotSeesOneMomentAcrossStatements(t *testing.T) {
+	ctx := context.Background()
+	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t), migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var first, second int
+	err = postgres.InSnapshot(ctx, pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM widgets").Scan(&first); err != nil {
+			return err
+		}
+		// Committed by another connection while the snapshot is open.
+		if _, err := pool.Exec(ctx, "INSERT INTO widgets VALUES (1)"); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT count(*) FROM widgets").Scan(&second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != 0 || second != 0 {
+		t.Fatalf("counts %d then %d inside one snapshot, want 0 and 0", first, second)
 	}
 }
 

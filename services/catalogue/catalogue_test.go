@@ -441,6 +441,16 @@ func TestUpsertRejectsBadBatches(t *testing.T) {
 	_, err = svc.UpsertPlans(ctx, []Plan{fixedPlan(), perDayPlan(), fixedPlan()})
 	wantValidation(t, err, "plans[2].id")
 
+	// One plan past the bound: an import that large is refused whole, not
+	// written as one long transaction.
+	tooMany := make([]Plan, MaxUpsertBatch+1)
+	for i := range tooMany {
+		tooMany[i] = fixedPlan()
+		tooMany[i].ID = uuid.New()
+	}
+	_, err = svc.UpsertPlans(ctx, tooMany)
+	wantValidation(t, err, "plans")
+
 	if len(st.plans) != 0 {
 		t.Fatalf("a rejected batch stored %d plans", len(st.plans))
 	}

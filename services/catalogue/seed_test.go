@@ -2,6 +2,7 @@ package catalogue
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 )
@@ -116,6 +117,33 @@ func TestSeedIDsAreStable(t *testing.T) {
 }
 
 const seedJP1GB = "09b1b2ea-a1ca-5a15-9352-bba30099ac2e"
+
+// Each price list is written USD, EUR, GBP: a mix-up would charge every
+// EUR partner the GBP amount. One plan's prices are written down; across
+// the seed, a dollar price is the highest and a pound price the lowest, as
+// retail prices in these currencies are.
+func TestSeedPricesPerCurrency(t *testing.T) {
+	want := map[Currency]int64{USD: 550, EUR: 500, GBP: 450}
+	var found bool
+	for _, p := range SeedPlans() {
+		amounts := map[Currency]int64{}
+		for _, price := range p.Prices {
+			amounts[price.Currency] = price.Amount
+		}
+		if p.ID == SeedPlanID("jp-1gb-7d") {
+			found = true
+			if !maps.Equal(amounts, want) {
+				t.Errorf("%s: prices %v, want %v", p.Name, amounts, want)
+			}
+		}
+		if !(amounts[USD] > amounts[EUR] && amounts[EUR] > amounts[GBP]) {
+			t.Errorf("%s: USD %d, EUR %d, GBP %d; want USD > EUR > GBP", p.Name, amounts[USD], amounts[EUR], amounts[GBP])
+		}
+	}
+	if !found {
+		t.Fatal("jp-1gb-7d is not in the seed")
+	}
+}
 
 func TestSeedIsIdempotent(t *testing.T) {
 	svc, st, _ := newTestService()
