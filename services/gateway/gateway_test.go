@@ -120,6 +120,18 @@ func TestCachedAccountsNeverCachesUpstreamFailures(t *testing.T) {
 	if len(cache.entries) != 0 {
 		t.Fatal("an upstream failure must not be cached as a rejection")
 	}
+
+	// Nor in the replica's own layer: once accounts is back, the next
+	// request of the key asks it again and gets in.
+	c.LocalTTL = time.Minute
+	if _, err := c.Authenticate(context.Background(), "sk_live_x"); err == nil {
+		t.Fatal("accounts down: no error")
+	}
+	accts.err = nil
+	accts.valid = map[string]gateway.Principal{"sk_live_x": {KeyID: "k"}}
+	if p, err := c.Authenticate(context.Background(), "sk_live_x"); err != nil || p.KeyID != "k" {
+		t.Fatalf("accounts back: %+v, %v; want the key's principal", p, err)
+	}
 }
 
 func TestCachedAccountsRejectsEmptyKeyWithoutLookup(t *testing.T) {

@@ -170,3 +170,21 @@ func TestLocalLimiterReportsEachRequestsOwnRemaining(t *testing.T) {
 		}
 	}
 }
+
+// While Redis is down the per-replica limiter reports when the allowance
+// is whole again, as the shared one does: one request of a 3/min key takes
+// 20 s to come back, and an empty allowance a full minute. A shorter
+// figure would send a refused client back too early, into more 429s.
+func TestLocalLimiterReportsTheResetInSeconds(t *testing.T) {
+	l := &gateway.LocalLimiter{}
+	now := time.Unix(1_700_000_000, 0)
+	gateway.SetLocalLimiterClock(l, func() time.Time { return now })
+	ctx := context.Background()
+	want := []time.Duration{20 * time.Second, 40 * time.Second, time.Minute, time.Minute}
+	for i, reset := range want {
+		d, _ := l.Allow(ctx, "k", 3)
+		if d.Allowed != (i < 3) || d.ResetAfter != reset {
+			t.Errorf("request %d of a 3/min key: allowed %v, reset after %s; want allowed %v, %s", i+1, d.Allowed, d.ResetAfter, i < 3, reset)
+		}
+	}
+}

@@ -215,6 +215,12 @@ func TestRevokedKeyStopsWhenRedisAppliesAStalledWriteLate(t *testing.T) {
 	accts := &revocable{beforeAnswer: func() { _ = proc.Process.Signal(syscall.SIGSTOP) }}
 	c := &gateway.CachedAccounts{Accounts: accts, Cache: redis.NewAuthCache(client), TTL: ttl, LocalTTL: ttl / 2, Log: quiet}
 	ctx := context.Background()
+	// A gateway that has written before has the write's script loaded in
+	// Redis. Without it the stalled write would be an EVALSHA failing with
+	// NOSCRIPT, and the deadline in the script would go untested.
+	if err := redis.NewAuthCache(client).Put(ctx, "warm", &gateway.Principal{}, time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := c.Authenticate(ctx, secret); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,8 @@ type options struct {
 	accountsURL string
 	// spans, when set, records every span of every service of the test.
 	spans *tracetest.InMemoryExporter
+	// authCacheTTL is AUTH_CACHE_TTL; 2 s, its default, when zero.
+	authCacheTTL time.Duration
 }
 
 func start(t testing.TB, opt options) *platform {
@@ -97,13 +99,16 @@ func start(t testing.TB, opt options) *platform {
 	if opt.accountsURL == "" {
 		opt.accountsURL = accSrv.URL
 	}
+	if opt.authCacheTTL == 0 {
+		opt.authCacheTTL = 2 * time.Second
+	}
 	gw, err := server.New(ctx, server.Config{
 		AccountsURL:        config.BaseURL(opt.accountsURL),
 		CatalogueURL:       config.BaseURL(catSrv.URL),
 		ServiceTimeout:     5 * time.Second,
 		RedisURL:           opt.redisURL,
 		RateLimitPerMinute: opt.defaultRateLimit,
-		AuthCacheTTL:       2 * time.Second,
+		AuthCacheTTL:       opt.authCacheTTL,
 	}, tel)
 	if err != nil {
 		t.Fatal(err)
@@ -248,6 +253,7 @@ type planJSON struct {
 	Coverage struct {
 		Scope     string   `json:"scope"`
 		Countries []string `json:"countries"`
+		Region    *string  `json:"region"`
 	} `json:"coverage"`
 	Data struct {
 		Unlimited  bool   `json:"unlimited"`
@@ -351,6 +357,42 @@ func TestListPlansByCountryIsPagedAndCovered(t *testing.T) {
 			}
 		}
 	}
+
+	// Every JP plan at once: region is null but on regional plans, which
+	// name theirs.
+	var whole planList
+	p.get("/v1/plans?country=JP&limit=100", bearer(key)).json(t, &whole)
+	scopes := map[string]int{}
+	for _, plan := range whole.Data {
+		scopes[plan.Coverage.Scope]++
+		switch region := plan.Coverage.Region; {
+		case plan.Coverage.Scope == "region" && (region == nil || *region == ""):
+			t.Errorf("regional plan %s names no region", plan.ID)
+		case plan.Coverage.Scope != "region" && region != nil:
+			t.Errorf("plan %s (%s): region %q, want null", plan.ID, plan.Coverage.Scope, *region)
+		}
+	}
+	if scopes["country"] == 0 || scopes["region"] == 0 || len(whole.Data) != whole.Pagination.Total {
+		t.Fatalf("JP on one page: %d of %d plans, scopes %v; want all, country and regional among them", len(whole.Data), whole.Pagination.Total, scopes)
+	}
+
+	// A page that ends exactly at the total has no more after it; the one
+	// before it has.
+	n := whole.Pagination.Total
+	for _, tc := range []struct {
+		query   string
+		hasMore bool
+	}{
+		{fmt.Sprintf("limit=%d", n), false},
+		{fmt.Sprintf("limit=1&page=%d", n), false},
+		{fmt.Sprintf("limit=1&page=%d", n-1), true},
+	} {
+		var page planList
+		p.get("/v1/plans?country=JP&"+tc.query, bearer(key)).json(t, &page)
+		if page.Pagination.HasMore != tc.hasMore || page.Pagination.Total != n || len(page.Data) == 0 {
+			t.Errorf("?country=JP&%s: %d plans, pagination %+v; want has_more %v", tc.query, len(page.Data), page.Pagination, tc.hasMore)
+		}
+	}
 }
 
 func TestListPlansByTypeAndCurrency(t *testing.T) {
@@ -439,6 +481,36 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 	}
 }
 
+// The scheme is case-insensitive (RFC 9110, section 11.1): a client that
+// writes "bearer" has sent a valid key.
+func TestBearerSchemeInAnyCase(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	for _, scheme := range []string{"bearer", "BEARER", "beaRer"} {
+		if r := p.get("/v1/plans?limit=1", scheme+" "+key); r.status != http.StatusOK {
+			t.Errorf("%s <key>: %d %s", scheme, r.status, r.body)
+		}
+	}
+}
+
+// RateLimit-Reset is whole seconds rounded up: a client that waits as long
+// as it says finds its allowance whole, never a fraction short of it. A
+// 3/min key's first request comes back in 20 s; its second, made a moment
+// later, in just under 40 s, said as 40.
+func TestRateLimitResetRoundsUp(t *testing.T) {
+	p := start(t, options{defaultRateLimit: 3})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	for i, want := range []string{"20", "40"} {
+		if i > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		r := p.get("/v1/plans?limit=1", bearer(key))
+		if got := r.header.Get("RateLimit-Reset"); r.status != http.StatusOK || got != want {
+			t.Errorf("request %d: %d, RateLimit-Reset %q, want %q", i+1, r.status, got, want)
+		}
+	}
+}
+
 func TestUnauthorizedRequests(t *testing.T) {
 	p := start(t, options{})
 	for name, auth := range map[string]string{
@@ -472,7 +544,9 @@ func TestAccountsDownIsAnInternalErrorNotAChallenge(t *testing.T) {
 }
 
 func TestRevokedKeyStopsWorkingWithinFiveSeconds(t *testing.T) {
-	p := start(t, options{})
+	// At the longest auth cache AUTH_CACHE_TTL allows: the promise must
+	// hold for every setting an operator can make.
+	p := start(t, options{authCacheTTL: 3 * time.Second})
 	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
 
 	// Warm the auth cache, so the revocation has to beat a cached answer.

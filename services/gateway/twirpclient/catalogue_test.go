@@ -292,3 +292,28 @@ func TestAccountAndCatalogueCurrenciesAreTheSame(t *testing.T) {
 		t.Fatalf("accounts bill in %v, the catalogue prices in %v", billed, priced)
 	}
 }
+
+// Each lookup answers the plan's price in the currency asked for, whatever
+// order the catalogue lists its prices in: the label is the request's, so
+// only the amount shows a mix-up.
+func TestGetPlanPricesInTheAskedCurrency(t *testing.T) {
+	cat := startCatalogue(t)
+	ctx := context.Background()
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second)
+	for _, slug := range []string{"jp-unlimited-day", "jp-1gb-7d", "fr-5gb-30d"} {
+		id := catalogue.SeedPlanID(slug).String()
+		plan, err := cat.admin.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+		if err != nil {
+			t.Fatalf("%s: %v", slug, err)
+		}
+		if len(plan.GetPrices()) != 3 {
+			t.Fatalf("%s: %d prices, want 3", slug, len(plan.GetPrices()))
+		}
+		for _, price := range plan.GetPrices() {
+			got, err := client.GetPlan(ctx, id, price.GetCurrency())
+			if err != nil || got.PriceMinor != price.GetAmountMinor() || got.Currency != price.GetCurrency() {
+				t.Errorf("%s in %s: %d %s (%v), want %d", slug, price.GetCurrency(), got.PriceMinor, got.Currency, err, price.GetAmountMinor())
+			}
+		}
+	}
+}

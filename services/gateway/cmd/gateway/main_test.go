@@ -80,7 +80,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			[]string{`SERVICE_TIMEOUT: time: missing unit in duration "5"`, `AUTH_CACHE_TTL: time: missing unit in duration "2"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := run(context.Background(), nil, func(k string) string { return tc.env[k] }, io.Discard)
+			err := runRefused(t, nil, tc.env)
 			if err == nil {
 				t.Fatal("run started with a bad configuration")
 			}
@@ -92,9 +92,26 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		})
 	}
 	env := map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x"}
-	if err := run(context.Background(), []string{"gateway", "--port=1"}, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "--port=1") {
+	if err := runRefused(t, []string{"gateway", "--port=1"}, env); err == nil || !strings.Contains(err.Error(), "--port=1") {
 		t.Fatalf("run with arguments: %v, want an error naming them", err)
 	}
+}
+
+// runRefused runs the gateway with env, expecting it to refuse to start.
+// Should a check stop working, the gateway would start: then on a free
+// loopback port, not the default :8080 another process may hold, and only
+// for a few seconds, so the test fails instead of serving until it times
+// out.
+func runRefused(t *testing.T, args []string, env map[string]string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return run(ctx, args, func(k string) string {
+		if v, ok := env[k]; ok || k != "HTTP_ADDR" {
+			return v
+		}
+		return "127.0.0.1:0"
+	}, io.Discard)
 }
 
 // TestMain runs the real main instead of the tests when asked to, so a test
