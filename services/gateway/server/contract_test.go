@@ -91,13 +91,20 @@ func TestEveryOperationRefusesUnknownQueryParameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, ops := range doc.Paths {
-		if _, ok := ops["get"]; !ok || len(ops) != 1 {
-			t.Fatalf("%s: only GET operations are implemented, so only they are probed", path)
+		_, get := ops["get"]
+		_, head := ops["head"]
+		if !get || !head || len(ops) != 2 {
+			t.Fatalf("%s: only GET and its HEAD are implemented, so only they are probed", path)
 		}
 		path = "/v1" + strings.ReplaceAll(path, "{id}", planID)
 		e := p.expectError(p.get(path+"?countyr=JP&countyr=FR", bearer(key)), http.StatusBadRequest, "invalid_request")
 		if len(e.Error.Details) != 1 || e.Error.Details[0].Field != "countyr" {
 			t.Errorf("%s: details %+v, want countyr named once", path, e.Error.Details)
+		}
+		req, _ := http.NewRequest(http.MethodHead, p.gateway+path+"?countyr=JP", nil)
+		req.Header.Set("Authorization", bearer(key))
+		if r := p.send(req); r.status != http.StatusBadRequest {
+			t.Errorf("HEAD %s?countyr=JP: %d, want 400", path, r.status)
 		}
 	}
 }
