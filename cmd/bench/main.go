@@ -120,12 +120,17 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 
 	// 0. What the host charges to wake a thread across cores, measured
 	// while the machine is still quiet.
-	say("measuring the cost of waking a thread on another core")
-	wake := measureWakeCost()
-	if wake.err != nil {
+	say("measuring the cost of waking a thread on another CPU")
+	wake := measureWakeCost(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	case wake.err != nil:
 		say("warning: wake-up cost not measured: %v", wake.err)
-	} else {
-		say("wake-up round trip: %s across cores, %s on one core", us(wake.crossCore), us(wake.sameCore))
+	case wake.crossCore == 0:
+		say("wake-up round trip: %s on one CPU (the only one)", us(wake.sameCore))
+	default:
+		say("wake-up round trip: %s across CPUs, %s on one", us(wake.crossCore), us(wake.sameCore))
 	}
 
 	// 1. The platform as `make run` starts it, with the rate limit far above

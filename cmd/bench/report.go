@@ -423,9 +423,9 @@ func (r report) wakeLine() string {
 	case r.wake.err != nil:
 		return what + ": not measured (" + r.wake.err.Error() + ")."
 	case r.wake.crossCore == 0:
-		return fmt.Sprintf("%s: %s a round trip on one core; one core only, so no wake-up across cores.", what, us(r.wake.sameCore))
+		return fmt.Sprintf("%s: %s a round trip on one CPU; one CPU only, so no wake-up across CPUs.", what, us(r.wake.sameCore))
 	}
-	return fmt.Sprintf("%s: **%s a round trip with the threads on two cores**, %s with both on one. "+
+	return fmt.Sprintf("%s: **%s a round trip with the threads on two CPUs**, %s with both on one. "+
 		"Every hop between two processes on the gateway's path pays the first whenever the other end is idle; "+
 		"where it is tens of microseconds or more, latency under load says more about the host than about the code.",
 		what, us(r.wake.crossCore), us(r.wake.sameCore))

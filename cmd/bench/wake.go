@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -32,10 +33,10 @@ const (
 )
 
 // measureWakeCost passes a byte back and forth between two threads through
-// pipes, as `perf bench sched pipe` does, on two cores and then on one, and
+// pipes, as `perf bench sched pipe` does, on two CPUs and then on one, and
 // keeps the median of a few trials of each. It runs before the platform
 // starts, on an otherwise quiet machine.
-func measureWakeCost() wakeCost {
+func measureWakeCost(ctx context.Context) wakeCost {
 	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		return wakeCost{err: fmt.Errorf("read the CPUs this process may use: %w", err)}
@@ -50,16 +51,19 @@ func measureWakeCost() wakeCost {
 		return wakeCost{err: errors.New("no CPU in this process's affinity mask")}
 	}
 	var c wakeCost
-	c.sameCore, c.err = medianRoundTrip(cpus[0], cpus[0])
+	c.sameCore, c.err = medianRoundTrip(ctx, cpus[0], cpus[0])
 	if c.err == nil && len(cpus) == 2 {
-		c.crossCore, c.err = medianRoundTrip(cpus[0], cpus[1])
+		c.crossCore, c.err = medianRoundTrip(ctx, cpus[0], cpus[1])
 	}
 	return c
 }
 
-func medianRoundTrip(cpuA, cpuB int) (time.Duration, error) {
+func medianRoundTrip(ctx context.Context, cpuA, cpuB int) (time.Duration, error) {
 	trials := make([]time.Duration, 0, wakeTrials)
 	for range wakeTrials {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		d, err := pipeRoundTrip(cpuA, cpuB, wakeRounds)
 		if err != nil {
 			return 0, err
@@ -76,10 +80,12 @@ func medianRoundTrip(cpuA, cpuB int) (time.Duration, error) {
 // waking a sleeping thread and nothing else.
 func pipeRoundTrip(cpuA, cpuB, rounds int) (time.Duration, error) {
 	var there, back [2]int // [0] reads, [1] writes
-	if err := unix.Pipe(there[:]); err != nil {
+	// Close-on-exec: a process started meanwhile must not hold a write
+	// end open, or a side that fails would leave the other reading forever.
+	if err := unix.Pipe2(there[:], unix.O_CLOEXEC); err != nil {
 		return 0, fmt.Errorf("pipe: %w", err)
 	}
-	if err := unix.Pipe(back[:]); err != nil {
+	if err := unix.Pipe2(back[:], unix.O_CLOEXEC); err != nil {
 		unix.Close(there[0])
 		unix.Close(there[1])
 		return 0, fmt.Errorf("pipe: %w", err)
@@ -121,6 +127,14 @@ func ping(cpu, w, r, rounds int) (time.Duration, error) {
 		return 0, err
 	}
 	buf := []byte{1}
+	// One unmeasured exchange first: the echo thread may not be running,
+	// or not on its CPU, until it has answered once.
+	if err := writeByte(w, buf); err != nil {
+		return 0, err
+	}
+	if err := readByte(r, buf); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	for range rounds {
 		if err := writeByte(w, buf); err != nil {
@@ -138,7 +152,7 @@ func echo(cpu, r, w, rounds int) error {
 		return err
 	}
 	buf := []byte{0}
-	for range rounds {
+	for range rounds + 1 { // and the unmeasured first
 		if err := readByte(r, buf); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ func TestMeasureWakeCost(t *testing.T) {
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		t.Fatal(err)
 	}
-	c := measureWakeCost()
+	c := measureWakeCost(context.Background())
 	if c.err != nil {
 		t.Fatalf("measureWakeCost: %v", c.err)
 	}
@@ -52,8 +53,8 @@ func TestReportWakeLine(t *testing.T) {
 		wake wakeCost
 		want string
 	}{
-		{wakeCost{crossCore: 61 * time.Microsecond, sameCore: 6 * time.Microsecond}, "**61 µs a round trip with the threads on two cores**, 6 µs with both on one."},
-		{wakeCost{sameCore: 7 * time.Microsecond}, "7 µs a round trip on one core; one core only"},
+		{wakeCost{crossCore: 61 * time.Microsecond, sameCore: 6 * time.Microsecond}, "**61 µs a round trip with the threads on two CPUs**, 6 µs with both on one."},
+		{wakeCost{sameCore: 7 * time.Microsecond}, "7 µs a round trip on one CPU; one CPU only"},
 		{wakeCost{err: errors.New("pin a thread to CPU 1: operation not permitted")}, "not measured (pin a thread to CPU 1: operation not permitted)."},
 	} {
 		md := report{wake: tc.wake}.markdown()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -303,16 +304,21 @@ func (c *cli) callFailed(what, service string, err error) error {
 	var urlErr *url.Error
 	var twerr twirp.Error
 	if errors.As(err, &urlErr) {
-		// No answer at all: the request failed in the transport (a name
-		// that does not resolve, TLS spoken to a plain-HTTP service, a
-		// connection cut). Only one that was never dialled was surely not
-		// carried out.
+		// The call failed in the transport. One that was never dialled, or
+		// whose TLS handshake failed, was never sent; one cut later may
+		// have been carried out.
 		var opErr *net.OpError
-		if errors.As(err, &opErr) && opErr.Op == "dial" {
+		var certErr *tls.CertificateVerificationError
+		var recordErr tls.RecordHeaderError
+		switch {
+		case errors.As(err, &opErr) && opErr.Op == "dial":
 			return &failure{msg: fmt.Sprintf("%s: cannot reach the %s service at %s (%v); start the platform with `make run` or set %s / %s",
 				what, service, base, opErr.Err, flag, env)}
+		case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &certErr), errors.As(err, &recordErr):
+			return &failure{msg: fmt.Sprintf("%s: cannot talk to the %s service at %s (%v); nothing was sent; check %s / %s",
+				what, service, base, urlErr.Err, flag, env)}
 		}
-		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s (%v); check %s / %s%s",
+		return &failure{msg: fmt.Sprintf("%s: the call to the %s service at %s failed (%v); check %s / %s%s",
 			what, service, base, urlErr.Err, flag, env, unknownOutcome(what))}
 	}
 	if errors.As(err, &twerr) && twerr.Code() == twirp.InvalidArgument {

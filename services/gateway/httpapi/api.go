@@ -286,14 +286,16 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 		name, err := url.QueryUnescape(rawName)
 		switch {
 		case err != nil || strings.Contains(rawName, ";"):
-			bad(rawName, "not a URL-encoded parameter name")
+			bad(asSent(rawName), "not a URL-encoded parameter name")
 			continue
 		case name == "":
-			// Named by what was sent: there is no name to name it by.
-			bad(pair, "a parameter without a name")
+			// Named by what was sent, there being no name; said once.
+			if seen[""]++; seen[""] == 1 {
+				bad(asSent(pair), "a parameter without a name")
+			}
 			continue
 		case !utf8.ValidString(name):
-			bad(rawName, "a parameter name that is not UTF-8 text")
+			bad(url.QueryEscape(name), "a parameter name that is not UTF-8 text")
 			continue
 		}
 		if seen[name]++; !declaresQuery(ctx.Operation(), name) {
@@ -319,6 +321,16 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 		return strings.Compare(a.(queryFault).Location, b.(queryFault).Location)
 	})
 	return errs
+}
+
+// asSent is query text fit to name a field in an answer: as it came when
+// it is UTF-8, URL-encoded otherwise, so that JSON does not turn its bytes
+// into U+FFFD.
+func asSent(raw string) string {
+	if utf8.ValidString(raw) {
+		return raw
+	}
+	return url.QueryEscape(raw)
 }
 
 // queryFault is StrictQuery's finding about a parameter. It stands alone
