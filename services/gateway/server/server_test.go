@@ -48,6 +48,9 @@ type platform struct {
 	catalogue cataloguev1.Catalogue
 	router    routers.Router
 	spec      []byte
+	// replica starts another gateway beside the first, sharing its Redis,
+	// accounts and catalogue, and returns its URL.
+	replica func() string
 }
 
 type options struct {
@@ -102,24 +105,28 @@ func start(t testing.TB, opt options) *platform {
 	if opt.authCacheTTL == 0 {
 		opt.authCacheTTL = 2 * time.Second
 	}
-	gw, err := server.New(ctx, server.Config{
-		AccountsURL:        config.BaseURL(opt.accountsURL),
-		CatalogueURL:       config.BaseURL(catSrv.URL),
-		ServiceTimeout:     5 * time.Second,
-		RedisURL:           opt.redisURL,
-		RateLimitPerMinute: opt.defaultRateLimit,
-		AuthCacheTTL:       opt.authCacheTTL,
-	}, tel)
-	if err != nil {
-		t.Fatal(err)
+	startGateway := func() string {
+		gw, err := server.New(ctx, server.Config{
+			AccountsURL:        config.BaseURL(opt.accountsURL),
+			CatalogueURL:       config.BaseURL(catSrv.URL),
+			ServiceTimeout:     5 * time.Second,
+			RedisURL:           opt.redisURL,
+			RateLimitPerMinute: opt.defaultRateLimit,
+			AuthCacheTTL:       opt.authCacheTTL,
+		}, tel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(gw.Close)
+		gwSrv := httptest.NewServer(gw.Handler())
+		t.Cleanup(gwSrv.Close)
+		return gwSrv.URL
 	}
-	t.Cleanup(gw.Close)
-	gwSrv := httptest.NewServer(gw.Handler())
-	t.Cleanup(gwSrv.Close)
 
 	p := &platform{
 		t:         t,
-		gateway:   gwSrv.URL,
+		gateway:   startGateway(),
+		replica:   startGateway,
 		accounts:  accountsv1.NewAccountsProtobufClient(accSrv.URL, http.DefaultClient),
 		catalogue: cataloguev1.NewCatalogueProtobufClient(catSrv.URL, http.DefaultClient),
 	}
@@ -559,6 +566,61 @@ func TestAccountsDownIsAnInternalErrorNotAChallenge(t *testing.T) {
 	p.expectError(r, http.StatusInternalServerError, "internal_error")
 	if got := r.header.Get("WWW-Authenticate"); got != "" {
 		t.Fatalf("500 carries WWW-Authenticate %q", got)
+	}
+}
+
+// With two replicas the worst case is longer than with one: a replica
+// that first meets the key just before the shared cache's entry expires
+// caches that answer in its own layer. Revocation must still land within
+// 5 s there, at the longest AUTH_CACHE_TTL.
+func TestRevokedKeyStopsWorkingWithinFiveSecondsOnEveryReplica(t *testing.T) {
+	const ttl = 3 * time.Second
+	p := start(t, options{authCacheTTL: ttl})
+	other := p.replica()
+	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	const path = "/v1/plans?limit=1"
+	getOther := func() response {
+		req, _ := http.NewRequest(http.MethodGet, other+path, nil)
+		req.Header.Set("Authorization", bearer(key))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		r := response{status: resp.StatusCode, header: resp.Header, body: body}
+		// The document names the first replica's address as its server.
+		asFirst, _ := http.NewRequest(http.MethodGet, p.gateway+path, nil)
+		p.validate(asFirst, r)
+		return r
+	}
+
+	// The first replica puts the key's answer in the shared cache...
+	warmed := time.Now()
+	if r := p.get(path, bearer(key)); r.status != http.StatusOK {
+		t.Fatalf("before revoke: %d %s", r.status, r.body)
+	}
+	if _, err := p.accounts.RevokeKey(context.Background(), &accountsv1.RevokeKeyRequest{AccountId: accountID, KeyId: keyID}); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Now()
+	// ...and the other first meets the key just before that entry expires.
+	time.Sleep(time.Until(warmed.Add(ttl - 200*time.Millisecond)))
+	getOther()
+	for {
+		// Judged by when the request was sent, not answered: a slow
+		// answer on a loaded machine is not a late revocation.
+		sent := time.Since(revokedAt)
+		r := getOther()
+		if r.status == http.StatusUnauthorized {
+			p.expectError(r, http.StatusUnauthorized, "unauthorized")
+			t.Logf("revoked key refused by the other replica %s after revocation", sent.Round(time.Millisecond))
+			return
+		}
+		if sent > 5*time.Second {
+			t.Fatalf("revoked key still answered %d on the other replica %s after revocation", r.status, sent.Round(time.Millisecond))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
