@@ -60,7 +60,10 @@ func New(d Deps) http.Handler {
 	})
 }
 
-const securityScheme = "apiKey"
+// securityScheme is named for what it is, HTTP bearer authentication:
+// OpenAPI's own "apiKey" type is another scheme, and generated SDKs name
+// their credential setting after this.
+const securityScheme = "bearerAuth"
 
 var bearerAuth = []map[string][]string{{securityScheme: {}}}
 
@@ -85,10 +88,20 @@ func config() huma.Config {
 	// The API sends empty lists as [], never null; the schemas say so.
 	huma.DefaultArrayNullable = false
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		securityScheme: {Type: "http", Scheme: "bearer", Description: "API key: sk_sandbox_... or sk_live_..."},
+		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
 	c.OnAddOperation = append(c.OnAddOperation, documentResponses)
 	return c
+}
+
+// responseDescriptions say, for each error status, which error code comes
+// with it and when: huma's defaults are the bare reason phrases.
+var responseDescriptions = map[string]string{
+	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range. `details` names each one.",
+	"401": "`unauthorized`: the API key is missing, malformed, unknown or revoked, or two Authorization headers were sent.",
+	"404": "`not_found`: no such resource; a retired plan, an unknown id and a malformed id alike.",
+	"429": "`rate_limited`: the key's allowance is spent. Retry after the seconds in `Retry-After`.",
+	"500": "`internal_error`: our fault; the `request_id` helps us find it.",
 }
 
 // documentResponses declares the headers each response carries, and drops
@@ -99,13 +112,16 @@ func documentResponses(_ *huma.OpenAPI, op *huma.Operation) {
 	str := &huma.Schema{Type: huma.TypeString}
 	integer := &huma.Schema{Type: huma.TypeInteger}
 	for status, resp := range op.Responses {
+		if d, ok := responseDescriptions[status]; ok {
+			resp.Description = d
+		}
 		if resp.Headers == nil {
 			resp.Headers = map[string]*huma.Param{}
 		}
 		// OpenAPI: a response header named Content-Type "SHALL be
 		// ignored"; the media type under content says it.
 		delete(resp.Headers, "Content-Type")
-		resp.Headers["Request-Id"] = &huma.Param{Description: "Unique id of this request.", Schema: str}
+		resp.Headers["Request-Id"] = &huma.Param{Description: "Unique id of this request.", Schema: str, Required: true}
 		if len(op.Security) == 0 {
 			continue
 		}

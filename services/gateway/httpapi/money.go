@@ -14,5 +14,8 @@ func (a Amount) MarshalJSON() ([]byte, error) { return []byte(money.Decimal(int6
 
 // Schema documents Amount as a number, which is what clients receive.
 func (Amount) Schema(huma.Registry) *huma.Schema {
-	return &huma.Schema{Type: huma.TypeNumber, Description: "Amount in the currency's major unit, two decimals.", Examples: []any{12.5}}
+	// "double", so that generators type it float64 at least: a 32-bit float
+	// (what Go's oapi-codegen makes of a bare number) loses cents from
+	// about 100,000.00 up.
+	return &huma.Schema{Type: huma.TypeNumber, Format: "double", Description: "Amount in the currency's major unit, two decimals. Read it as a decimal, or at least a 64-bit float.", Examples: []any{12.5}}
 }

@@ -23,7 +23,7 @@ type Plan struct {
 	// Pointers because the contract says null, not 0, where a value does
 	// not apply.
 	ValidityDays *int   `json:"validity_days" nullable:"true" doc:"Days the eSIM stays valid; null on per-day plans, where it is the days ordered."`
-	Price        Price  `json:"price"`
+	Price        Price  `json:"price" doc:"Price in the account's currency: of the whole plan on fixed plans, of one day on per-day plans."`
 	Status       string `json:"status" enum:"active"`
 }
 
@@ -48,10 +48,10 @@ type Price struct {
 
 // Pagination describes one page of a list.
 type Pagination struct {
-	Page    int  `json:"page"`
-	Limit   int  `json:"limit"`
-	Total   int  `json:"total"`
-	HasMore bool `json:"has_more"`
+	Page    int  `json:"page" doc:"This page's number, from 1."`
+	Limit   int  `json:"limit" doc:"Items per page asked for."`
+	Total   int  `json:"total" doc:"Items in the whole list, on every page."`
+	HasMore bool `json:"has_more" doc:"Whether a later page holds more items."`
 }
 
 // Envelope nests every successful payload under "data", so fields can be

@@ -791,6 +791,55 @@ func TestOpenAPIDocumentListsExactlyTheImplementedEndpoints(t *testing.T) {
 	if strings.Contains(string(p.spec), `"Content-Type"`) {
 		t.Error("document lists a Content-Type response header")
 	}
+	// What code generators read: money as a double (a bare number becomes
+	// a float32 in Go's oapi-codegen), the public document declared
+	// public, Request-Id on every answer, each error status saying its
+	// code, and the bearer scheme named as such.
+	var gen struct {
+		Paths map[string]map[string]struct {
+			Security  *[]json.RawMessage `json:"security"`
+			Responses map[string]struct {
+				Description string `json:"description"`
+				Headers     map[string]struct {
+					Required bool `json:"required"`
+				} `json:"headers"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas         map[string]json.RawMessage `json:"schemas"`
+			SecuritySchemes map[string]struct {
+				Scheme       string `json:"scheme"`
+				BearerFormat string `json:"bearerFormat"`
+			} `json:"securitySchemes"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(p.spec, &gen); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(gen.Components.Schemas["Price"]), `"format":"double"`) {
+		t.Errorf("Price: %s, want the amount as a double", gen.Components.Schemas["Price"])
+	}
+	if s := gen.Components.SecuritySchemes["bearerAuth"]; s.Scheme != "bearer" || s.BearerFormat == "" {
+		t.Errorf("security schemes %+v, want bearerAuth with a bearer format", gen.Components.SecuritySchemes)
+	}
+	for _, method := range []string{"get", "head"} {
+		if sec := gen.Paths["/openapi.json"][method].Security; sec == nil || len(*sec) != 0 {
+			t.Errorf("%s /openapi.json: security %v, want declared empty", method, sec)
+		}
+	}
+	codes := map[string]string{"400": "`invalid_request`", "401": "`unauthorized`", "404": "`not_found`", "429": "`rate_limited`", "500": "`internal_error`"}
+	for path, ops := range gen.Paths {
+		for method, op := range ops {
+			for status, resp := range op.Responses {
+				if !resp.Headers["Request-Id"].Required {
+					t.Errorf("%s %s %s: Request-Id not required", method, path, status)
+				}
+				if code, ok := codes[status]; ok && !strings.HasPrefix(resp.Description, code) {
+					t.Errorf("%s %s %s: description %q, want it to start with %s", method, path, status, resp.Description, code)
+				}
+			}
+		}
+	}
 	var plans documentedHeaders
 	if err := json.Unmarshal(p.spec, &plans); err != nil {
 		t.Fatal(err)
