@@ -280,6 +280,18 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h http.Ha
 	return Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
 }
 
+// Without a deadline on the whole request and on writing the answer, a
+// client could hold a connection, its goroutine and buffers forever: by
+// announcing a body and never sending it (net/http drains it after the
+// handler answers), or by never reading what it asked for. A body at the
+// 4 MiB cap arrives well within readTimeout on any working link, and no
+// handler runs near writeTimeout (the gateway's calls are bounded by
+// SERVICE_TIMEOUT, 5 s by default). Variables so tests can shorten them.
+var (
+	readTimeout  = 30 * time.Second
+	writeTimeout = time.Minute
+)
+
 // Serve serves h on ln until ctx is cancelled, then shuts down gracefully:
 // new connections are refused and in-flight requests get up to grace to
 // finish. Requests still running then are cut (their contexts cancelled,
@@ -294,6 +306,8 @@ func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
 		// A request's headers are a key, a trace context and an id. Go's
 		// default, 1 MiB, would let each connection hold a megabyte of

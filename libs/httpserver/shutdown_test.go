@@ -2,6 +2,8 @@ package httpserver_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -83,5 +85,53 @@ func TestConfigRefusesANonPositiveShutdownTimeout(t *testing.T) {
 	}
 	if err := (httpserver.Config{Addr: ":0", ShutdownTimeout: time.Nanosecond}).Validate(); err != nil {
 		t.Errorf("a positive timeout: %v", err)
+	}
+}
+
+// A client that announces a body and never sends it, or never reads the
+// answer it asked for, loses its connection at the server's deadlines
+// instead of holding it, and a goroutine, forever.
+func TestStalledClientsAreCutAtTheDeadlines(t *testing.T) {
+	defer httpserver.SetIOTimeouts(300*time.Millisecond, 300*time.Millisecond)()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	big := strings.Repeat("x", 8<<20) // more than the socket buffers hold
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			_, _ = io.WriteString(w, big)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized) // answers without reading the body
+	})
+	go func() { served <- httpserver.Serve(ctx, slog.New(slog.DiscardHandler), ln, h, time.Second) }()
+	defer func() { cancel(); <-served }()
+
+	for _, raw := range []string{
+		"GET /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+		"POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"GET /big HTTP/1.1\r\nHost: x\r\n\r\n", // and never read
+	} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(conn, raw); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(raw, "/big") {
+			// Let the server fill the buffers and stall, then read on.
+			time.Sleep(time.Second)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.Copy(io.Discard, conn)
+		conn.Close()
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			t.Errorf("%q: the server still held the connection after 10 s", strings.SplitN(raw, "\r\n", 2)[0])
+		}
 	}
 }
