@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,14 +135,27 @@ func TestCachedAccountsNeverCachesUpstreamFailures(t *testing.T) {
 	}
 }
 
-func TestCachedAccountsRejectsEmptyKeyWithoutLookup(t *testing.T) {
+// Only what could be a key is looked up: anything else a client puts in
+// the header is refused without touching the shared cache or accounts,
+// however much of it comes.
+func TestCachedAccountsRefusesWhatCannotBeAKeyWithoutLookup(t *testing.T) {
 	accts := &countingAccounts{}
-	c := newCached(accts, &mapCache{entries: map[string]*gateway.Principal{}})
-	if _, err := c.Authenticate(context.Background(), ""); !errors.Is(err, gateway.ErrUnauthorized) {
-		t.Fatalf("err = %v", err)
+	cache := &mapCache{entries: map[string]*gateway.Principal{}}
+	c := newCached(accts, cache)
+	for _, secret := range []string{
+		"", "nonsense", "sk_live_", "sk_test_abc", "SK_LIVE_abc", "sk_live_abc!", "sk_live_abc def",
+		"sk_sandbox_" + strings.Repeat("a", 200), strings.Repeat("x", 60<<10), "sk_live_é",
+	} {
+		if _, err := c.Authenticate(context.Background(), secret); !errors.Is(err, gateway.ErrUnauthorized) {
+			t.Errorf("%.40q: err = %v, want ErrUnauthorized", secret, err)
+		}
 	}
-	if accts.calls != 0 {
-		t.Fatal("empty key should not reach accounts")
+	if accts.calls != 0 || len(cache.entries) != 0 {
+		t.Fatalf("%d accounts calls, %d cache entries; want none", accts.calls, len(cache.entries))
+	}
+	// A key of the right form is looked up, and its refusal cached.
+	if _, err := c.Authenticate(context.Background(), "sk_live_0123456789abcdefABCDEF0123456789"); !errors.Is(err, gateway.ErrUnauthorized) || accts.calls != 1 {
+		t.Fatalf("a well-formed unknown key: %v after %d calls, want ErrUnauthorized after 1", err, accts.calls)
 	}
 }
 
