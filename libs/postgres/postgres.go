@@ -57,6 +57,9 @@ const DefaultConnectTimeout = 5 * time.Second
 
 // Connect opens a pool and checks that the server answers.
 func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.Pool, error) {
+	if err := unencodedAt(databaseURL); err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -97,6 +100,9 @@ func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.
 // exist yet, connecting to the server's "postgres" database to do so. It is
 // safe to call concurrently and repeatedly.
 func EnsureDatabase(ctx context.Context, databaseURL string) error {
+	if err := unencodedAt(databaseURL); err != nil {
+		return err
+	}
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
 		return fmt.Errorf("parse database url: %w", err)
@@ -173,6 +179,24 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 	return pool, nil
 }
 
+// unencodedAt refuses a URL with more than one "@" before its host. pgx
+// reads a password up to the first and the rest as the host
+// (postgres://u:p@ss@db/x: host "ss@db"), which every message about the
+// host, pgx's own included, would then show.
+func unencodedAt(databaseURL string) error {
+	_, rest, ok := strings.Cut(databaseURL, "://")
+	if !ok {
+		return nil
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if strings.Count(rest, "@") > 1 {
+		return errors.New("database URL with more than one @ before its host, not shown: a password's @ must be written %40")
+	}
+	return nil
+}
+
 // Redact names the servers and database of a database URL, for messages
 // and logs, without its password. It rebuilds the name from the parsed
 // fields rather than masking the input: a password can also sit in the
@@ -185,6 +209,9 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 // the socket file (.s.PGSQL.<port>) as it names a TCP address, and a TCP
 // host always shows its port too.
 func Redact(databaseURL string) string {
+	if err := unencodedAt(databaseURL); err != nil {
+		return "(" + err.Error() + ")"
+	}
 	cfg, err := pgconn.ParseConfig(databaseURL)
 	if err != nil {
 		return "(unparsable database URL)"

@@ -173,6 +173,17 @@ func TestConnectNamesTheServerWithoutPassword(t *testing.T) {
 	if got := err.Error(); !strings.Contains(got, "127.0.0.1:1") || strings.Contains(got, "secret") {
 		t.Fatalf("error %q should name the server and hide the password", got)
 	}
+
+	// A password's unencoded @ would put the rest of it where pgx reads
+	// the host, and pgx names the host in its own errors: refused before
+	// pgx sees it.
+	const leaky = "postgres://u:sec@ret@127.0.0.1:1/db?connect_timeout=1"
+	if _, err := postgres.Connect(context.Background(), leaky); err == nil || strings.Contains(err.Error(), "ret@") || !strings.Contains(err.Error(), "%40") {
+		t.Errorf("Connect: %v, want a refusal that shows no part of the password", err)
+	}
+	if err := postgres.EnsureDatabase(context.Background(), leaky); err == nil || strings.Contains(err.Error(), "ret@") {
+		t.Errorf("EnsureDatabase: %v, want a refusal that shows no part of the password", err)
+	}
 }
 
 func TestRedactKeepsNoPasswordInAnyForm(t *testing.T) {
@@ -190,13 +201,17 @@ func TestRedactKeepsNoPasswordInAnyForm(t *testing.T) {
 		"host=/tmp,db port=5433,5434 user=u password=s3cr3t dbname=x": "postgres://u@/x?host=%2Ftmp,db&port=5433,5434",
 		"postgres://u:s3%cr3t@db/x":                                   "(unparsable database URL)",
 		"password=s3cr3t host=db port=notaport":                       "(unparsable database URL)",
+		// pgx reads the password up to the first @, the rest as the host.
+		"postgres://u:s3c@s3cr3t@db/x":    "(database URL with more than one @ before its host, not shown: a password's @ must be written %40)",
+		"postgres://u:s3c@s3cr3t@db?db=x": "(database URL with more than one @ before its host, not shown: a password's @ must be written %40)",
+		"postgres://u:s3c%40r3t@db/x":     "postgres://u@db:5432/x",
 	} {
 		got := postgres.Redact(in)
 		if got != want || strings.Contains(got, "s3") {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 		// What Redact gives names the same servers when read back.
-		if again := postgres.Redact(got); got != "(unparsable database URL)" && again != got {
+		if again := postgres.Redact(got); !strings.HasPrefix(got, "(") && again != got {
 			t.Errorf("Redact(%q) = %q, but Redact(%q) = %q", in, got, got, again)
 		}
 	}
