@@ -628,6 +628,30 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		}
 	}
 	checkShutdownBudget(t, ps, c)
+	checkMemoryBudget(t, c)
+}
+
+// checkMemoryBudget: the runtime's soft cap (GOMEMLIMIT) must sit under the
+// container's memory limit with room for what the runtime does not count
+// (the binary, thread stacks outside the heap): at or past the limit the
+// kernel kills the pod before the collector is asked to try harder.
+func checkMemoryBudget(t *testing.T, c corev1.Container) {
+	t.Helper()
+	limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+	if !ok {
+		t.Fatal("no memory limit")
+	}
+	var soft config.MemoryLimit
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			if err := soft.EnvDecode(e.Value); err != nil {
+				t.Errorf("GOMEMLIMIT: %v", err)
+			}
+		}
+	}
+	if soft <= 0 || int64(soft) > limit.Value()*9/10 {
+		t.Errorf("GOMEMLIMIT %d bytes, want set and at most 90%% of the memory limit %s", soft, limit.String())
+	}
 }
 
 // afterDrain is the most a service spends after its HTTP server drained:

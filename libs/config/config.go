@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"reflect"
 	"runtime/debug"
@@ -201,11 +202,54 @@ type Runtime struct {
 	// it collects a quarter as often, for about 20 MB more peak memory, and
 	// the benchmark's maximum rose by about a tenth (docs/decisions.md).
 	GCPercent GCPercent `env:"GOGC, default=400"`
+	// MemoryLimit is a soft cap on the runtime's memory (GOMEMLIMIT): near
+	// it the collector runs as often as it must, whatever GOGC says. The
+	// charts set it under the container's limit. GOGC=400 alone sizes the
+	// heap by what is live: an auditor holding 2,500 slow connections took
+	// a process to 370 MiB (156 MiB at GOGC=100), past the charts' 256 MiB
+	// limit, where the kernel kills the pod instead. Unset: no cap.
+	MemoryLimit MemoryLimit `env:"GOMEMLIMIT"`
 }
 
-// Apply sets the collector's target. The runtime reads GOGC itself when the
-// process starts; Apply makes the default hold where GOGC is unset.
-func (r Runtime) Apply() { debug.SetGCPercent(int(r.GCPercent)) }
+// Apply sets the collector's target and the memory cap. The runtime reads
+// GOGC and GOMEMLIMIT itself when the process starts; Apply makes the
+// default target hold where GOGC is unset.
+func (r Runtime) Apply() {
+	debug.SetGCPercent(int(r.GCPercent))
+	if r.MemoryLimit > 0 {
+		debug.SetMemoryLimit(int64(r.MemoryLimit))
+	}
+}
+
+// MemoryLimit is GOMEMLIMIT's value in bytes, written as the runtime takes
+// it: a whole number with an optional unit (B, KiB, MiB, GiB, TiB), or
+// "off". Zero is no cap.
+type MemoryLimit int64
+
+// EnvDecode makes MemoryLimit a config field type.
+func (m *MemoryLimit) EnvDecode(raw string) error {
+	if raw == "" || raw == "off" {
+		*m = 0
+		return nil
+	}
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+	digits, shift := raw, uint(0)
+	for _, u := range units {
+		if d, ok := strings.CutSuffix(raw, u.suffix); ok {
+			digits, shift = d, u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("%q is not a memory size such as 200MiB (units B, KiB, MiB, GiB, TiB) or off", raw)
+	}
+	*m = MemoryLimit(n << shift)
+	return nil
+}
 
 // GCPercent is GOGC's value: a percentage (0 collects all the time), or
 // "off" (-1), as the Go runtime takes it.
