@@ -20,6 +20,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -130,7 +131,12 @@ func Handler(r Routes) http.Handler {
 				otelhttp.WithSpanNameFormatter(func(_ string, req *http.Request) string { return metrics.spanName(req, route) }),
 			}
 			if r.Public {
-				opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
+				// A caller's trace is linked, not continued, and its
+				// baggage is not taken at all: extracted, it would ride
+				// every onward call to the services as if we had set it.
+				opts = append(opts,
+					otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
+					otelhttp.WithPropagators(propagation.TraceContext{}))
 			}
 			app = otelhttp.NewHandler(app, r.Name, opts...)
 		}

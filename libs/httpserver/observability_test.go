@@ -324,11 +324,12 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tel := setupTelemetry(t, "error", io.Discard, telemetry.WithSpanExporter(spans))
 
-	var internalRequestID string
+	var internalRequestID, internalBaggage string
 	internal := httptest.NewServer(httpserver.Handler(httpserver.Routes{
 		Name: "internal", Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			internalRequestID = telemetry.RequestID(r.Context())
+			internalBaggage = r.Header.Get("baggage")
 			_, query := tel.TracerProvider.Tracer("db").Start(r.Context(), "SELECT")
 			query.End()
 		}),
@@ -352,6 +353,7 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 	const partnerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	req, _ := http.NewRequest(http.MethodGet, public.URL+"/v1/plans", nil)
 	req.Header.Set("traceparent", "00-"+partnerTrace+"-00f067aa0ba902b7-01")
+	req.Header.Set("baggage", "tenant=someone-else")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +390,9 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 		if s.SpanKind.String()+" "+s.Name == chain[0] && (len(s.Links) != 1 || s.Links[0].SpanContext.TraceID().String() != partnerTrace) {
 			t.Errorf("public span links %v, want the partner's trace linked", s.Links)
 		}
+	}
+	if internalBaggage != "" {
+		t.Errorf("the partner's baggage reached the internal service: %q", internalBaggage)
 	}
 	if internalRequestID != resp.Header.Get("Request-Id") {
 		t.Errorf("internal service saw request id %q, the public one answered %q", internalRequestID, resp.Header.Get("Request-Id"))
