@@ -207,7 +207,7 @@ type Runtime struct {
 	// charts set it under the container's limit. GOGC=400 alone sizes the
 	// heap by what is live: an auditor holding 2,500 slow connections took
 	// a process to 370 MiB (156 MiB at GOGC=100), past the charts' 256 MiB
-	// limit, where the kernel kills the pod instead. Unset: no cap.
+	// limit, where the kernel kills the pod instead. Unset or off: no cap.
 	MemoryLimit MemoryLimit `env:"GOMEMLIMIT"`
 }
 
@@ -223,7 +223,8 @@ func (r Runtime) Apply() {
 
 // MemoryLimit is GOMEMLIMIT's value in bytes, written as the runtime takes
 // it: a whole number with an optional unit (B, KiB, MiB, GiB, TiB), or
-// "off". Zero is no cap.
+// "off" for no cap. Zero is refused: the runtime would take it as a cap of
+// nothing and collect without pause.
 type MemoryLimit int64
 
 // EnvDecode makes MemoryLimit a config field type.

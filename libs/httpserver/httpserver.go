@@ -288,8 +288,9 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h http.Ha
 
 // Without a deadline on the whole request and on writing the answer, a
 // client could hold a connection, its goroutine and buffers forever: by
-// announcing a body and never sending it (net/http drains it after the
-// handler answers), or by never reading what it asked for. A body at the
+// announcing a body and never sending it (net/http reads a small body the
+// handler left unread before it sends the answer), or by never reading
+// what it asked for. A body at the
 // 4 MiB cap arrives well within readTimeout on any working link, and no
 // handler runs near writeTimeout (the gateway's calls are bounded by
 // SERVICE_TIMEOUT, 5 s by default). Variables so tests can shorten them.

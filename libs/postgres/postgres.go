@@ -57,7 +57,7 @@ const DefaultConnectTimeout = 5 * time.Second
 
 // Connect opens a pool and checks that the server answers.
 func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.Pool, error) {
-	if err := unencodedAt(databaseURL); err != nil {
+	if err := CheckURL(databaseURL); err != nil {
 		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
@@ -100,7 +100,7 @@ func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.
 // exist yet, connecting to the server's "postgres" database to do so. It is
 // safe to call concurrently and repeatedly.
 func EnsureDatabase(ctx context.Context, databaseURL string) error {
-	if err := unencodedAt(databaseURL); err != nil {
+	if err := CheckURL(databaseURL); err != nil {
 		return err
 	}
 	cfg, err := pgx.ParseConfig(databaseURL)
@@ -179,19 +179,27 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 	return pool, nil
 }
 
-// unencodedAt refuses a URL with more than one "@" before its host. pgx
-// reads a password up to the first and the rest as the host
-// (postgres://u:p@ss@db/x: host "ss@db"), which every message about the
-// host, pgx's own included, would then show.
-func unencodedAt(databaseURL string) error {
-	_, rest, ok := strings.Cut(databaseURL, "://")
+// CheckURL refuses a database URL with an unencoded "@" in its password.
+// pgx, as libpq, ends the user and password at the first "@" and reads the
+// rest as the host (postgres://u:p@ss@db/x: host "ss@db"), which every
+// message about the host, pgx's own included, would then show. Key=value
+// strings are not URLs and are left to pgx.
+func CheckURL(databaseURL string) error {
+	rest, ok := strings.CutPrefix(databaseURL, "postgres://")
 	if !ok {
+		if rest, ok = strings.CutPrefix(databaseURL, "postgresql://"); !ok {
+			return nil
+		}
+	}
+	i := strings.IndexAny(rest, "@/")
+	if i < 0 || rest[i] != '@' {
 		return nil
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
+	host := rest[i+1:]
+	if j := strings.IndexAny(host, "/?"); j >= 0 {
+		host = host[:j]
 	}
-	if strings.Count(rest, "@") > 1 {
+	if strings.Contains(host, "@") {
 		return errors.New("database URL with more than one @ before its host, not shown: a password's @ must be written %40")
 	}
 	return nil
@@ -209,7 +217,7 @@ func unencodedAt(databaseURL string) error {
 // the socket file (.s.PGSQL.<port>) as it names a TCP address, and a TCP
 // host always shows its port too.
 func Redact(databaseURL string) string {
-	if err := unencodedAt(databaseURL); err != nil {
+	if err := CheckURL(databaseURL); err != nil {
 		return "(" + err.Error() + ")"
 	}
 	cfg, err := pgconn.ParseConfig(databaseURL)

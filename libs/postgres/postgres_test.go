@@ -205,6 +205,12 @@ func TestRedactKeepsNoPasswordInAnyForm(t *testing.T) {
 		"postgres://u:s3c@s3cr3t@db/x":    "(database URL with more than one @ before its host, not shown: a password's @ must be written %40)",
 		"postgres://u:s3c@s3cr3t@db?db=x": "(database URL with more than one @ before its host, not shown: a password's @ must be written %40)",
 		"postgres://u:s3c%40r3t@db/x":     "postgres://u@db:5432/x",
+		// pgx ends a password at its first @ whatever comes before it.
+		"postgres://u:s3c?r3t@s3c@db/x":                 "(database URL with more than one @ before its host, not shown: a password's @ must be written %40)",
+		"postgresql://u:s3c#r@s3c@db/x":                 "(database URL with more than one @ before its host, not shown: a password's @ must be written %40)",
+		"postgres://u:s3cr3t@db/x?application_name=a@b": "postgres://u@db:5432/x",
+		// Key=value strings are pgx's to read: an @ there is a character.
+		"application_name=x://y password=s3@c@r3t host=db user=u dbname=x": "postgres://u@db:5432/x",
 	} {
 		got := postgres.Redact(in)
 		if got != want || strings.Contains(got, "s3") {

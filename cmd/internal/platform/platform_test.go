@@ -140,6 +140,20 @@ func TestPreflightRejectsAPGURLThatDoesNotParse(t *testing.T) {
 	}
 }
 
+// A password with an unencoded @ would leave its tail in the host pgx
+// reads, and so in the dial error and the start hint: refused first.
+func TestPreflightRefusesAPasswordWithAnUnencodedAt(t *testing.T) {
+	msg := preflightError(t, "postgres://postgres:hun@ter2@127.0.0.1:1/postgres", redistest.URL())
+	if !strings.Contains(msg, "PG_URL: ") || !strings.Contains(msg, "%40") {
+		t.Errorf("preflight error does not say what is wrong:\n%s", msg)
+	}
+	for _, unwanted := range []string{"ter2", "hun", "not answering"} {
+		if strings.Contains(msg, unwanted) {
+			t.Errorf("preflight error contains %q:\n%s", unwanted, msg)
+		}
+	}
+}
+
 // pgx reports a failure once per address and TLS attempt; the preflight
 // says each distinct reason once.
 func TestConnectCauseSaysEachReasonOnce(t *testing.T) {

@@ -51,6 +51,9 @@ func preflight(ctx context.Context, opts Options) error {
 // asks for what the server cannot give (fix sslmode). install is where the
 // hint for a missing server looks for a Postgres to start.
 func checkPostgres(ctx context.Context, pgURL string, install *localInstall) error {
+	if err := postgres.CheckURL(pgURL); err != nil {
+		return fmt.Errorf("PG_URL: %w", err)
+	}
 	cfg, err := pgx.ParseConfig(pgURL)
 	if err != nil {
 		return fmt.Errorf("PG_URL is not a valid Postgres URL: %s\n    set PG_URL or -pg-url to one like %s",

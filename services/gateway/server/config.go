@@ -32,6 +32,11 @@ type Config struct {
 	Telemetry    telemetry.Config
 }
 
+// maxServiceTimeout keeps a request's two calls in a row (accounts, then
+// catalogue) within the server's one-minute write deadline
+// (libs/httpserver), with room to answer.
+const maxServiceTimeout = 25 * time.Second
+
 // maxAuthCacheTTL keeps a revocation, which lands within 1.5 x the TTL,
 // inside the platform's 5 s promise with room to spare.
 const maxAuthCacheTTL = 3 * time.Second
@@ -51,8 +56,8 @@ func (c Config) Validate() error {
 	if c.RateLimitPerMinute <= 0 {
 		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", c.RateLimitPerMinute))
 	}
-	if c.ServiceTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be positive", c.ServiceTimeout))
+	if c.ServiceTimeout <= 0 || c.ServiceTimeout > maxServiceTimeout {
+		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be above 0 and at most %s, so a request's calls to accounts and catalogue end before its answer's write deadline", c.ServiceTimeout, maxServiceTimeout))
 	}
 	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)

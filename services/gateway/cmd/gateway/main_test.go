@@ -66,12 +66,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		"no accounts url":    {map[string]string{"CATALOGUE_URL": "http://x"}, []string{"ACCOUNTS_URL is required"}},
-		"cache ttl too long": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "4s"}, []string{"AUTH_CACHE_TTL 4s"}},
-		"cache ttl past 3s":  {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "3.2s"}, []string{"AUTH_CACHE_TTL 3.2s"}},
-		"zero rate limit":    {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-1"}, []string{"RATE_LIMIT_PER_MINUTE -1"}},
-		"bad log level":      {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "LOG_LEVEL": "loud"}, []string{`LOG_LEVEL "loud"`}},
-		"no grace":           {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SHUTDOWN_TIMEOUT": "0s"}, []string{"SHUTDOWN_TIMEOUT 0s"}},
+		"no accounts url":                         {map[string]string{"CATALOGUE_URL": "http://x"}, []string{"ACCOUNTS_URL is required"}},
+		"cache ttl too long":                      {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "4s"}, []string{"AUTH_CACHE_TTL 4s"}},
+		"cache ttl past 3s":                       {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "3.2s"}, []string{"AUTH_CACHE_TTL 3.2s"}},
+		"zero rate limit":                         {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-1"}, []string{"RATE_LIMIT_PER_MINUTE -1"}},
+		"service timeout past the write deadline": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "30s"}, []string{"SERVICE_TIMEOUT 30s: must be above 0 and at most 25s"}},
+		"bad log level":                           {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "LOG_LEVEL": "loud"}, []string{`LOG_LEVEL "loud"`}},
+		"no grace":                                {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SHUTDOWN_TIMEOUT": "0s"}, []string{"SHUTDOWN_TIMEOUT 0s"}},
 		// Without a scheme every call would fail while the gateway reported
 		// itself ready: its readiness checks nothing it calls, by design.
 		"service urls without a scheme": {map[string]string{"ACCOUNTS_URL": "127.0.0.1:8081", "CATALOGUE_URL": "http://catalogue?x=1"},
