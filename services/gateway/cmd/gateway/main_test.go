@@ -158,7 +158,7 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 	// LOG_LEVEL would hide the lines the test waits for.
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=info", "OTEL_EXPORTER_OTLP_ENDPOINT=",
 		"ACCOUNTS_URL=http://"+hung.Addr().String(), "CATALOGUE_URL=http://"+hung.Addr().String(),
-		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=60s", "SHUTDOWN_TIMEOUT=10s")
+		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=25s", "SHUTDOWN_TIMEOUT=10s")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
