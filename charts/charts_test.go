@@ -391,6 +391,15 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 		case *corev1.ServiceAccount:
 			accountSA = append(accountSA, o)
 		case *networkingv1.NetworkPolicy:
+			// The internal APIs have no authentication yet, so no peer
+			// may be a whole namespace: every pod in it could call them.
+			for _, rule := range o.Spec.Ingress {
+				for _, peer := range rule.From {
+					if peer.NamespaceSelector != nil && peer.PodSelector == nil {
+						t.Errorf("%s: NetworkPolicy admits every pod of namespaces %v; name the pods too", r.source, peer.NamespaceSelector.MatchLabels)
+					}
+				}
+			}
 		case *networkingv1.Ingress:
 			ingresses = append(ingresses, o)
 		default:
