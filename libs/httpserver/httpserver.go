@@ -290,13 +290,18 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h http.Ha
 // client could hold a connection, its goroutine and buffers forever: by
 // announcing a body and never sending it (net/http reads a small body the
 // handler left unread before it sends the answer), or by never reading
-// what it asked for. A body at the
-// 4 MiB cap arrives well within readTimeout on any working link, and no
-// handler runs near writeTimeout (the gateway's calls are bounded by
-// SERVICE_TIMEOUT, 5 s by default). Variables so tests can shorten them.
+// what it asked for. A body at the 4 MiB cap arrives well within
+// ReadTimeout on any working link, and no handler runs near WriteTimeout
+// (the gateway bounds SERVICE_TIMEOUT under it).
+const (
+	ReadTimeout  = 30 * time.Second
+	WriteTimeout = time.Minute
+)
+
+// Variables so tests can shorten them.
 var (
-	readTimeout  = 30 * time.Second
-	writeTimeout = time.Minute
+	readTimeout  = ReadTimeout
+	writeTimeout = WriteTimeout
 )
 
 // Serve serves h on ln until ctx is cancelled, then shuts down gracefully:

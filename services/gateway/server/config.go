@@ -33,9 +33,9 @@ type Config struct {
 }
 
 // maxServiceTimeout keeps a request's two calls in a row (accounts, then
-// catalogue) within the server's one-minute write deadline
-// (libs/httpserver), with room to answer.
-const maxServiceTimeout = 25 * time.Second
+// catalogue) within the server's write deadline, with 10 s left to answer:
+// 25 s.
+const maxServiceTimeout = (httpserver.WriteTimeout - 10*time.Second) / 2
 
 // maxAuthCacheTTL keeps a revocation, which lands within 1.5 x the TTL,
 // inside the platform's 5 s promise with room to spare.
