@@ -152,25 +152,26 @@ type withRuntime struct {
 	Runtime config.Runtime
 }
 
-func TestRuntimeGCPercent(t *testing.T) {
-	gogc := func(raw string) func(string) string {
-		return func(k string) string {
-			if k == "GOGC" {
-				return raw
-			}
-			return ""
+// parseRuntime parses the runtime settings with one variable set.
+func parseRuntime(name, raw string) (config.Runtime, error) {
+	var cfg withRuntime
+	err := config.Parse(context.Background(), func(k string) string {
+		if k == name {
+			return raw
 		}
-	}
+		return ""
+	}, &cfg)
+	return cfg.Runtime, err
+}
+
+func TestRuntimeGCPercent(t *testing.T) {
 	for raw, want := range map[string]config.GCPercent{"": 400, "100": 100, "0": 0, "off": -1} {
-		var cfg withRuntime
-		if err := config.Parse(context.Background(), gogc(raw), &cfg); err != nil || cfg.Runtime.GCPercent != want {
-			t.Errorf("GOGC=%q parsed as %d, %v; want %d", raw, cfg.Runtime.GCPercent, err, want)
+		if r, err := parseRuntime("GOGC", raw); err != nil || r.GCPercent != want {
+			t.Errorf("GOGC=%q parsed as %d, %v; want %d", raw, r.GCPercent, err, want)
 		}
 	}
 	for _, raw := range []string{"-5", "fast", "50%", "OFF"} {
-		var cfg withRuntime
-		err := config.Parse(context.Background(), gogc(raw), &cfg)
-		if err == nil || !strings.HasPrefix(err.Error(), "GOGC: ") {
+		if _, err := parseRuntime("GOGC", raw); err == nil || !strings.HasPrefix(err.Error(), "GOGC: ") {
 			t.Errorf("GOGC=%q: %v, want an error naming GOGC", raw, err)
 		}
 	}
@@ -182,23 +183,13 @@ func TestRuntimeGCPercent(t *testing.T) {
 }
 
 func TestRuntimeMemoryLimit(t *testing.T) {
-	parse := func(raw string) (config.Runtime, error) {
-		var cfg withRuntime
-		err := config.Parse(context.Background(), func(k string) string {
-			if k == "GOMEMLIMIT" {
-				return raw
-			}
-			return ""
-		}, &cfg)
-		return cfg.Runtime, err
-	}
 	for raw, want := range map[string]config.MemoryLimit{"": 0, "off": 0, "200MiB": 200 << 20, "1GiB": 1 << 30, "64KiB": 64 << 10, "1048576": 1 << 20, "5000B": 5000} {
-		if r, err := parse(raw); err != nil || r.MemoryLimit != want {
+		if r, err := parseRuntime("GOMEMLIMIT", raw); err != nil || r.MemoryLimit != want {
 			t.Errorf("GOMEMLIMIT=%q parsed as %d, %v; want %d", raw, r.MemoryLimit, err, want)
 		}
 	}
 	for _, raw := range []string{"200MB", "-1", "0", "1.5GiB", "MiB", "lots", "9999999TiB"} {
-		if _, err := parse(raw); err == nil || !strings.HasPrefix(err.Error(), "GOMEMLIMIT: ") {
+		if _, err := parseRuntime("GOMEMLIMIT", raw); err == nil || !strings.HasPrefix(err.Error(), "GOMEMLIMIT: ") {
 			t.Errorf("GOMEMLIMIT=%q: %v, want an error naming GOMEMLIMIT", raw, err)
 		}
 	}
