@@ -257,6 +257,12 @@ func renderObjects(t *testing.T, chartName, valuesFile string) []rendered {
 	if err != nil {
 		t.Fatalf("render %s with %s: %v", chartName, valuesFile, err)
 	}
+	return decodeRendered(t, out)
+}
+
+// decodeRendered decodes every manifest of a rendered chart, in file order.
+func decodeRendered(t *testing.T, out map[string]string) []rendered {
+	t.Helper()
 	files := make([]string, 0, len(out))
 	for f := range out {
 		files = append(files, f)
@@ -323,7 +329,7 @@ func TestChartsRender(t *testing.T) {
 
 // checkIngress holds the public surface to the API: in production the
 // gateway alone has an Ingress, and it routes /v1 to the gateway's Service
-// and nothing else (the probes and /metrics share the port).
+// and nothing else (the probes share its port).
 func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service, ingresses []*networkingv1.Ingress) {
 	t.Helper()
 	want := 0
@@ -365,6 +371,7 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 		secrets     = map[string]*corev1.Secret{}
 		accountSA   []*corev1.ServiceAccount
 		ingresses   []*networkingv1.Ingress
+		policies    []*networkingv1.NetworkPolicy
 	)
 	for _, r := range objs {
 		m, err := metaOf(r.obj)
@@ -391,15 +398,7 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 		case *corev1.ServiceAccount:
 			accountSA = append(accountSA, o)
 		case *networkingv1.NetworkPolicy:
-			// The internal APIs have no authentication yet, so no peer
-			// may be a whole namespace: every pod in it could call them.
-			for _, rule := range o.Spec.Ingress {
-				for _, peer := range rule.From {
-					if peer.NamespaceSelector != nil && peer.PodSelector == nil {
-						t.Errorf("%s: NetworkPolicy admits every pod of namespaces %v; name the pods too", r.source, peer.NamespaceSelector.MatchLabels)
-					}
-				}
-			}
+			policies = append(policies, o)
 		case *networkingv1.Ingress:
 			ingresses = append(ingresses, o)
 		default:
@@ -412,6 +411,12 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 	d := deployments[0]
 	checkDeployment(t, d)
 	checkEnv(t, chartName, dev, d, secrets)
+	// Without a policy in production every pod of the cluster could call
+	// the internal APIs, and the checks below would hold for nothing.
+	if !dev && len(policies) != 1 {
+		t.Errorf("want one NetworkPolicy in production, got %d", len(policies))
+	}
+	checkNetworkPolicies(t, chartName, d, policies)
 
 	pod := labels.Set(d.Spec.Template.Labels)
 	if sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels); !sel.Matches(pod) {
@@ -546,6 +551,87 @@ func TestPDBRefusesToBlockDrains(t *testing.T) {
 	}
 }
 
+// TestMetricsPortMustDifferFromContainerPort: on the API's port /metrics
+// would again admit its scrapers to the API. The service refuses it too,
+// but only when it starts; the chart refuses the install. Any other port
+// carries through to the listener, the container port and the annotation.
+func TestMetricsPortMustDifferFromContainerPort(t *testing.T) {
+	for _, vals := range []map[string]any{
+		{"metrics": map[string]any{"port": 8080}},
+		{"containerPort": 9090},
+	} {
+		if _, err := renderChart("accounts", vals); err == nil || !strings.Contains(err.Error(), "metrics.port") || !strings.Contains(err.Error(), "must differ from containerPort") {
+			t.Errorf("%v: want the chart to refuse the metrics port on the API's, got %v", vals, err)
+		}
+	}
+	out, err := renderChart("accounts", map[string]any{"metrics": map[string]any{"port": 9100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := decodeStrict([]byte(out["accounts/templates/deployment.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := obj.(*appsv1.Deployment)
+	c := d.Spec.Template.Spec.Containers[0]
+	checkMetricsPort(t, c)
+	if p := containerPorts(c)["metrics"]; p != 9100 || d.Spec.Template.Annotations["prometheus.io/port"] != "9100" {
+		t.Errorf("metrics.port 9100: metrics port %d, prometheus.io/port %q", p, d.Spec.Template.Annotations["prometheus.io/port"])
+	}
+}
+
+// TestDerivedEnvCannotBeSet: HTTP_ADDR and METRICS_ADDR come from the
+// ports, so the listeners, the probes and the NetworkPolicy agree. Set
+// again in env or secretEnv, the container would carry both values and the
+// service would read the later one.
+func TestDerivedEnvCannotBeSet(t *testing.T) {
+	for _, name := range []string{"HTTP_ADDR", "METRICS_ADDR"} {
+		for from, vals := range map[string]map[string]any{
+			"env":       {"env": map[string]any{name: ":9999"}},
+			"secretEnv": {"secretEnv": map[string]any{name: map[string]any{"secretName": "s", "key": "k"}}},
+		} {
+			if _, err := renderChart("accounts", vals); err == nil || !strings.Contains(err.Error(), "env "+name+" is set twice") {
+				t.Errorf("%s in %s: want the chart to refuse it, got %v", name, from, err)
+			}
+		}
+	}
+}
+
+// TestMetricsDisabled: without metrics nothing is scraped and no one is
+// admitted to the metrics port, but /metrics stays off the API's port:
+// with METRICS_ADDR unset the service would serve it to every caller of
+// the API.
+func TestMetricsDisabled(t *testing.T) {
+	for _, c := range applicationCharts(t) {
+		t.Run(c, func(t *testing.T) {
+			out, err := renderChart(c, map[string]any{"metrics": map[string]any{"enabled": false}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d *appsv1.Deployment
+			var policies []*networkingv1.NetworkPolicy
+			for _, r := range decodeRendered(t, out) {
+				switch o := r.obj.(type) {
+				case *appsv1.Deployment:
+					d = o
+				case *networkingv1.NetworkPolicy:
+					policies = append(policies, o)
+				}
+			}
+			if d == nil || len(policies) != 1 {
+				t.Fatalf("want a Deployment and a NetworkPolicy, got %v and %d", d != nil, len(policies))
+			}
+			for k := range d.Spec.Template.Annotations {
+				if strings.HasPrefix(k, "prometheus.io/") {
+					t.Errorf("annotation %s with metrics disabled", k)
+				}
+			}
+			checkMetricsPort(t, d.Spec.Template.Spec.Containers[0])
+			checkNetworkPolicies(t, c, d, policies)
+		})
+	}
+}
+
 func metaOf(obj runtime.Object) (metav1.Object, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
@@ -577,8 +663,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		t.Errorf("pod securityContext %+v: want runAsNonRoot, runAsUser %d, seccomp RuntimeDefault", sc, nonRootUID)
 	}
 	ann := d.Spec.Template.Annotations
-	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != "/metrics" || ann["prometheus.io/port"] == "" {
-		t.Errorf("pod annotations %v: want prometheus.io scrape, port and path", ann)
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("pod annotations %v: want prometheus.io scrape and path", ann)
 	}
 	if len(ps.Containers) != 1 {
 		t.Fatalf("want one container, got %d", len(ps.Containers))
@@ -603,14 +689,14 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 			t.Errorf("%s: request %s, limit %s: want both, request <= limit", res, req.String(), lim.String())
 		}
 	}
-	var port int32
-	for _, p := range c.Ports {
-		if p.Name == "http" {
-			port = p.ContainerPort
-		}
-	}
+	ports := containerPorts(c)
+	port := ports["http"]
 	if port == 0 {
 		t.Fatal("container has no port named http")
+	}
+	checkMetricsPort(t, c)
+	if p := ann["prometheus.io/port"]; p != strconv.Itoa(int(ports["metrics"])) {
+		t.Errorf("prometheus.io/port %q: Prometheus must scrape the metrics port %d, the only one serving /metrics", p, ports["metrics"])
 	}
 	probes := []struct {
 		name string
@@ -638,6 +724,113 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	}
 	checkShutdownBudget(t, ps, c)
 	checkMemoryBudget(t, c)
+}
+
+func containerPorts(c corev1.Container) map[string]int32 {
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	return ports
+}
+
+// checkMetricsPort: /metrics is served on a port of its own, the one named
+// metrics, and never on the API's: a NetworkPolicy admits by port, so
+// sharing it would let whoever may scrape call the API. METRICS_ADDR is
+// what moves it there; unset, the service serves /metrics on HTTP_ADDR.
+func checkMetricsPort(t *testing.T, c corev1.Container) {
+	t.Helper()
+	ports := containerPorts(c)
+	if ports["metrics"] == 0 {
+		t.Fatal("container has no port named metrics")
+	}
+	if ports["metrics"] == ports["http"] {
+		t.Errorf("ports metrics and http are both %d: /metrics must not share the API's port", ports["http"])
+	}
+	addr, set := "", false
+	for _, e := range c.Env {
+		if e.Name == "METRICS_ADDR" {
+			addr, set = e.Value, true
+		}
+	}
+	if want := ":" + strconv.Itoa(int(ports["metrics"])); !set || addr != want {
+		t.Errorf("METRICS_ADDR %q (set: %v), want %q: the metrics port, or /metrics is served on the API's", addr, set, want)
+	}
+}
+
+// checkNetworkPolicies holds who may reach which port. The internal APIs
+// have no authentication yet, so no peer admitted to the http port may be
+// a whole namespace (every pod in it could call them), and in accounts and
+// catalogue none may be Prometheus or its namespace: it scrapes the
+// metrics port, which serves nothing but /metrics and so may admit a whole
+// namespace, as long as the rule admitting it admits no other port. That
+// port is admitted exactly when the pods are scraped.
+func checkNetworkPolicies(t *testing.T, chartName string, d *appsv1.Deployment, policies []*networkingv1.NetworkPolicy) {
+	t.Helper()
+	ports := containerPorts(d.Spec.Template.Spec.Containers[0])
+	internal := chartName != "gateway"
+	monitoring := labels.Set{"kubernetes.io/metadata.name": "monitoring"}
+	prometheus := labels.Set{"app.kubernetes.io/name": "prometheus"}
+	scraped := d.Spec.Template.Annotations["prometheus.io/scrape"] == "true"
+	for _, np := range policies {
+		metricsAdmitted := false
+		for i, rule := range np.Spec.Ingress {
+			where := fmt.Sprintf("NetworkPolicy %s rule %d", np.Name, i+1)
+			if admitsPort(rule, "metrics", ports["metrics"]) {
+				metricsAdmitted = true
+				if len(rule.Ports) != 1 || rule.Ports[0].Port == nil || rule.Ports[0].Port.String() != "metrics" || rule.Ports[0].EndPort != nil {
+					t.Errorf("%s admits the metrics port with %v: want the port metrics alone, so that its peers reach nothing else", where, rule.Ports)
+				}
+			}
+			if !admitsPort(rule, "http", ports["http"]) {
+				continue
+			}
+			if internal && len(rule.From) == 0 {
+				t.Errorf("%s admits every source to the http port of an internal API", where)
+			}
+			for _, peer := range rule.From {
+				if peer.NamespaceSelector != nil && (peer.PodSelector == nil || selects(peer.PodSelector, labels.Set{})) {
+					t.Errorf("%s admits every pod of namespaces %v to the http port; name the pods too", where, peer.NamespaceSelector.MatchLabels)
+				}
+				if internal && (selects(peer.NamespaceSelector, monitoring) || selects(peer.PodSelector, prometheus)) {
+					t.Errorf("%s admits the monitoring namespace or Prometheus (%+v) to the http port: it scrapes the metrics port, and on http it could call the API", where, peer)
+				}
+			}
+		}
+		if metricsAdmitted != scraped {
+			t.Errorf("NetworkPolicy %s: metrics port admitted %v, pods scraped %v: want both or neither", np.Name, metricsAdmitted, scraped)
+		}
+	}
+}
+
+// admitsPort reports whether an ingress rule admits the container port of
+// that name and number: a rule without ports, or a port entry without a
+// port, admits them all.
+func admitsPort(rule networkingv1.NetworkPolicyIngressRule, name string, number int32) bool {
+	if len(rule.Ports) == 0 {
+		return true
+	}
+	for _, p := range rule.Ports {
+		switch {
+		case p.Port == nil:
+			return true
+		case p.Port.Type == intstr.String && p.Port.StrVal == name:
+			return true
+		case p.Port.Type == intstr.Int && (p.Port.IntVal == number || p.EndPort != nil && p.Port.IntVal <= number && number <= *p.EndPort):
+			return true
+		}
+	}
+	return false
+}
+
+// selects reports whether a label selector (nil: none) picks a set of
+// labels; an empty selector picks everything.
+func selects(sel *metav1.LabelSelector, l labels.Set) bool {
+	if sel == nil {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(l)
 }
 
 // checkMemoryBudget: the runtime's soft cap (GOMEMLIMIT) must sit under the

@@ -2,7 +2,8 @@
 // per service, plus the shared library chart) and the tests that prove them:
 // helm lint in strict mode, strict decoding of every rendered object into its
 // Kubernetes API type (case-sensitive, as the API server decodes), security,
-// probe, shutdown-timing and disruption settings, and that each chart sets
+// probe, shutdown-timing and disruption settings, who the NetworkPolicy
+// admits to the API port and to the metrics port, and that each chart sets
 // exactly the environment variables its service reads. Charts are rendered
 // against the oldest Kubernetes their kubeVersion admits. The tests also
 // strict-decode the development manifests under ../k8s, check the Kafka

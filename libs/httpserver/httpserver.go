@@ -1,6 +1,7 @@
 // Package httpserver runs a service's HTTP server the same way everywhere:
-// health and readiness probes, Prometheus metrics, request ids, tracing and
-// a graceful shutdown that lets in-flight requests finish.
+// health and readiness probes, Prometheus metrics (on the service's port or
+// one of their own), request ids, tracing and a graceful shutdown that lets
+// in-flight requests finish.
 package httpserver
 
 import (
@@ -33,10 +34,11 @@ type Check func(ctx context.Context) error
 type Routes struct {
 	// Name is the service name used for spans.
 	Name string
-	// App serves everything not below the probe and metrics paths.
+	// App serves everything but the probes.
 	App http.Handler
-	// Telemetry provides /metrics, the meter for request metrics and, when
-	// tracing is on, the tracer. Without it requests are not measured.
+	// Telemetry provides the meter for request metrics and, when tracing
+	// is on, the tracer. Without it requests are not measured. /metrics
+	// itself is not here: ListenAndServe serves it, where Config says.
 	Telemetry *telemetry.Telemetry
 	// Ready lists the checks behind /readyz, by name.
 	Ready map[string]Check
@@ -62,10 +64,10 @@ type Routes struct {
 	MaxBodyBytes int64
 }
 
-// Handler assembles the full handler of a service: /healthz answers while
-// the process runs, /readyz while every dependency answers, /metrics always.
-// Probes and metrics are neither traced nor measured, to keep both about
-// real traffic.
+// Handler assembles the handler of a service's port: /healthz answers while
+// the process runs, /readyz while every dependency answers, the app the
+// rest. Probes are neither traced nor measured, to keep both about real
+// traffic.
 func Handler(r Routes) http.Handler {
 	logger := slog.Default()
 	if r.Telemetry != nil && r.Telemetry.Logger != nil {
@@ -105,9 +107,6 @@ func Handler(r Routes) http.Handler {
 			mp = noop.NewMeterProvider()
 		}
 		metrics := newServerMetrics(mp)
-		if tel.MetricsHandler != nil {
-			mux.Handle("GET /metrics", tel.MetricsHandler)
-		}
 		if tel.TracerProvider != nil {
 			// The request line and a panic's line are logged outside the
 			// server span, after it ended: the slot keeps the span's ids
@@ -162,7 +161,7 @@ func Handler(r Routes) http.Handler {
 		}
 		mux.ServeHTTP(w, req)
 	})
-	// Outermost, so probes and metrics carry a Request-Id too.
+	// Outermost, so probes carry a Request-Id too.
 	return requestID(routes, !r.Public)
 }
 
@@ -262,6 +261,12 @@ func CutByShutdown(ctx context.Context) bool { return errors.Is(context.Cause(ct
 // Config is the part of every service's configuration that serving reads.
 type Config struct {
 	Addr string `env:"HTTP_ADDR, default=:8080"`
+	// MetricsAddr, when set, serves /metrics there and only there. A
+	// NetworkPolicy admits by port, not path: with /metrics on the API's
+	// port, whoever may scrape a service may also call its API, which
+	// for accounts and catalogue includes minting keys. Empty serves
+	// /metrics on Addr, which suits a developer's machine.
+	MetricsAddr string `env:"METRICS_ADDR"`
 	// ShutdownTimeout is how long in-flight requests get to finish once the
 	// service is told to stop.
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT, default=20s"`
@@ -270,20 +275,61 @@ type Config struct {
 // Validate refuses a grace period that would cut every request in flight
 // the moment the service is told to stop.
 func (c Config) Validate() error {
+	var errs []error
 	if c.ShutdownTimeout <= 0 {
-		return fmt.Errorf("SHUTDOWN_TIMEOUT %s: must be positive: in-flight requests get that long to finish on SIGTERM", c.ShutdownTimeout)
+		errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT %s: must be positive: in-flight requests get that long to finish on SIGTERM", c.ShutdownTimeout))
 	}
-	return nil
+	// Port 0 asks the kernel for a free port each time, so two of them
+	// never clash.
+	if _, port, _ := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr == c.Addr && port != "0" {
+		errs = append(errs, fmt.Errorf("METRICS_ADDR %q is HTTP_ADDR too: give /metrics a port of its own, or leave METRICS_ADDR empty to serve it on HTTP_ADDR", c.MetricsAddr))
+	}
+	return errors.Join(errs...)
 }
 
-// ListenAndServe listens on cfg.Addr, so that a taken port fails the start
-// loudly, then serves h as Serve does.
-func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h http.Handler) error {
+// ListenAndServe listens on cfg.Addr and, when set, cfg.MetricsAddr, so
+// that a taken port fails the start loudly, then serves h and metrics (a
+// Prometheus handler; nil serves none) as Serve does: GET /metrics on its
+// own listener, or in front of h on cfg.Addr. Both stop together: when ctx
+// ends, or when either listener fails.
+func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metrics http.Handler) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	return Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
+	if metrics == nil {
+		return Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
+	}
+	if cfg.MetricsAddr == "" {
+		return Serve(ctx, log, ln, withMetrics(h, metrics), cfg.ShutdownTimeout)
+	}
+	metricsLn, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("listen on %s (METRICS_ADDR): %w", cfg.MetricsAddr, err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 2)
+	serve := func(log *slog.Logger, ln net.Listener, h http.Handler) {
+		errc <- Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
+		stop()
+	}
+	go serve(log, ln, h)
+	go serve(log.With("serving", "metrics"), metricsLn, withMetrics(http.NotFoundHandler(), metrics))
+	return errors.Join(<-errc, <-errc)
+}
+
+// withMetrics serves GET (and HEAD) /metrics from metrics and the rest
+// from h.
+func withMetrics(h, metrics http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Without a deadline on the whole request and on writing the answer, a

@@ -1,10 +1,11 @@
 {{/*
 library.deployment renders the service's Deployment. Every service is the
-same shape (one Go binary serving HTTP on HTTP_ADDR with /healthz, /readyz and
-/metrics), so the differences live only in values.
+same shape (one Go binary serving its API, /healthz and /readyz on HTTP_ADDR
+and /metrics alone on METRICS_ADDR), so the differences live only in values.
 */}}
 {{- define "library.deployment" -}}
 {{- $port := int .Values.containerPort }}
+{{- $metricsPort := include "library.metricsPort" . }}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -40,7 +41,7 @@ spec:
         # Annotation-based discovery works with a stock Prometheus without
         # the operator's CRDs.
         prometheus.io/scrape: "true"
-        prometheus.io/port: {{ $port | quote }}
+        prometheus.io/port: {{ $metricsPort | quote }}
         prometheus.io/path: {{ .Values.metrics.path | quote }}
         {{- end }}
         {{- if .Values.devSecret.create }}
@@ -94,6 +95,9 @@ spec:
           ports:
             - name: http
               containerPort: {{ $port }}
+              protocol: TCP
+            - name: metrics
+              containerPort: {{ $metricsPort }}
               protocol: TCP
           env:
             {{- include "library.env" . | nindent 12 }}
@@ -169,19 +173,39 @@ spec:
 {{- end }}
 
 {{/*
+library.metricsPort is the port /metrics is served on, and nothing else: a
+NetworkPolicy admits by port, not path, so only a port of its own lets
+Prometheus in without letting it call the API.
+*/}}
+{{- define "library.metricsPort" -}}
+{{- $port := int (required "metrics.port is required" .Values.metrics.port) }}
+{{- if eq $port (int .Values.containerPort) }}
+{{- fail (printf "metrics.port %d must differ from containerPort: /metrics gets a port of its own so that a NetworkPolicy can admit Prometheus to it without admitting it to the API" $port) }}
+{{- end }}
+{{- $port }}
+{{- end }}
+
+{{/*
 library.env renders the container's environment: HTTP_ADDR from
-containerPort (so probes, ports and the listener cannot disagree), then
-.Values.env (name: value; null removes a variable set by values.yaml), then
-.Values.secretEnv (name: {secretName, key}). The charts test checks that the
-names equal exactly what the service's server.Config reads.
+containerPort and METRICS_ADDR from metrics.port (so probes, ports and the
+listeners cannot disagree), then .Values.env (name: value; null removes a
+variable set by values.yaml), then .Values.secretEnv (name: {secretName,
+key}). METRICS_ADDR is set even with metrics.enabled false, so the API port
+never serves /metrics to whoever the NetworkPolicy admits to it. The charts
+test checks that the names equal exactly what the service's server.Config
+reads.
 */}}
 {{- define "library.env" -}}
+{{- $derived := list "HTTP_ADDR" "METRICS_ADDR" }}
+{{- $twice := "env %s is set twice (env, secretEnv, or HTTP_ADDR and METRICS_ADDR, which the chart derives from containerPort and metrics.port)" -}}
 - name: HTTP_ADDR
   value: {{ printf ":%d" (int .Values.containerPort) | quote }}
+- name: METRICS_ADDR
+  value: {{ printf ":%s" (include "library.metricsPort" .) | quote }}
 {{- range $name, $value := .Values.env }}
 {{- if not (kindIs "invalid" $value) }}
-{{- if or (eq $name "HTTP_ADDR") (get ($.Values.secretEnv | default dict) $name) }}
-{{- fail (printf "env %s is set twice (env, secretEnv or the HTTP_ADDR the chart derives from containerPort)" $name) }}
+{{- if or (has $name $derived) (get ($.Values.secretEnv | default dict) $name) }}
+{{- fail (printf $twice $name) }}
 {{- end }}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
@@ -189,6 +213,9 @@ names equal exactly what the service's server.Config reads.
 {{- end }}
 {{- range $name, $ref := .Values.secretEnv }}
 {{- if $ref }}
+{{- if has $name $derived }}
+{{- fail (printf $twice $name) }}
+{{- end }}
 - name: {{ $name }}
   valueFrom:
     secretKeyRef:

@@ -127,9 +127,9 @@ spec:
   policyTypes:
     - Ingress
   ingress:
-    # Only the HTTP port is reachable, and (when listed) only from the
-    # callers named in values: the services behind the gateway are not
-    # public.
+    # The HTTP port (the API and the probes) is reachable only from the
+    # callers named in values, when any are: the services behind the
+    # gateway are not public.
     - ports:
         - port: http
           protocol: TCP
@@ -137,6 +137,19 @@ spec:
       from:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+    {{- /* Without metrics nothing scrapes the metrics port, so no rule
+    admits anyone to it. */}}
+    {{- if .Values.metrics.enabled }}
+    # The metrics port serves /metrics and nothing else, so its scrapers
+    # get no way into the API.
+    - ports:
+        - port: metrics
+          protocol: TCP
+      {{- with .Values.metrics.from }}
+      from:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    {{- end }}
 {{- end }}
 {{- end }}
 

@@ -28,26 +28,32 @@ func (b *LogBuffer) String() string {
 	return b.buf.String()
 }
 
-// Listening returns a writer to pass as a service's log output, and a
-// channel that receives the address from its "listening" log line: how a
-// test learns the port a service bound on port 0. Close the writer when
-// the service has returned.
-func Listening() (io.WriteCloser, <-chan string) {
-	r, w := io.Pipe()
-	addr := make(chan string, 1)
+// Listening returns a writer to pass as a service's log output, and
+// channels that receive the addresses from its "listening" log lines: the
+// service's own, and its separate metrics listener's when METRICS_ADDR is
+// set. It is how a test learns the ports a service bound on port 0. Close
+// the writer when the service has returned.
+func Listening() (w io.WriteCloser, addr, metricsAddr <-chan string) {
+	r, pw := io.Pipe()
+	api, metrics := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				select {
-				case addr <- line.Addr:
-				default:
-				}
+			var line struct{ Msg, Addr, Serving string }
+			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "listening" {
+				continue
+			}
+			to := api
+			if line.Serving == "metrics" {
+				to = metrics
+			}
+			select {
+			case to <- line.Addr:
+			default:
 			}
 		}
 		// Drain, so the service never blocks on its log after a scan error.
 		_, _ = io.Copy(io.Discard, r)
 	}()
-	return w, addr
+	return pw, api, metrics
 }

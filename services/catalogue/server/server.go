@@ -72,8 +72,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}, nil
 }
 
-// Handler serves the Twirp API under /twirp/, plus /healthz, /readyz and
-// /metrics.
+// Handler serves the Twirp API under /twirp/, plus /healthz and /readyz;
+// /metrics is httpserver.ListenAndServe's.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases the database pool; call it once the HTTP server stopped.

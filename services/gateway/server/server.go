@@ -85,7 +85,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}, nil
 }
 
-// Handler serves the public API, probes and metrics.
+// Handler serves the public API and the probes; /metrics is
+// httpserver.ListenAndServe's.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases the Redis connections once the HTTP server has stopped.

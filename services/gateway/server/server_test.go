@@ -999,9 +999,11 @@ func TestWrongMethodIsAnUnrecognizedRequest(t *testing.T) {
 	}
 }
 
-func TestProbesAndMetrics(t *testing.T) {
+// /metrics is not the handler's: ListenAndServe serves it, where
+// METRICS_ADDR says (cmd/gateway's tests).
+func TestProbes(t *testing.T) {
 	p := start(t, options{})
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(p.gateway + path)
 		if err != nil {
 			t.Fatal(err)
@@ -1010,9 +1012,6 @@ func TestProbesAndMetrics(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Request-Id") == "" {
 			t.Errorf("%s: %d, Request-Id %q, %.200s", path, resp.StatusCode, resp.Header.Get("Request-Id"), body)
-		}
-		if path == "/metrics" && !strings.Contains(string(body), "http_server_request_duration_seconds") {
-			t.Errorf("/metrics lacks the HTTP server metrics:\n%.500s", body)
 		}
 	}
 }

@@ -59,5 +59,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// 4. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
 	// deferred steps close the pool and flush telemetry afterwards.
-	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler())
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler(), tel.MetricsHandler)
 }

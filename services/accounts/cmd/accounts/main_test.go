@@ -16,36 +16,55 @@ func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
-// TestRunServesUntilCancelled runs the program as a process would, on a
-// free port, and stops it the way SIGTERM does.
+// TestRunServesUntilCancelled runs the program as a process would, on
+// free ports, with /metrics on a port of its own as the charts run it, and
+// stops it the way SIGTERM does.
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs, addr := telemetrytest.Listening()
+	logs, addr, metricsAddr := telemetrytest.Listening()
 
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"accounts"}, env(map[string]string{
 			"DATABASE_URL": pgtest.NewDatabase(t),
 			"HTTP_ADDR":    "127.0.0.1:0",
+			"METRICS_ADDR": "127.0.0.1:0",
 		}), logs)
 		logs.Close()
 	}()
 
-	select {
-	case a := <-addr:
-		resp, err := http.Get("http://" + a + "/readyz")
+	var api, metrics string
+	for api == "" || metrics == "" {
+		select {
+		case api = <-addr:
+		case metrics = <-metricsAddr:
+		case err := <-done:
+			t.Fatalf("run returned before listening: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("run did not start both listeners within 30s")
+		}
+	}
+	// The API's port serves the probes and not /metrics, which whoever
+	// may scrape could otherwise reach the API through.
+	for url, want := range map[string]int{
+		"http://" + api + "/readyz":      http.StatusOK,
+		"http://" + api + "/metrics":     http.StatusNotFound,
+		"http://" + metrics + "/metrics": http.StatusOK,
+		"http://" + metrics + "/readyz":  http.StatusNotFound,
+	} {
+		resp, err := http.Get(url)
 		if err != nil {
-			t.Fatalf("GET /readyz: %v", err)
+			t.Fatalf("GET %s: %v", url, err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("/readyz = %d, want 200", resp.StatusCode)
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, want)
 		}
-	case err := <-done:
-		t.Fatalf("run returned before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not start listening within 30s")
+		if want == http.StatusOK && strings.HasSuffix(url, "/metrics") && !strings.Contains(string(body), "go_goroutines") {
+			t.Errorf("GET %s is not the service's metrics: %.200s", url, body)
+		}
 	}
 
 	cancel()
@@ -69,6 +88,8 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"bad log level": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
 		"no grace":      {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "0s"}, "SHUTDOWN_TIMEOUT 0s: must be positive"},
+		"metrics on the API's port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "HTTP_ADDR": ":8081", "METRICS_ADDR": ":8081"},
+			`METRICS_ADDR ":8081" is HTTP_ADDR too`},
 		"everything bad at once": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-5s", "LOG_LEVEL": "loud",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "SHUTDOWN_TIMEOUT -5s: must be positive"},
 		"a duration without unit": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "5"},

@@ -42,5 +42,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer srv.Close()
 
 	// 4. Serve until SIGINT/SIGTERM, then let in-flight requests finish.
-	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler())
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler(), tel.MetricsHandler)
 }

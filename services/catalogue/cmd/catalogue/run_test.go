@@ -18,7 +18,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	logw, addr := telemetrytest.Listening()
+	logw, addr, _ := telemetrytest.Listening()
 	done := make(chan error, 1)
 	go func() {
 		err := run(ctx, []string{"catalogue"}, func(k string) string { return env[k] }, logw)
@@ -35,6 +35,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal("run did not start listening within 30s")
 	}
 
+	// Without METRICS_ADDR, as under make run, /metrics shares the port.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		resp, err := http.Get(base + path)
 		if err != nil {

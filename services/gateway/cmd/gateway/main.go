@@ -59,5 +59,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer srv.Close()
 
 	// 4. Serve until SIGINT or SIGTERM, then drain in-flight requests.
-	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler())
+	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler(), tel.MetricsHandler)
 }

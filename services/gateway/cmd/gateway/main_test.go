@@ -20,22 +20,27 @@ import (
 
 func TestRunServesUntilCancelled(t *testing.T) {
 	// The gateway starts without its peers: they are called per request.
-	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1"}
+	// /metrics has a port of its own, as the charts run it.
+	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0",
+		"ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs, listening := telemetrytest.Listening()
+	logs, listening, metricsListening := telemetrytest.Listening()
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"gateway"}, func(k string) string { return env[k] }, logs)
 		_ = logs.Close()
 	}()
-	var addr string
-	select {
-	case addr = <-listening:
-	case err := <-done:
-		t.Fatalf("run returned before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not start listening within 30s")
+	var addr, metricsAddr string
+	for addr == "" || metricsAddr == "" {
+		select {
+		case addr = <-listening:
+		case metricsAddr = <-metricsListening:
+		case err := <-done:
+			t.Fatalf("run returned before listening: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("run did not start both listeners within 30s")
+		}
 	}
 	// A partner request with the peers down is a clean JSON error, not a hang.
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/plans", nil)
@@ -48,6 +53,20 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), `"internal_error"`) {
 		t.Fatalf("with accounts down: %d %s", resp.StatusCode, body)
+	}
+
+	// That request was measured, and its metrics are on their own port
+	// only: the API's port answers /metrics as an unknown path.
+	if code, body := get(t, "http://"+metricsAddr+"/metrics"); code != http.StatusOK || !strings.Contains(body, "http_server_request_duration_seconds") {
+		t.Errorf("metrics port /metrics = %d, lacking the HTTP server metrics:\n%.500s", code, body)
+	}
+	if code, body := get(t, "http://"+addr+"/metrics"); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("API port /metrics = %d %.300s, want the API's 404", code, body)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, "http://"+addr+path); code != http.StatusOK {
+			t.Errorf("API port %s = %d %.300s", path, code, body)
+		}
 	}
 
 	cancel()
@@ -214,4 +233,15 @@ func waitForLog(t *testing.T, logs *telemetrytest.LogBuffer, re *regexp.Regexp) 
 	}
 	t.Fatalf("no log line matching %s within 30s; logs:\n%s", re, logs.String())
 	return ""
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

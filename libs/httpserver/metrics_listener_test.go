@@ -1,0 +1,168 @@
+package httpserver_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
+)
+
+// app answers everything with 418, so a test can tell it from /metrics
+// and from a listener's own 404.
+var app = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+
+var metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "requests_total 1\n") })
+
+// listenAndServe runs ListenAndServe with cfg until the test ends, and
+// returns the addresses it logged and a channel with its result.
+func listenAndServe(t *testing.T, ctx context.Context, cfg httpserver.Config) (api, metricsAddr string, done <-chan error) {
+	t.Helper()
+	logw, apiAddr, metricsListening := telemetrytest.Listening()
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+	result := make(chan error, 1)
+	go func() {
+		result <- httpserver.ListenAndServe(ctx, log, cfg, app, metrics)
+		_ = logw.Close()
+	}()
+	want := 1
+	if cfg.MetricsAddr != "" {
+		want = 2
+	}
+	for got := 0; got < want; got++ {
+		select {
+		case api = <-apiAddr:
+		case metricsAddr = <-metricsListening:
+		case err := <-result:
+			t.Fatalf("ListenAndServe returned before listening: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("ListenAndServe did not listen within 10s")
+		}
+	}
+	return api, metricsAddr, result
+}
+
+func status(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestMetricsGetAPortOfTheirOwn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	api, metricsAddr, done := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second})
+
+	for _, tc := range []struct {
+		method, url string
+		want        int
+	}{
+		// The API's port never serves /metrics: a NetworkPolicy opening
+		// the metrics port to Prometheus opens nothing else.
+		{http.MethodGet, "http://" + api + "/metrics", http.StatusTeapot},
+		{http.MethodGet, "http://" + api + "/plans", http.StatusTeapot},
+		{http.MethodGet, "http://" + metricsAddr + "/metrics", http.StatusOK},
+		{http.MethodHead, "http://" + metricsAddr + "/metrics", http.StatusOK},
+		// And the metrics port serves nothing but reading /metrics.
+		{http.MethodPost, "http://" + metricsAddr + "/metrics", http.StatusNotFound},
+		{http.MethodGet, "http://" + metricsAddr + "/plans", http.StatusNotFound},
+		{http.MethodGet, "http://" + metricsAddr + "/readyz", http.StatusNotFound},
+	} {
+		if got, body := status(t, tc.method, tc.url); got != tc.want {
+			t.Errorf("%s %s = %d %.100q, want %d", tc.method, tc.url, got, body, tc.want)
+		}
+	}
+	if _, body := status(t, http.MethodGet, "http://"+metricsAddr+"/metrics"); body != "requests_total 1\n" {
+		t.Errorf("metrics port /metrics = %q, not the metrics handler's", body)
+	}
+
+	// Both stop together, and cleanly.
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ListenAndServe after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenAndServe did not return within 10s of cancellation")
+	}
+	for _, addr := range []string{api, metricsAddr} {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after ListenAndServe returned", addr)
+		}
+	}
+}
+
+func TestMetricsShareThePortWithoutMetricsAddr(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	api, _, done := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second})
+	if got, body := status(t, http.MethodGet, "http://"+api+"/metrics"); got != http.StatusOK || body != "requests_total 1\n" {
+		t.Errorf("GET /metrics = %d %q, want the metrics handler's", got, body)
+	}
+	if got, _ := status(t, http.MethodPost, "http://"+api+"/metrics"); got != http.StatusTeapot {
+		t.Errorf("POST /metrics = %d, want the app's answer", got)
+	}
+	if got, _ := status(t, http.MethodGet, "http://"+api+"/plans"); got != http.StatusTeapot {
+		t.Errorf("GET /plans = %d, want the app's answer", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestATakenMetricsPortFailsTheStartAndFreesTheAPIPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := free.Addr().String()
+	free.Close()
+
+	err = httpserver.ListenAndServe(context.Background(), slog.New(slog.DiscardHandler),
+		httpserver.Config{Addr: apiAddr, MetricsAddr: taken.Addr().String(), ShutdownTimeout: time.Second}, app, metrics)
+	if err == nil || !strings.Contains(err.Error(), "METRICS_ADDR") || !strings.Contains(err.Error(), taken.Addr().String()) {
+		t.Fatalf("ListenAndServe = %v, want an error naming METRICS_ADDR and %s", err, taken.Addr())
+	}
+	// The API's listener, opened first, was closed again.
+	ln, err := net.Listen("tcp", apiAddr)
+	if err != nil {
+		t.Fatalf("the API's address is still held after the failed start: %v", err)
+	}
+	ln.Close()
+}
+
+func TestMetricsAddrMustDifferFromAddr(t *testing.T) {
+	err := httpserver.Config{Addr: ":8080", MetricsAddr: ":8080", ShutdownTimeout: time.Second}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `METRICS_ADDR ":8080" is HTTP_ADDR too`) {
+		t.Errorf("Validate = %v, want METRICS_ADDR refused", err)
+	}
+	for _, metricsAddr := range []string{"", ":9090", "127.0.0.1:0"} {
+		addr := ":8080"
+		if strings.HasSuffix(metricsAddr, ":0") {
+			addr = metricsAddr
+		}
+		if err := (httpserver.Config{Addr: addr, MetricsAddr: metricsAddr, ShutdownTimeout: time.Second}).Validate(); err != nil {
+			t.Errorf("METRICS_ADDR %q: %v", metricsAddr, err)
+		}
+	}
+}
