@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"reflect"
@@ -190,6 +191,18 @@ func shownURL(raw string) string {
 	}
 	return strconv.Quote(raw)
 }
+
+// Secret is a config value that must never be shown: it prints, formats
+// and logs as "[redacted]", so a config struct that reaches a log line or
+// an error by mistake does not take it along. Reveal gives the value to
+// the one place that uses it.
+type Secret string
+
+func (Secret) String() string                 { return "[redacted]" }
+func (Secret) GoString() string               { return "[redacted]" }
+func (Secret) LogValue() slog.Value           { return slog.StringValue("[redacted]") }
+func (s Secret) Reveal() []byte               { return []byte(s) }
+func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
 
 // Runtime is the part of every service's configuration that tunes the Go
 // runtime.

@@ -1,8 +1,12 @@
 package config_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -199,5 +203,35 @@ func TestRuntimeMemoryLimit(t *testing.T) {
 	config.Runtime{GCPercent: 100, MemoryLimit: 200 << 20}.Apply()
 	if got := debug.SetMemoryLimit(-1); got != 200<<20 {
 		t.Errorf("after Apply the memory limit was %d, want %d", got, 200<<20)
+	}
+}
+
+// A Secret that reaches a log line, an error or JSON by mistake, alone or
+// inside its config struct, shows as "[redacted]".
+func TestSecretsNeverShow(t *testing.T) {
+	var cfg struct {
+		Key config.Secret `env:"KEY, required"`
+	}
+	if err := config.Parse(context.Background(), func(k string) string {
+		return map[string]string{"KEY": "hunter2-hunter2"}[k]
+	}, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(cfg.Key.Reveal()); got != "hunter2-hunter2" {
+		t.Fatalf("Reveal = %q, want the value parsed", got)
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "key", cfg.Key, "cfg", cfg)
+	asJSON, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shown := range []string{
+		fmt.Sprint(cfg.Key), fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.Key, cfg.Key),
+		fmt.Errorf("bad key %v", cfg.Key).Error(), logged.String(), string(asJSON),
+	} {
+		if strings.Contains(shown, "hunter2") || !strings.Contains(shown, "[redacted]") {
+			t.Errorf("%s: shows the secret, or not that it is hidden", shown)
+		}
 	}
 }

@@ -8,6 +8,8 @@ package platform
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -215,9 +217,11 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 			"HTTP_ADDR="+opts.AccountsAddr, "DATABASE_URL="+accountsDB)},
 		{name: Catalogue, addr: opts.CatalogueAddr, env: append(append([]string{}, common...),
 			"HTTP_ADDR="+opts.CatalogueAddr, "DATABASE_URL="+catalogueDB, "SEED_CATALOGUE=true")},
+		// A new cache secret every start: the gateway's auth cache lives
+		// seconds, and one replica needs no secret shared with another.
 		{name: Gateway, addr: opts.GatewayAddr, env: append(append([]string{}, common...),
 			"HTTP_ADDR="+opts.GatewayAddr, "ACCOUNTS_URL="+accountsURL, "CATALOGUE_URL="+catalogueURL,
-			"REDIS_URL="+opts.RedisURL)},
+			"REDIS_URL="+opts.RedisURL, "AUTH_CACHE_SECRET="+newSecret())},
 	}
 	for i := range specs {
 		specs[i].bin = filepath.Join(opts.BinDir, specs[i].name)
@@ -353,6 +357,14 @@ func (p *Platform) Stop(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// newSecret returns 256 random bits as text, as `openssl rand -base64 32`
+// does.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // databaseURL returns serverURL pointing at database name instead. It

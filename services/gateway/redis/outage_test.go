@@ -23,6 +23,9 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// cacheSecret seals the tests' auth cache entries.
+var cacheSecret = []byte("test-auth-cache-secret-of-32-bytes!")
+
 // hungRedis is a server that accepts connections and never answers, as a
 // Redis does that is paused, swapping or wedged. It counts connections.
 func hungRedis(t *testing.T) (url string, accepted *atomic.Int32) {
@@ -139,7 +142,7 @@ func TestHungRedisFailsEveryRateCheckWithinOneTimeout(t *testing.T) {
 func TestHungRedisFailsEveryAuthLookupWithinOneTimeout(t *testing.T) {
 	url, _ := hungRedis(t)
 	client := connect(t, url)
-	c := redis.NewAuthCache(client)
+	c := redis.NewAuthCache(client, cacheSecret, quiet)
 	worst := slowest(200, func(i int) {
 		if _, _, err := c.Get(context.Background(), strconv.Itoa(i)); err == nil {
 			t.Error("Get from a hung Redis succeeded")
@@ -230,12 +233,12 @@ func TestRevokedKeyStopsWhenRedisAppliesAStalledWriteLate(t *testing.T) {
 	const ttl = time.Second
 	const secret = "sk_live_0123456789abcdef0123456789abcdef"
 	accts := &revocable{beforeAnswer: func() { _ = proc.Process.Signal(syscall.SIGSTOP) }}
-	c := &gateway.CachedAccounts{Accounts: accts, Cache: redis.NewAuthCache(client), TTL: ttl, LocalTTL: ttl / 2, Log: quiet}
+	c := &gateway.CachedAccounts{Accounts: accts, Cache: redis.NewAuthCache(client, cacheSecret, quiet), TTL: ttl, LocalTTL: ttl / 2, Log: quiet}
 	ctx := context.Background()
 	// A gateway that has written before has the write's script loaded in
 	// Redis. Without it the stalled write would be an EVALSHA failing with
 	// NOSCRIPT, and the deadline in the script would go untested.
-	if err := redis.NewAuthCache(client).Put(ctx, "warm", &gateway.Principal{}, time.Now().Add(time.Second)); err != nil {
+	if err := redis.NewAuthCache(client, cacheSecret, quiet).Put(ctx, "warm", &gateway.Principal{}, time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -271,7 +274,7 @@ func TestRevokedKeyStopsWhenRedisAppliesAStalledWriteLate(t *testing.T) {
 func TestAuthCacheKeepsAnAnswerUntilItsDeadline(t *testing.T) {
 	url, _ := privateRedis(t)
 	client := connect(t, url)
-	c := redis.NewAuthCache(client)
+	c := redis.NewAuthCache(client, cacheSecret, quiet)
 	ctx := context.Background()
 	p := gateway.Principal{AccountID: "acc", KeyID: "key"}
 

@@ -5,11 +5,15 @@ package redis
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,37 +186,94 @@ func (l *RateLimiter) allowBatch(ctx context.Context, checks []rateCheck) ([]rat
 	return out, nil
 }
 
-// AuthCache stores authentication outcomes under the SHA-256 of the key.
+// AuthCache stores authentication outcomes under the SHA-256 of the key,
+// each entry sealed with an HMAC over where it is stored and what it says.
+// Redis is shared state that more than the gateway may reach (an operator,
+// a backup, a compromised neighbour): unsealed, whoever could write to it
+// could make up a key and an entry naming any account, and order on that
+// account's balance. Sealed, a made-up entry, one moved from another key's
+// slot, or one written with another secret is a miss: the key is checked
+// with accounts, whose answer replaces it.
+//
 // Each call gives up after one command timeout in all: go-redis retries a
 // call that timed out waiting for a pooled connection, which against a
 // hung Redis doubled the wait.
 type AuthCache struct {
 	client *goredis.Client
+	secret []byte
+	log    *slog.Logger
 }
 
-// NewAuthCache returns a cache on client.
-func NewAuthCache(client *goredis.Client) *AuthCache {
-	return &AuthCache{client: client}
+// NewAuthCache returns a cache on client whose entries are sealed with
+// secret; every replica sharing the Redis needs the same secret.
+func NewAuthCache(client *goredis.Client, secret []byte, log *slog.Logger) *AuthCache {
+	return &AuthCache{client: client, secret: secret, log: log}
 }
 
 // rejected marks a cached authentication failure.
 const rejected = "-"
 
+// sealVersion starts every sealed entry, so a later format can tell its
+// entries from these.
+const sealVersion = "v1."
+
+// seal returns payload as stored at slot: version, MAC, payload.
+func (c *AuthCache) seal(slot, payload string) string {
+	return sealVersion + base64.RawURLEncoding.EncodeToString(c.mac(slot, payload)) + "." + payload
+}
+
+// unseal returns the payload of v if it was sealed with this secret for
+// this slot.
+func (c *AuthCache) unseal(slot, v string) (string, bool) {
+	rest, ok := strings.CutPrefix(v, sealVersion)
+	if !ok {
+		return "", false
+	}
+	sum, payload, ok := strings.Cut(rest, ".")
+	if !ok {
+		return "", false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sum)
+	if err != nil || !hmac.Equal(got, c.mac(slot, payload)) {
+		return "", false
+	}
+	return payload, true
+}
+
+func (c *AuthCache) mac(slot, payload string) []byte {
+	m := hmac.New(sha256.New, c.secret)
+	m.Write([]byte(slot))
+	m.Write([]byte{0})
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+func authSlot(keyHash string) string { return "gw:auth:" + keyHash }
+
 func (c *AuthCache) Get(ctx context.Context, keyHash string) (gateway.Principal, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
-	v, err := c.client.Get(ctx, "gw:auth:"+keyHash).Result()
+	slot := authSlot(keyHash)
+	v, err := c.client.Get(ctx, slot).Result()
 	if errors.Is(err, goredis.Nil) {
 		return gateway.Principal{}, false, nil
 	}
 	if err != nil {
 		return gateway.Principal{}, false, fmt.Errorf("redis auth cache: %w", err)
 	}
-	if v == rejected {
+	payload, ok := c.unseal(slot, v)
+	if !ok {
+		// Not necessarily an attack: a replica with another
+		// AUTH_CACHE_SECRET (mid-rotation, or misconfigured) writes such
+		// entries too. Either way it is not trusted, and it is said.
+		c.log.WarnContext(ctx, "auth cache entry not sealed with this gateway's AUTH_CACHE_SECRET; ignored, the key is checked with accounts")
+		return gateway.Principal{}, false, nil
+	}
+	if payload == rejected {
 		return gateway.Principal{}, false, gateway.ErrUnauthorized
 	}
 	var p gateway.Principal
-	if err := json.Unmarshal([]byte(v), &p); err != nil {
+	if err := json.Unmarshal([]byte(payload), &p); err != nil {
 		// A value written by another version: treat as a miss.
 		return gateway.Principal{}, false, nil
 	}
@@ -237,7 +298,8 @@ func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principa
 	}
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
-	if err := putUntil.Run(ctx, c.client, []string{"gw:auth:" + keyHash}, v, left, until.UnixMilli()).Err(); err != nil && !errors.Is(err, goredis.Nil) {
+	slot := authSlot(keyHash)
+	if err := putUntil.Run(ctx, c.client, []string{slot}, c.seal(slot, v), left, until.UnixMilli()).Err(); err != nil && !errors.Is(err, goredis.Nil) {
 		return fmt.Errorf("redis auth cache: %w", err)
 	}
 	return nil

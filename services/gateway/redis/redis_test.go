@@ -15,6 +15,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/redis"
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
@@ -150,7 +151,7 @@ func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
 
 func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
 	client := connect(t, redistest.URL())
-	c := redis.NewAuthCache(client)
+	c := redis.NewAuthCache(client, cacheSecret, quiet)
 	ctx := context.Background()
 
 	good, bad := uniqueKey(), uniqueKey()
@@ -173,6 +174,67 @@ func TestAuthCacheStoresPrincipalsAndRejectionsWithTTL(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	if _, ok, _ := c.Get(ctx, good); ok {
 		t.Fatal("entry outlived its TTL")
+	}
+}
+
+// Whoever can write to Redis must not be able to make up a principal: an
+// entry counts only if this gateway's secret sealed it for its own slot.
+func TestAuthCacheTrustsOnlyEntriesItSealed(t *testing.T) {
+	client := connect(t, redistest.URL())
+	var logs telemetrytest.LogBuffer
+	c := redis.NewAuthCache(client, cacheSecret, slog.New(slog.NewJSONHandler(&logs, nil)))
+	ctx := context.Background()
+	victim := gateway.Principal{AccountID: "victim", Environment: gateway.Live, KeyID: "key", Currency: "USD", RateLimitPerMinute: 1200}
+	plain, err := json.Marshal(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A genuine entry of another key, to copy from.
+	other := uniqueKey()
+	if err := c.Put(ctx, other, &victim, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	genuine, err := client.Get(ctx, "gw:auth:"+other).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(genuine, "v1.") {
+		t.Fatalf("entry %q is not sealed", genuine)
+	}
+	otherSecret := redis.NewAuthCache(client, []byte("another-secret-another-secret-another"), quiet)
+	forgedKey := uniqueKey()
+	if err := otherSecret.Put(ctx, forgedKey, &victim, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, tc := range map[string]struct {
+		key, value string
+	}{
+		"unsealed principal":         {uniqueKey(), string(plain)},
+		"unsealed rejection":         {uniqueKey(), "-"},
+		"entry moved from its slot":  {uniqueKey(), genuine},
+		"made-up seal":               {uniqueKey(), "v1.AAAA." + string(plain)},
+		"payload changed under seal": {uniqueKey(), strings.Replace(genuine, "victim", "victin", 1)},
+		"sealed with another secret": {forgedKey, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.value != "" {
+				if err := client.Set(ctx, "gw:auth:"+tc.key, tc.value, time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, ok, err := c.Get(ctx, tc.key)
+			if ok || err != nil {
+				t.Fatalf("Get = %+v, ok %v, err %v; want a miss, so the key is checked with accounts", got, ok, err)
+			}
+		})
+	}
+	if !strings.Contains(logs.String(), "AUTH_CACHE_SECRET") {
+		t.Errorf("an entry it did not seal should be logged; logs:\n%s", logs.String())
+	}
+	if got, ok, err := c.Get(ctx, other); !ok || err != nil || got != victim {
+		t.Fatalf("the genuine entry: %+v, %v, %v", got, ok, err)
 	}
 }
 
@@ -204,7 +266,7 @@ func TestUnreachableRedisIsAnErrorNotAHang(t *testing.T) {
 	if _, err := redis.NewRateLimiter(client).Allow(context.Background(), "k", 5); err == nil {
 		t.Fatal("want an error from an unreachable redis")
 	}
-	if _, _, err := redis.NewAuthCache(client).Get(context.Background(), "k"); err == nil {
+	if _, _, err := redis.NewAuthCache(client, cacheSecret, quiet).Get(context.Background(), "k"); err == nil {
 		t.Fatal("want an error from an unreachable redis")
 	}
 }

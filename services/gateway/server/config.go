@@ -29,8 +29,17 @@ type Config struct {
 	// long in memory). A revocation lands within 1.5 x AUTH_CACHE_TTL; the
 	// platform promises 5 s, so at most 3s is accepted.
 	AuthCacheTTL time.Duration `env:"AUTH_CACHE_TTL, default=2s"`
-	Telemetry    telemetry.Config
+	// AuthCacheSecret signs every entry of the auth cache in Redis, so
+	// that whoever can write to Redis still cannot make up a principal
+	// (and spend another partner's balance). Every replica needs the
+	// same one.
+	AuthCacheSecret config.Secret `env:"AUTH_CACHE_SECRET, required"`
+	Telemetry       telemetry.Config
 }
+
+// minAuthCacheSecret is the shortest AUTH_CACHE_SECRET accepted: 256 bits
+// if random, as `openssl rand -base64 32` gives (44 characters).
+const minAuthCacheSecret = 32
 
 // maxServiceTimeout keeps a request's two calls in a row (accounts, then
 // catalogue) within the server's write deadline, with 10 s left to answer:
@@ -52,6 +61,9 @@ func (c Config) Validate() error {
 	// read in the docs and the message is the one enforced.
 	if c.AuthCacheTTL <= 0 || c.AuthCacheTTL > maxAuthCacheTTL {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and at most 3s, so revoked keys stop within 5s", c.AuthCacheTTL))
+	}
+	if n := len(c.AuthCacheSecret); n < minAuthCacheSecret {
+		errs = append(errs, fmt.Errorf("AUTH_CACHE_SECRET: %d characters; want at least %d, such as `openssl rand -base64 32` prints", n, minAuthCacheSecret))
 	}
 	if c.RateLimitPerMinute <= 0 {
 		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", c.RateLimitPerMinute))

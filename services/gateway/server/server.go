@@ -47,7 +47,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	hc := tel.HTTPClient(cfg.ServiceTimeout)
 	accounts := &gateway.CachedAccounts{
 		Accounts: twirpclient.NewAccounts(string(cfg.AccountsURL), hc),
-		Cache:    redis.NewAuthCache(rdb),
+		Cache:    redis.NewAuthCache(rdb, cfg.AuthCacheSecret.Reveal(), log),
 		TTL:      cfg.AuthCacheTTL,
 		LocalTTL: cfg.AuthCacheTTL / 2,
 		Cooldown: redisCooldown,

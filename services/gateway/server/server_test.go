@@ -3,6 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +21,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
@@ -29,6 +33,7 @@ import (
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
+	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 	"github.com/esimplatform/esim/services/gateway/server"
 )
@@ -64,6 +69,10 @@ type options struct {
 	// authCacheTTL is AUTH_CACHE_TTL; 2 s, its default, when zero.
 	authCacheTTL time.Duration
 }
+
+// testAuthCacheSecret is every test gateway's AUTH_CACHE_SECRET: replicas
+// share one, as they must to share the cache.
+const testAuthCacheSecret = config.Secret("test-auth-cache-secret-0123456789abcdef")
 
 func start(t testing.TB, opt options) *platform {
 	t.Helper()
@@ -113,6 +122,7 @@ func start(t testing.TB, opt options) *platform {
 			RedisURL:           opt.redisURL,
 			RateLimitPerMinute: opt.defaultRateLimit,
 			AuthCacheTTL:       opt.authCacheTTL,
+			AuthCacheSecret:    testAuthCacheSecret,
 		}, tel)
 		if err != nil {
 			t.Fatal(err)
@@ -558,6 +568,52 @@ func TestUnauthorizedRequests(t *testing.T) {
 				t.Error("401 without WWW-Authenticate")
 			}
 		})
+	}
+}
+
+// Whoever can write to the gateway's Redis can place an auth cache entry
+// under any key they make up. Such an entry must not authenticate: sealed
+// with another secret, unsealed, or a genuine entry copied from a real
+// key's slot, the made-up key is checked with accounts, which refuses it.
+func TestAuthCacheEntriesFromOutsideDoNotAuthenticate(t *testing.T) {
+	p := start(t, options{})
+	ctx := context.Background()
+	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_LIVE)
+	// The genuine key works and leaves its sealed entry in Redis.
+	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
+		t.Fatalf("the genuine key: %d %s", r.status, r.body)
+	}
+	opts, err := goredis.ParseURL(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	slot := func(secret string) string {
+		sum := sha256.Sum256([]byte(secret))
+		return "gw:auth:" + hex.EncodeToString(sum[:])
+	}
+	genuine, err := rdb.Get(ctx, slot(key)).Result()
+	if err != nil {
+		t.Fatalf("the genuine key's cache entry: %v", err)
+	}
+	victim, err := json.Marshal(gateway.Principal{AccountID: accountID, Environment: gateway.Live, KeyID: keyID, Currency: "USD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, entry := range map[string]string{
+		"unsealed principal":     string(victim),
+		"genuine entry, moved":   genuine,
+		"sealed with a guess":    "v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA." + string(victim),
+		"genuine seal, new body": genuine[:strings.LastIndex(genuine, ".")+1] + string(victim),
+	} {
+		madeUp := "sk_live_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		if err := rdb.Set(ctx, slot(madeUp), entry, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r := p.get("/v1/plans?limit=1", bearer(madeUp)); r.status != http.StatusUnauthorized {
+			t.Errorf("%s: a made-up key got %d, want 401", name, r.status)
+		}
 	}
 }
 

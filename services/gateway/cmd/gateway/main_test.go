@@ -21,7 +21,7 @@ import (
 func TestRunServesUntilCancelled(t *testing.T) {
 	// The gateway starts without its peers: they are called per request.
 	// /metrics has a port of its own, as the charts run it.
-	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0",
+	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret,
 		"ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -96,6 +96,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		// itself ready: its readiness checks nothing it calls, by design.
 		"service urls without a scheme": {map[string]string{"ACCOUNTS_URL": "127.0.0.1:8081", "CATALOGUE_URL": "http://catalogue?x=1"},
 			[]string{`ACCOUNTS_URL: "127.0.0.1:8081" is not an http://`, `CATALOGUE_URL: "http://catalogue?xxxxx" is not an http://`}},
+		"no auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": ""}, []string{"AUTH_CACHE_SECRET is required"}},
+		// The message counts the characters and never shows them.
+		"short auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": "hunter2hunter2"},
+			[]string{"AUTH_CACHE_SECRET: 14 characters; want at least 32"}},
 		"several durations without a unit": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "5", "AUTH_CACHE_TTL": "2"},
 			[]string{`SERVICE_TIMEOUT: time: missing unit in duration "5"`, `AUTH_CACHE_TTL: time: missing unit in duration "2"`}},
 	} {
@@ -108,6 +112,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("run = %q, want it to say %q", err, want)
 				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("run = %q shows the secret", err)
 			}
 		})
 	}
@@ -126,13 +133,17 @@ func runRefused(t *testing.T, args []string, env map[string]string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	defaults := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret}
 	return run(ctx, args, func(k string) string {
-		if v, ok := env[k]; ok || k != "HTTP_ADDR" {
+		if v, ok := env[k]; ok {
 			return v
 		}
-		return "127.0.0.1:0"
+		return defaults[k]
 	}, io.Discard)
 }
+
+// testAuthCacheSecret is AUTH_CACHE_SECRET wherever a test does not set it.
+const testAuthCacheSecret = "test-auth-cache-secret-0123456789abcdef"
 
 // TestMain runs the real main instead of the tests when asked to, so a test
 // can start the gateway as a process of its own and signal it.
@@ -177,7 +188,7 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 	// LOG_LEVEL would hide the lines the test waits for.
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=info", "OTEL_EXPORTER_OTLP_ENDPOINT=",
 		"ACCOUNTS_URL=http://"+hung.Addr().String(), "CATALOGUE_URL=http://"+hung.Addr().String(),
-		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=25s", "SHUTDOWN_TIMEOUT=10s")
+		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=25s", "SHUTDOWN_TIMEOUT=10s", "AUTH_CACHE_SECRET="+testAuthCacheSecret)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
