@@ -57,6 +57,10 @@ type Routes struct {
 	// logged and counted either way; without it, or once an answer has
 	// begun, the connection is aborted as net/http does.
 	AnswerPanic http.HandlerFunc
+	// AllowedHosts adds names an internal service (one not Public) answers
+	// to, besides loopback, IP addresses and cluster names (see
+	// InternalHost): a DNS name an operator gave it, say.
+	AllowedHosts []string
 	// MaxBodyBytes caps a request body (default DefaultMaxBodyBytes): a
 	// handler reading past it gets an *http.MaxBytesError, and the
 	// connection is closed after the answer. Without a cap a caller could
@@ -149,6 +153,17 @@ func Handler(r Routes) http.Handler {
 		maxBody = DefaultMaxBodyBytes
 	}
 	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// The internal services have no authentication yet. A web page
+		// whose name its DNS rebinds to 127.0.0.1 could otherwise call
+		// them from the browser of an operator with a port-forward (or
+		// make run) open: the browser sends the page's own name as Host.
+		if !r.Public && !InternalHost(req.Host, r.AllowedHosts) {
+			logger.WarnContext(req.Context(), "refused a request addressed to a name this service does not answer to; add it to ALLOWED_HOSTS if it is yours", "host", req.Host)
+			writeJSON(w, http.StatusMisdirectedRequest, map[string]string{
+				"error": "this service answers only to loopback, IP addresses, cluster names and ALLOWED_HOSTS, not to the Host this request names",
+			})
+			return
+		}
 		req.Body = http.MaxBytesReader(w, req.Body, maxBody)
 		// ServeMux answers a path holding "//", "/./" or "/../" with a
 		// redirect to its clean form and an HTML body. No route is called
@@ -163,6 +178,44 @@ func Handler(r Routes) http.Handler {
 	})
 	// Outermost, so probes carry a Request-Id too.
 	return requestID(routes, !r.Public)
+}
+
+// InternalHost reports whether an internal service answers a request whose
+// Host header is host: an IP address, localhost, a name of one label (a
+// Kubernetes Service in the caller's namespace), a name ending in ".svc"
+// or ".svc.cluster.local" (a Service by its cluster name), or one of
+// allowed. A rebinding page has a name some public DNS zone gave out,
+// which is none of these: ".svc" is no public suffix, and a "svc" label
+// anywhere else (accounts.svc.attacker.example) proves nothing, so a
+// cluster with another domain lists its names in allowed.
+func InternalHost(host string, allowed []string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+	switch {
+	case name == "":
+		return false
+	case net.ParseIP(name) != nil, name == "localhost", !strings.Contains(name, "."):
+		return true
+	case strings.HasSuffix(name, ".svc"), strings.HasSuffix(name, ".svc.cluster.local"):
+		return true
+	}
+	return slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, name) })
+}
+
+// CheckAllowedHosts refuses an ALLOWED_HOSTS entry that could never match
+// a Host: InternalHost compares bare names, so a port, a scheme, a path or
+// a blank would leave the service refusing the name its operator meant.
+func CheckAllowedHosts(hosts []string) error {
+	var errs []error
+	for _, h := range hosts {
+		if h == "" || strings.ContainsAny(h, ":/@ \t") {
+			errs = append(errs, fmt.Errorf("ALLOWED_HOSTS entry %q: want a bare DNS name, such as accounts.internal.example.com (no scheme, port or path)", h))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // MaxHeaderBytes caps a request's header block; past it net/http answers

@@ -11,14 +11,18 @@ import (
 // Config is everything the accounts service reads from its environment.
 // The Helm chart sets exactly these variables (checked by charts tests).
 type Config struct {
-	HTTP        httpserver.Config
-	Runtime     config.Runtime
-	DatabaseURL string `env:"DATABASE_URL, required"`
-	Telemetry   telemetry.Config
+	HTTP    httpserver.Config
+	Runtime config.Runtime
+	// AllowedHosts are names the service answers to besides loopback, IP
+	// addresses and cluster names (httpserver.InternalHost): a DNS name
+	// of its own, when it has one.
+	AllowedHosts []string `env:"ALLOWED_HOSTS"`
+	DatabaseURL  string   `env:"DATABASE_URL, required"`
+	Telemetry    telemetry.Config
 }
 
 // Validate checks what the types alone cannot; config.Parse runs it, and
 // the deployment checks run it on what the charts render.
 func (c Config) Validate() error {
-	return errors.Join(c.HTTP.Validate(), c.Telemetry.Validate())
+	return errors.Join(c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
 }

@@ -68,6 +68,9 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 			App:       twirpserver.Handler(svc, tel.Logger),
 			Telemetry: tel,
 			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
+			// Unauthenticated: only names that point inside (see
+			// httpserver.InternalHost) reach it.
+			AllowedHosts: cfg.AllowedHosts,
 		}),
 	}, nil
 }

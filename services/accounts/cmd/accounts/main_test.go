@@ -27,9 +27,10 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"accounts"}, env(map[string]string{
-			"DATABASE_URL": pgtest.NewDatabase(t),
-			"HTTP_ADDR":    "127.0.0.1:0",
-			"METRICS_ADDR": "127.0.0.1:0",
+			"DATABASE_URL":  pgtest.NewDatabase(t),
+			"HTTP_ADDR":     "127.0.0.1:0",
+			"METRICS_ADDR":  "127.0.0.1:0",
+			"ALLOWED_HOSTS": "accounts.internal.example.com",
 		}), logs)
 		logs.Close()
 	}()
@@ -67,6 +68,21 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 	}
 
+	// An unauthenticated API answers only names that point inside, and
+	// the ones ALLOWED_HOSTS adds: not a rebinding page's.
+	for host, want := range map[string]int{"rebind.attacker.example": http.StatusMisdirectedRequest, "accounts.internal.example.com": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+api+"/readyz", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -88,6 +104,8 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"bad log level": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
 		"no grace":      {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "0s"}, "SHUTDOWN_TIMEOUT 0s: must be positive"},
+		"an allowed host with a port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "ALLOWED_HOSTS": "accounts.example.com:8081"},
+			`ALLOWED_HOSTS entry "accounts.example.com:8081": want a bare DNS name`},
 		"metrics on the API's port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "HTTP_ADDR": ":8081", "METRICS_ADDR": ":8081"},
 			`METRICS_ADDR ":8081" is HTTP_ADDR too`},
 		"everything bad at once": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-5s", "LOG_LEVEL": "loud",

@@ -47,6 +47,18 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 	}
 
+	// Not a name a rebinding page could have.
+	req, _ := http.NewRequest(http.MethodGet, base+"/readyz", nil)
+	req.Host = "rebind.attacker.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("Host rebind.attacker.example: %d, want 421", resp.StatusCode)
+	}
+
 	cancel()
 	select {
 	case err := <-done:

@@ -1,0 +1,113 @@
+package httpserver_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
+)
+
+func TestInternalHost(t *testing.T) {
+	allowed := []string{"accounts.internal.example.com"}
+	for host, want := range map[string]bool{
+		"127.0.0.1:8081":                        true,
+		"[::1]:8081":                            true,
+		"10.244.0.7:8080":                       true,
+		"localhost:8081":                        true,
+		"LOCALHOST":                             true,
+		"accounts":                              true,
+		"accounts:80":                           true,
+		"accounts.esim.svc":                     true,
+		"accounts.esim.svc.cluster.local:80":    true,
+		"accounts.esim.svc.cluster.local.":      true,
+		"accounts.internal.example.com":         true,
+		"Accounts.Internal.Example.com:443":     true,
+		"":                                      false,
+		"attacker.example":                      false,
+		"rebind.attacker.example:8081":          false,
+		"accounts.svc.attacker.example":         false,
+		"a.b.svc.attacker.example":              false,
+		"svc.attacker.example":                  false,
+		"accounts.esim.svc.cluster.local.evil":  false,
+		"localhost.attacker.example":            false,
+		"internal.example.com":                  false,
+		"accounts.internal.example.com.evil.io": false,
+	} {
+		if got := httpserver.InternalHost(host, allowed); got != want {
+			t.Errorf("InternalHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// A web page whose name rebinds to 127.0.0.1 reaches an internal service
+// through an operator's port-forward with its own name as Host: it gets
+// nothing. The public gateway is reached by any name and checks keys.
+func TestInternalServicesRefuseForeignHosts(t *testing.T) {
+	var logs telemetrytest.LogBuffer
+	tel := &telemetry.Telemetry{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	var called int
+	app := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called++ })
+	for _, tc := range []struct {
+		name   string
+		routes httpserver.Routes
+		host   string
+		want   int
+	}{
+		{"internal, loopback", httpserver.Routes{App: app, Telemetry: tel}, "127.0.0.1:8081", http.StatusOK},
+		{"internal, foreign name", httpserver.Routes{App: app, Telemetry: tel}, "rebind.attacker.example:8081", http.StatusMisdirectedRequest},
+		{"internal, foreign name on a probe", httpserver.Routes{App: app, Telemetry: tel}, "rebind.attacker.example", http.StatusMisdirectedRequest},
+		{"internal, an allowed name", httpserver.Routes{App: app, Telemetry: tel, AllowedHosts: []string{"accounts.example.com"}}, "accounts.example.com", http.StatusOK},
+		{"public, any name", httpserver.Routes{App: app, Telemetry: tel, Public: true}, "api.esim.example", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			called = 0
+			srv := httptest.NewServer(httpserver.Handler(tc.routes))
+			defer srv.Close()
+			path := "/twirp/accounts.v1.Accounts/CreateKey"
+			if strings.Contains(tc.name, "probe") {
+				path = "/readyz"
+			}
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+path, nil)
+			req.Host = tc.host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("%s Host %q: %d %s, want %d", path, tc.host, resp.StatusCode, body, tc.want)
+			}
+			if tc.want == http.StatusMisdirectedRequest {
+				if called != 0 {
+					t.Error("the app ran for a refused Host")
+				}
+				if resp.Header.Get("Request-Id") == "" || !strings.Contains(string(body), "ALLOWED_HOSTS") {
+					t.Errorf("refusal without a Request-Id or a way out: %s", body)
+				}
+				if !strings.Contains(logs.String(), `"host":"`+tc.host+`"`) {
+					t.Errorf("the refusal is not logged with the Host; logs:\n%s", logs.String())
+				}
+			} else if path != "/readyz" && called != 1 {
+				t.Errorf("the app ran %d times, want once", called)
+			}
+		})
+	}
+}
+
+func TestAllowedHostsAreBareNames(t *testing.T) {
+	if err := httpserver.CheckAllowedHosts([]string{"accounts.internal.example.com", "accounts"}); err != nil {
+		t.Errorf("bare names refused: %v", err)
+	}
+	for _, bad := range []string{"", "accounts.example.com:8081", "http://accounts.example.com", "accounts.example.com/", " accounts"} {
+		if err := httpserver.CheckAllowedHosts([]string{bad}); err == nil || !strings.Contains(err.Error(), "ALLOWED_HOSTS") {
+			t.Errorf("CheckAllowedHosts(%q) = %v, want it refused", bad, err)
+		}
+	}
+}
