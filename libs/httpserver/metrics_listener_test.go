@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
@@ -50,14 +51,11 @@ func listenAndServe(t *testing.T, ctx context.Context, cfg httpserver.Config) (a
 
 func status(t *testing.T, method, url string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return httpservertest.Do(t, req)
 }
 
 func TestMetricsGetAPortOfTheirOwn(t *testing.T) {

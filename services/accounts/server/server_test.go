@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
@@ -48,23 +49,12 @@ func startWithDatabase(t *testing.T) (*server.Server, *httptest.Server, *telemet
 	return srv, ts, logs, dbURL
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
 func TestServerServesAPIAndProbes(t *testing.T) {
 	ctx := context.Background()
 	_, ts, logs := start(t)
 
 	for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ok"`} {
-		if code, body := get(t, ts.URL+path); code != http.StatusOK || !strings.Contains(body, want) {
+		if code, body := httpservertest.Get(t, ts.URL+path); code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("GET %s = %d %q, want 200 containing %s", path, code, body, want)
 		}
 	}
@@ -98,7 +88,7 @@ func TestServerLogsInternalErrorsWithRequestID(t *testing.T) {
 
 	// Closing the pool under a running server is the outage at hand.
 	srv.Close()
-	if code, _ := get(t, ts.URL+"/readyz"); code != http.StatusServiceUnavailable {
+	if code, _ := httpservertest.Get(t, ts.URL+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz without a database = %d, want 503", code)
 	}
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+accountsv1.AccountsPathPrefix+"GetAccount",

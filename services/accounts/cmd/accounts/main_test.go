@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
@@ -54,16 +55,11 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		"http://" + metrics + "/metrics": http.StatusOK,
 		"http://" + metrics + "/readyz":  http.StatusNotFound,
 	} {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
+		code, body := httpservertest.Get(t, url)
+		if code != want {
+			t.Errorf("GET %s = %d, want %d", url, code, want)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, want)
-		}
-		if want == http.StatusOK && strings.HasSuffix(url, "/metrics") && !strings.Contains(string(body), "go_goroutines") {
+		if want == http.StatusOK && strings.HasSuffix(url, "/metrics") && !strings.Contains(body, "go_goroutines") {
 			t.Errorf("GET %s is not the service's metrics: %.200s", url, body)
 		}
 	}
@@ -73,13 +69,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	for host, want := range map[string]int{"rebind.attacker.example": http.StatusMisdirectedRequest, "accounts.internal.example.com": http.StatusOK} {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+api+"/readyz", nil)
 		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		if code, _ := httpservertest.Do(t, req); code != want {
+			t.Errorf("Host %s: %d, want %d", host, code, want)
 		}
 	}
 

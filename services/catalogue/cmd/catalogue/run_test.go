@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
@@ -50,13 +51,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	// Not a name a rebinding page could have.
 	req, _ := http.NewRequest(http.MethodGet, base+"/readyz", nil)
 	req.Host = "rebind.attacker.example"
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusMisdirectedRequest {
-		t.Errorf("Host rebind.attacker.example: %d, want 421", resp.StatusCode)
+	if code, _ := httpservertest.Do(t, req); code != http.StatusMisdirectedRequest {
+		t.Errorf("Host rebind.attacker.example: %d, want 421", code)
 	}
 
 	cancel()

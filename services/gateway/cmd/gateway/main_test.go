@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
@@ -57,14 +58,14 @@ func TestRunServesUntilCancelled(t *testing.T) {
 
 	// That request was measured, and its metrics are on their own port
 	// only: the API's port answers /metrics as an unknown path.
-	if code, body := get(t, "http://"+metricsAddr+"/metrics"); code != http.StatusOK || !strings.Contains(body, "http_server_request_duration_seconds") {
+	if code, body := httpservertest.Get(t, "http://"+metricsAddr+"/metrics"); code != http.StatusOK || !strings.Contains(body, "http_server_request_duration_seconds") {
 		t.Errorf("metrics port /metrics = %d, lacking the HTTP server metrics:\n%.500s", code, body)
 	}
-	if code, body := get(t, "http://"+addr+"/metrics"); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) {
+	if code, body := httpservertest.Get(t, "http://"+addr+"/metrics"); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) {
 		t.Errorf("API port /metrics = %d %.300s, want the API's 404", code, body)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, body := get(t, "http://"+addr+path); code != http.StatusOK {
+		if code, body := httpservertest.Get(t, "http://"+addr+path); code != http.StatusOK {
 			t.Errorf("API port %s = %d %.300s", path, code, body)
 		}
 	}
@@ -244,15 +245,4 @@ func waitForLog(t *testing.T, logs *telemetrytest.LogBuffer, re *regexp.Regexp) 
 	}
 	t.Fatalf("no log line matching %s within 30s; logs:\n%s", re, logs.String())
 	return ""
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
