@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -217,33 +218,47 @@ const rejected = "-"
 // entries from these.
 const sealVersion = "v1."
 
-// seal returns payload as stored at slot: version, MAC, payload.
-func (c *AuthCache) seal(slot, payload string) string {
-	return sealVersion + base64.RawURLEncoding.EncodeToString(c.mac(slot, payload)) + "." + payload
+// seal returns payload as stored at slot until the instant until: version,
+// MAC, deadline (Unix ms), payload. The deadline is sealed too: Redis's
+// TTL is not, and whoever can write to Redis could keep a genuine entry
+// alive (PERSIST, or SET again) and with it a key revoked since.
+func (c *AuthCache) seal(slot string, until time.Time, payload string) string {
+	deadline := strconv.FormatInt(until.UnixMilli(), 10)
+	return sealVersion + base64.RawURLEncoding.EncodeToString(c.mac(slot, deadline, payload)) + "." + deadline + "." + payload
 }
 
-// unseal returns the payload of v if it was sealed with this secret for
-// this slot.
-func (c *AuthCache) unseal(slot, v string) (string, bool) {
+// unseal returns the payload of v and its deadline, if v was sealed with
+// this secret for this slot.
+func (c *AuthCache) unseal(slot, v string) (payload string, until time.Time, ok bool) {
 	rest, ok := strings.CutPrefix(v, sealVersion)
 	if !ok {
-		return "", false
+		return "", time.Time{}, false
 	}
-	sum, payload, ok := strings.Cut(rest, ".")
+	sum, rest, ok := strings.Cut(rest, ".")
 	if !ok {
-		return "", false
+		return "", time.Time{}, false
+	}
+	deadline, payload, ok := strings.Cut(rest, ".")
+	if !ok {
+		return "", time.Time{}, false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sum)
-	if err != nil || !hmac.Equal(got, c.mac(slot, payload)) {
-		return "", false
+	if err != nil || !hmac.Equal(got, c.mac(slot, deadline, payload)) {
+		return "", time.Time{}, false
 	}
-	return payload, true
+	ms, err := strconv.ParseInt(deadline, 10, 64)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	return payload, time.UnixMilli(ms), true
 }
 
-func (c *AuthCache) mac(slot, payload string) []byte {
+func (c *AuthCache) mac(slot, deadline, payload string) []byte {
 	m := hmac.New(sha256.New, c.secret)
-	m.Write([]byte(slot))
-	m.Write([]byte{0})
+	for _, part := range []string{slot, deadline} {
+		m.Write([]byte(part))
+		m.Write([]byte{0})
+	}
 	m.Write([]byte(payload))
 	return m.Sum(nil)
 }
@@ -261,12 +276,18 @@ func (c *AuthCache) Get(ctx context.Context, keyHash string) (gateway.Principal,
 	if err != nil {
 		return gateway.Principal{}, false, fmt.Errorf("redis auth cache: %w", err)
 	}
-	payload, ok := c.unseal(slot, v)
+	payload, until, ok := c.unseal(slot, v)
 	if !ok {
 		// Not necessarily an attack: a replica with another
 		// AUTH_CACHE_SECRET (mid-rotation, or misconfigured) writes such
 		// entries too. Either way it is not trusted, and it is said.
 		c.log.WarnContext(ctx, "auth cache entry not sealed with this gateway's AUTH_CACHE_SECRET; ignored, the key is checked with accounts")
+		return gateway.Principal{}, false, nil
+	}
+	if !time.Now().Before(until) {
+		// Redis should have dropped it. Kept past its deadline on purpose,
+		// or read by a replica whose clock runs ahead of the writer's:
+		// either way a miss is safe, and costs one call to accounts.
 		return gateway.Principal{}, false, nil
 	}
 	if payload == rejected {
@@ -299,7 +320,7 @@ func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principa
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	slot := authSlot(keyHash)
-	if err := putUntil.Run(ctx, c.client, []string{slot}, c.seal(slot, v), left, until.UnixMilli()).Err(); err != nil && !errors.Is(err, goredis.Nil) {
+	if err := putUntil.Run(ctx, c.client, []string{slot}, c.seal(slot, until, v), left, until.UnixMilli()).Err(); err != nil && !errors.Is(err, goredis.Nil) {
 		return fmt.Errorf("redis auth cache: %w", err)
 	}
 	return nil

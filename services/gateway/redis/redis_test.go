@@ -238,6 +238,33 @@ func TestAuthCacheTrustsOnlyEntriesItSealed(t *testing.T) {
 	}
 }
 
+// Redis's TTL is not sealed: a genuine entry kept alive past its deadline
+// (PERSIST, or written again) would keep a key revoked since working. The
+// deadline is sealed inside the entry, and an entry past it is a miss.
+func TestAuthCacheEntriesKeptPastTheirDeadlineAreMisses(t *testing.T) {
+	client := connect(t, redistest.URL())
+	c := redis.NewAuthCache(client, cacheSecret, quiet)
+	ctx := context.Background()
+	key := uniqueKey()
+	want := gateway.Principal{AccountID: "acc", Environment: gateway.Live, KeyID: "key", Currency: "USD"}
+	if err := c.Put(ctx, key, &want, time.Now().Add(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Persist(ctx, "gw:auth:"+key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := c.Get(ctx, key); !ok || err != nil || got != want {
+		t.Fatalf("before its deadline: %+v, %v, %v", got, ok, err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if n, err := client.Exists(ctx, "gw:auth:"+key).Result(); err != nil || n != 1 {
+		t.Fatalf("the persisted entry is gone (%d, %v): the test proves nothing", n, err)
+	}
+	if got, ok, err := c.Get(ctx, key); ok || err != nil {
+		t.Fatalf("past its deadline: %+v, ok %v, err %v; want a miss", got, ok, err)
+	}
+}
+
 func TestConnectDialsOnceAndRetriesWithoutBackoff(t *testing.T) {
 	client := connect(t, redistest.URL())
 	// As go-redis normalises them: -1 backoff becomes 0, which it skips.

@@ -583,17 +583,8 @@ func TestAuthCacheEntriesFromOutsideDoNotAuthenticate(t *testing.T) {
 	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
 		t.Fatalf("the genuine key: %d %s", r.status, r.body)
 	}
-	opts, err := goredis.ParseURL(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := goredis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	slot := func(secret string) string {
-		sum := sha256.Sum256([]byte(secret))
-		return "gw:auth:" + hex.EncodeToString(sum[:])
-	}
-	genuine, err := rdb.Get(ctx, slot(key)).Result()
+	rdb := redisClient(t)
+	genuine, err := rdb.Get(ctx, authSlot(key)).Result()
 	if err != nil {
 		t.Fatalf("the genuine key's cache entry: %v", err)
 	}
@@ -608,13 +599,70 @@ func TestAuthCacheEntriesFromOutsideDoNotAuthenticate(t *testing.T) {
 		"genuine seal, new body": genuine[:strings.LastIndex(genuine, ".")+1] + string(victim),
 	} {
 		madeUp := "sk_live_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-		if err := rdb.Set(ctx, slot(madeUp), entry, time.Minute).Err(); err != nil {
+		if err := rdb.Set(ctx, authSlot(madeUp), entry, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if r := p.get("/v1/plans?limit=1", bearer(madeUp)); r.status != http.StatusUnauthorized {
 			t.Errorf("%s: a made-up key got %d, want 401", name, r.status)
 		}
 	}
+}
+
+// Whoever can write to Redis could keep a revoked key's genuine entry
+// there for good, written again and again with no TTL. It still stops
+// working in time: the entry's deadline is sealed inside it.
+func TestRevokedKeyStopsWhenRedisKeepsItsEntry(t *testing.T) {
+	p := start(t, options{authCacheTTL: time.Second})
+	ctx := context.Background()
+	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_LIVE)
+	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
+		t.Fatalf("before revoke: %d %s", r.status, r.body)
+	}
+	rdb := redisClient(t)
+	genuine, err := rdb.Get(ctx, authSlot(key)).Result()
+	if err != nil {
+		t.Fatalf("the key's cache entry: %v", err)
+	}
+	if _, err := p.accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: accountID, KeyId: keyID}); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Now()
+	for {
+		if err := rdb.Set(ctx, authSlot(key), genuine, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Since(revokedAt)
+		r := p.get("/v1/plans?limit=1", bearer(key))
+		if r.status == http.StatusUnauthorized {
+			break
+		}
+		if sent > 5*time.Second {
+			t.Fatalf("the revoked key still answered %d %s after revocation, its entry kept in Redis", r.status, sent.Round(time.Millisecond))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := rdb.Del(ctx, authSlot(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redisClient is a client of the tests' Redis, for doing to it what an
+// intruder could.
+func redisClient(t *testing.T) *goredis.Client {
+	t.Helper()
+	opts, err := goredis.ParseURL(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// authSlot is where the gateway caches what it learnt of key.
+func authSlot(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "gw:auth:" + hex.EncodeToString(sum[:])
 }
 
 // TestAccountsDownIsAnInternalErrorNotAChallenge: a key the gateway cannot
