@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/url"
@@ -193,16 +194,18 @@ func shownURL(raw string) string {
 }
 
 // Secret is a config value that must never be shown: it prints, formats
-// and logs as "[redacted]", so a config struct that reaches a log line or
-// an error by mistake does not take it along. Reveal gives the value to
-// the one place that uses it.
+// (with any verb) and logs as "[redacted]", so a config struct that
+// reaches a log line or an error by mistake does not take it along.
+// Reveal gives the value to the one place that uses it.
 type Secret string
 
-func (Secret) String() string                 { return "[redacted]" }
-func (Secret) GoString() string               { return "[redacted]" }
-func (Secret) LogValue() slog.Value           { return slog.StringValue("[redacted]") }
-func (s Secret) Reveal() []byte               { return []byte(s) }
-func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+const redacted = "[redacted]"
+
+func (Secret) String() string               { return redacted }
+func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
+func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
+func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+func (s Secret) Reveal() []byte             { return []byte(s) }
 
 // Runtime is the part of every service's configuration that tunes the Go
 // runtime.

@@ -206,6 +206,8 @@ func TestRuntimeMemoryLimit(t *testing.T) {
 	}
 }
 
+var badVerbs = "%d %x %t %d"
+
 // A Secret that reaches a log line, an error or JSON by mistake, alone or
 // inside its config struct, shows as "[redacted]".
 func TestSecretsNeverShow(t *testing.T) {
@@ -228,6 +230,10 @@ func TestSecretsNeverShow(t *testing.T) {
 	}
 	for _, shown := range []string{
 		fmt.Sprint(cfg.Key), fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.Key, cfg.Key),
+		// Verbs a string does not take print the value on fmt's
+		// bad-verb path, which skips String (a variable, so vet lets the
+		// mistake be made).
+		fmt.Sprintf(badVerbs, cfg.Key, cfg.Key, cfg, cfg),
 		fmt.Errorf("bad key %v", cfg.Key).Error(), logged.String(), string(asJSON),
 	} {
 		if strings.Contains(shown, "hunter2") || !strings.Contains(shown, "[redacted]") {
