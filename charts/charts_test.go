@@ -970,7 +970,7 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 	}
 	// Production Secrets live in the cluster's secret manager, out of
 	// reach here: a stand-in as long as the longest minimum a service
-	// sets (AUTH_CACHE_SECRET's 32 characters) lets the rest of the
+	// sets (AUTH_CACHE_SECRET's 32 bytes) lets the rest of the
 	// configuration be parsed and validated. The dev Secrets are rendered with the chart,
 	// and their values are what the service gets in a kind cluster.
 	values := map[string]string{}

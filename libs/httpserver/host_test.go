@@ -1,6 +1,7 @@
 package httpserver_test
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestInternalHost(t *testing.T) {
-	allowed := []string{"accounts.internal.example.com"}
+	allowed := []string{"accounts.internal.example.com", "Catalogue.Internal.Example.com."}
 	for host, want := range map[string]bool{
 		"127.0.0.1:8081":                        true,
 		"[::1]:8081":                            true,
@@ -27,6 +28,8 @@ func TestInternalHost(t *testing.T) {
 		"accounts.esim.svc.cluster.local:80":    true,
 		"accounts.esim.svc.cluster.local.":      true,
 		"accounts.internal.example.com":         true,
+		"catalogue.internal.example.com":        true,
+		"catalogue.internal.example.com.:8082":  true,
 		"Accounts.Internal.Example.com:443":     true,
 		"":                                      false,
 		"attacker.example":                      false,
@@ -64,6 +67,10 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 		{"internal, foreign name on a probe", httpserver.Routes{App: app, Telemetry: tel}, "rebind.attacker.example", http.StatusMisdirectedRequest},
 		{"internal, an allowed name", httpserver.Routes{App: app, Telemetry: tel, AllowedHosts: []string{"accounts.example.com"}}, "accounts.example.com", http.StatusOK},
 		{"public, any name", httpserver.Routes{App: app, Telemetry: tel, Public: true}, "api.esim.example", http.StatusOK},
+		// A page served on the operator's own network under a name that
+		// passes (mDNS answers .local names) still sends an Origin.
+		{"internal, a browser's request", httpserver.Routes{App: app, Telemetry: tel}, "accounts.esim.svc.cluster.local", http.StatusMisdirectedRequest},
+		{"public, a browser's request", httpserver.Routes{App: app, Telemetry: tel, Public: true}, "api.esim.example", http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			called = 0
@@ -75,6 +82,9 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 			}
 			req, _ := http.NewRequest(http.MethodPost, srv.URL+path, nil)
 			req.Host = tc.host
+			if strings.Contains(tc.name, "browser") {
+				req.Header.Set("Origin", "http://"+tc.host)
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -88,8 +98,16 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 				if called != 0 {
 					t.Error("the app ran for a refused Host")
 				}
-				if resp.Header.Get("Request-Id") == "" || !strings.Contains(string(body), "ALLOWED_HOSTS") {
-					t.Errorf("refusal without a Request-Id or a way out: %s", body)
+				// In Twirp's error shape, so esimctl shows why.
+				var twirpErr struct{ Code, Msg string }
+				if err := json.Unmarshal(body, &twirpErr); err != nil || twirpErr.Code != "permission_denied" || twirpErr.Msg == "" {
+					t.Errorf("refusal %s is not a Twirp permission_denied error with a message", body)
+				}
+				if resp.Header.Get("Request-Id") == "" {
+					t.Error("refusal without a Request-Id")
+				}
+				if !strings.Contains(tc.name, "browser") && !strings.Contains(twirpErr.Msg, "ALLOWED_HOSTS") {
+					t.Errorf("refusal %q does not say how to allow the name", twirpErr.Msg)
 				}
 				if !strings.Contains(logs.String(), `"host":"`+tc.host+`"`) {
 					t.Errorf("the refusal is not logged with the Host; logs:\n%s", logs.String())
@@ -105,7 +123,7 @@ func TestAllowedHostsAreBareNames(t *testing.T) {
 	if err := httpserver.CheckAllowedHosts([]string{"accounts.internal.example.com", "accounts"}); err != nil {
 		t.Errorf("bare names refused: %v", err)
 	}
-	for _, bad := range []string{"", "accounts.example.com:8081", "http://accounts.example.com", "accounts.example.com/", " accounts"} {
+	for _, bad := range []string{"", ".", "accounts.example.com:8081", "http://accounts.example.com", "accounts.example.com/", " accounts", "*.example.com"} {
 		if err := httpserver.CheckAllowedHosts([]string{bad}); err == nil || !strings.Contains(err.Error(), "ALLOWED_HOSTS") {
 			t.Errorf("CheckAllowedHosts(%q) = %v, want it refused", bad, err)
 		}

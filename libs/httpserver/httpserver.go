@@ -153,16 +153,14 @@ func Handler(r Routes) http.Handler {
 		maxBody = DefaultMaxBodyBytes
 	}
 	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// The internal services have no authentication yet. A web page
-		// whose name its DNS rebinds to 127.0.0.1 could otherwise call
-		// them from the browser of an operator with a port-forward (or
-		// make run) open: the browser sends the page's own name as Host.
-		if !r.Public && !InternalHost(req.Host, r.AllowedHosts) {
-			logger.WarnContext(req.Context(), "refused a request addressed to a name this service does not answer to; add it to ALLOWED_HOSTS if it is yours", "host", req.Host)
-			writeJSON(w, http.StatusMisdirectedRequest, map[string]string{
-				"error": "this service answers only to loopback, IP addresses, cluster names and ALLOWED_HOSTS, not to the Host this request names",
-			})
-			return
+		if !r.Public {
+			if refusal := refuseBrowsers(req, r.AllowedHosts); refusal != "" {
+				logger.WarnContext(req.Context(), "refused a request that may come from a web page: "+refusal, "host", req.Host, "origin", req.Header.Get("Origin"))
+				// In the shape a Twirp client reads, since every internal
+				// service speaks Twirp: esimctl then shows the message.
+				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": refusal})
+				return
+			}
 		}
 		req.Body = http.MaxBytesReader(w, req.Body, maxBody)
 		// ServeMux answers a path holding "//", "/./" or "/../" with a
@@ -180,9 +178,28 @@ func Handler(r Routes) http.Handler {
 	return requestID(routes, !r.Public)
 }
 
+// refuseBrowsers says why an internal service must not answer req, or ""
+// when it may. The internal services have no authentication yet: a web
+// page an operator visits while a port-forward (or make run) is open must
+// not reach them through the operator's browser. A page that rebinds its
+// own DNS name to 127.0.0.1 sends that name as Host; and every POST a
+// browser sends, which every Twirp call is, carries an Origin, which no
+// service, esimctl, probe or scraper sends. The second also holds where a
+// name of the first kind can be served on the operator's own network
+// (mDNS answers .local names).
+func refuseBrowsers(req *http.Request, allowed []string) string {
+	if req.Header.Get("Origin") != "" {
+		return "this service does not answer browsers (the request has an Origin)"
+	}
+	if !InternalHost(req.Host, allowed) {
+		return fmt.Sprintf("this service answers only to IP addresses, localhost, cluster names and ALLOWED_HOSTS, not to %q; add the name to ALLOWED_HOSTS if it is yours", req.Host)
+	}
+	return ""
+}
+
 // InternalHost reports whether an internal service answers a request whose
-// Host header is host: an IP address, localhost, a name of one label (a
-// Kubernetes Service in the caller's namespace), a name ending in ".svc"
+// Host header is host: an IP address, a name of one label (localhost, or
+// a Kubernetes Service in the caller's namespace), a name ending in ".svc"
 // or ".svc.cluster.local" (a Service by its cluster name), or one of
 // allowed. A rebinding page has a name some public DNS zone gave out,
 // which is none of these: ".svc" is no public suffix, and a "svc" label
@@ -193,26 +210,30 @@ func InternalHost(host string, allowed []string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		name = h
 	}
-	name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+	name = hostName(strings.Trim(name, "[]"))
 	switch {
 	case name == "":
 		return false
-	case net.ParseIP(name) != nil, name == "localhost", !strings.Contains(name, "."):
+	case net.ParseIP(name) != nil, !strings.Contains(name, "."):
 		return true
 	case strings.HasSuffix(name, ".svc"), strings.HasSuffix(name, ".svc.cluster.local"):
 		return true
 	}
-	return slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, name) })
+	return slices.ContainsFunc(allowed, func(a string) bool { return hostName(a) == name })
 }
 
+// hostName is a DNS name as compared: lower case, without the root's dot.
+func hostName(s string) string { return strings.TrimSuffix(strings.ToLower(s), ".") }
+
 // CheckAllowedHosts refuses an ALLOWED_HOSTS entry that could never match
-// a Host: InternalHost compares bare names, so a port, a scheme, a path or
-// a blank would leave the service refusing the name its operator meant.
+// a Host: InternalHost compares whole bare names, so a port, a scheme, a
+// path, a wildcard or a blank would leave the service refusing the name
+// its operator meant.
 func CheckAllowedHosts(hosts []string) error {
 	var errs []error
 	for _, h := range hosts {
-		if h == "" || strings.ContainsAny(h, ":/@ \t") {
-			errs = append(errs, fmt.Errorf("ALLOWED_HOSTS entry %q: want a bare DNS name, such as accounts.internal.example.com (no scheme, port or path)", h))
+		if hostName(h) == "" || strings.ContainsAny(h, ":/@*?[] \t") {
+			errs = append(errs, fmt.Errorf("ALLOWED_HOSTS entry %q: want a whole bare DNS name, such as accounts.internal.example.com (no scheme, port, path or wildcard)", h))
 		}
 	}
 	return errors.Join(errs...)
@@ -334,7 +355,7 @@ func (c Config) Validate() error {
 	}
 	// Port 0 asks the kernel for a free port each time, so two of them
 	// never clash.
-	if _, port, _ := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr == c.Addr && port != "0" {
+	if _, port, _ := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && c.MetricsAddr == c.Addr && port != "0" {
 		errs = append(errs, fmt.Errorf("METRICS_ADDR %q is HTTP_ADDR too: give /metrics a port of its own, or leave METRICS_ADDR empty to serve it on HTTP_ADDR", c.MetricsAddr))
 	}
 	return errors.Join(errs...)
@@ -361,15 +382,22 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 		_ = ln.Close()
 		return fmt.Errorf("listen on %s (METRICS_ADDR): %w", cfg.MetricsAddr, err)
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	// The metrics listener stops once the API's has drained, so a scrape
+	// during the drain still sees the requests it finishes; either
+	// listener failing stops the other.
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	defer stopAPI()
+	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMetrics()
 	errc := make(chan error, 2)
-	serve := func(log *slog.Logger, ln net.Listener, h http.Handler) {
-		errc <- Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
-		stop()
-	}
-	go serve(log, ln, h)
-	go serve(log.With("serving", "metrics"), metricsLn, withMetrics(http.NotFoundHandler(), metrics))
+	go func() {
+		errc <- Serve(apiCtx, log, ln, h, cfg.ShutdownTimeout)
+		stopMetrics()
+	}()
+	go func() {
+		errc <- Serve(metricsCtx, log.With("serving", "metrics"), metricsLn, withMetrics(http.NotFoundHandler(), metrics), cfg.ShutdownTimeout)
+		stopAPI()
+	}()
 	return errors.Join(<-errc, <-errc)
 }
 

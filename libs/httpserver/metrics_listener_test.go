@@ -149,7 +149,53 @@ func TestATakenMetricsPortFailsTheStartAndFreesTheAPIPort(t *testing.T) {
 	ln.Close()
 }
 
+// Requests the API finishes while it drains are counted, so the metrics
+// listener stops only once the API's has.
+func TestMetricsOutliveTheAPIsDrain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logw, apiAddr, metricsListening := telemetrytest.Listening()
+	release, started := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(started)
+		<-release
+	})
+	done := make(chan error, 1)
+	go func() {
+		done <- httpserver.ListenAndServe(ctx, slog.New(slog.NewJSONHandler(logw, nil)),
+			httpserver.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", ShutdownTimeout: 10 * time.Second}, slow, metrics)
+		_ = logw.Close()
+	}()
+	api, metricsAddr := <-apiAddr, <-metricsListening
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Get("http://" + api + "/slow")
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	<-started
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the API is draining now
+	if got, _ := status(t, http.MethodGet, "http://"+metricsAddr+"/metrics"); got != http.StatusOK {
+		t.Errorf("/metrics during the API's drain = %d, want 200", got)
+	}
+	close(release)
+	if code := <-answered; code != http.StatusOK {
+		t.Errorf("the request in flight got %d, want 200", code)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ListenAndServe: %v", err)
+	}
+}
+
 func TestMetricsAddrMustDifferFromAddr(t *testing.T) {
+	if err := (httpserver.Config{ShutdownTimeout: time.Second}).Validate(); err != nil {
+		t.Errorf("no addresses at all: %v; METRICS_ADDR unset is not HTTP_ADDR", err)
+	}
 	err := httpserver.Config{Addr: ":8080", MetricsAddr: ":8080", ShutdownTimeout: time.Second}.Validate()
 	if err == nil || !strings.Contains(err.Error(), `METRICS_ADDR ":8080" is HTTP_ADDR too`) {
 		t.Errorf("Validate = %v, want METRICS_ADDR refused", err)

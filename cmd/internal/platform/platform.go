@@ -211,7 +211,10 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	// SHUTDOWN_TIMEOUT is below StopGrace so a service drains on its own
 	// before Stop resorts to SIGKILL.
 	shutdown := (opts.StopGrace * 2 / 3).String()
-	common := []string{"SHUTDOWN_TIMEOUT=" + shutdown, "LOG_LEVEL=info"}
+	// METRICS_ADDR is cleared: one exported in the shell would send all
+	// three services to the same port. Here /metrics shares each
+	// service's own port.
+	common := []string{"SHUTDOWN_TIMEOUT=" + shutdown, "LOG_LEVEL=info", "METRICS_ADDR="}
 	specs := []childSpec{
 		{name: Accounts, addr: opts.AccountsAddr, env: append(append([]string{}, common...),
 			"HTTP_ADDR="+opts.AccountsAddr, "DATABASE_URL="+accountsDB)},

@@ -180,7 +180,7 @@ func TestFailoverLimiterOverAHungRedis(t *testing.T) {
 	// Dials made during the burst may still sit in the listener's backlog,
 	// or finish after their caller gave up: count them all before the
 	// cool-down is judged.
-	dialled := settled(accepted)
+	dialled := settled(t, accepted)
 	for range 100 {
 		if _, err := f.Allow(context.Background(), "k", 1000); err != nil {
 			t.Fatal(err)
@@ -193,16 +193,18 @@ func TestFailoverLimiterOverAHungRedis(t *testing.T) {
 
 // settled returns n once it has stopped changing for longer than a dial
 // may take (DialTimeout is one command timeout).
-func settled(n *atomic.Int32) int32 {
+func settled(t *testing.T, n *atomic.Int32) int32 {
+	t.Helper()
 	last, since := n.Load(), time.Now()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if v := n.Load(); v != last {
 			last, since = v, time.Now()
 		} else if time.Since(since) > 2*redis.CommandTimeout {
-			break
+			return last
 		}
 	}
-	return last
+	t.Fatalf("connections to Redis still being made 10 s after the burst (%d so far)", last)
+	return 0
 }
 
 // revocable accepts one key until it is revoked, and runs beforeAnswer in

@@ -37,8 +37,9 @@ type Config struct {
 	Telemetry       telemetry.Config
 }
 
-// minAuthCacheSecret is the shortest AUTH_CACHE_SECRET accepted: 256 bits
-// if random, as `openssl rand -base64 32` gives (44 characters).
+// minAuthCacheSecret is the shortest AUTH_CACHE_SECRET accepted, in
+// bytes: 256 bits if random, as `openssl rand -base64 32` gives (44
+// characters).
 const minAuthCacheSecret = 32
 
 // maxServiceTimeout keeps a request's two calls in a row (accounts, then
@@ -63,7 +64,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and at most 3s, so revoked keys stop within 5s", c.AuthCacheTTL))
 	}
 	if n := len(c.AuthCacheSecret); n < minAuthCacheSecret {
-		errs = append(errs, fmt.Errorf("AUTH_CACHE_SECRET: %d characters; want at least %d, such as `openssl rand -base64 32` prints", n, minAuthCacheSecret))
+		errs = append(errs, fmt.Errorf("AUTH_CACHE_SECRET: %d bytes; want at least %d, such as `openssl rand -base64 32` prints", n, minAuthCacheSecret))
 	}
 	if c.RateLimitPerMinute <= 0 {
 		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", c.RateLimitPerMinute))

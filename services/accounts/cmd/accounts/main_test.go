@@ -96,7 +96,7 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
 		"no grace":      {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "0s"}, "SHUTDOWN_TIMEOUT 0s: must be positive"},
 		"an allowed host with a port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "ALLOWED_HOSTS": "accounts.example.com:8081"},
-			`ALLOWED_HOSTS entry "accounts.example.com:8081": want a bare DNS name`},
+			`ALLOWED_HOSTS entry "accounts.example.com:8081": want a whole bare DNS name`},
 		"metrics on the API's port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "HTTP_ADDR": ":8081", "METRICS_ADDR": ":8081"},
 			`METRICS_ADDR ":8081" is HTTP_ADDR too`},
 		"everything bad at once": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-5s", "LOG_LEVEL": "loud",

@@ -98,9 +98,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"service urls without a scheme": {map[string]string{"ACCOUNTS_URL": "127.0.0.1:8081", "CATALOGUE_URL": "http://catalogue?x=1"},
 			[]string{`ACCOUNTS_URL: "127.0.0.1:8081" is not an http://`, `CATALOGUE_URL: "http://catalogue?xxxxx" is not an http://`}},
 		"no auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": ""}, []string{"AUTH_CACHE_SECRET is required"}},
-		// The message counts the characters and never shows them.
+		// The message counts the bytes and never shows them.
 		"short auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": "hunter2hunter2"},
-			[]string{"AUTH_CACHE_SECRET: 14 characters; want at least 32"}},
+			[]string{"AUTH_CACHE_SECRET: 14 bytes; want at least 32"}},
 		"several durations without a unit": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "5", "AUTH_CACHE_TTL": "2"},
 			[]string{`SERVICE_TIMEOUT: time: missing unit in duration "5"`, `AUTH_CACHE_TTL: time: missing unit in duration "2"`}},
 	} {
