@@ -25,27 +25,14 @@ var metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _,
 // returns the addresses it logged and a channel with its result.
 func listenAndServe(t *testing.T, ctx context.Context, cfg httpserver.Config) (api, metricsAddr string, done <-chan error) {
 	t.Helper()
-	logw, apiAddr, metricsListening := telemetrytest.Listening()
+	logw, listeners := telemetrytest.Listening()
 	log := slog.New(slog.NewJSONHandler(logw, nil))
 	result := make(chan error, 1)
 	go func() {
 		result <- httpserver.ListenAndServe(ctx, log, cfg, app, metrics)
 		_ = logw.Close()
 	}()
-	want := 1
-	if cfg.MetricsAddr != "" {
-		want = 2
-	}
-	for got := 0; got < want; got++ {
-		select {
-		case api = <-apiAddr:
-		case metricsAddr = <-metricsListening:
-		case err := <-result:
-			t.Fatalf("ListenAndServe returned before listening: %v", err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("ListenAndServe did not listen within 10s")
-		}
-	}
+	api, metricsAddr = listeners.Wait(t, result, cfg.MetricsAddr != "")
 	return api, metricsAddr, result
 }
 
@@ -154,7 +141,7 @@ func TestATakenMetricsPortFailsTheStartAndFreesTheAPIPort(t *testing.T) {
 func TestMetricsOutliveTheAPIsDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logw, apiAddr, metricsListening := telemetrytest.Listening()
+	logw, listeners := telemetrytest.Listening()
 	release, started := make(chan struct{}), make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		close(started)
@@ -166,7 +153,7 @@ func TestMetricsOutliveTheAPIsDrain(t *testing.T) {
 			httpserver.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", ShutdownTimeout: 10 * time.Second}, slow, metrics)
 		_ = logw.Close()
 	}()
-	api, metricsAddr := <-apiAddr, <-metricsListening
+	api, metricsAddr := listeners.Wait(t, done, true)
 	answered := make(chan int, 1)
 	go func() {
 		resp, err := http.Get("http://" + api + "/slow")

@@ -579,15 +579,7 @@ func TestAuthCacheEntriesFromOutsideDoNotAuthenticate(t *testing.T) {
 	p := start(t, options{})
 	ctx := context.Background()
 	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_LIVE)
-	// The genuine key works and leaves its sealed entry in Redis.
-	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
-		t.Fatalf("the genuine key: %d %s", r.status, r.body)
-	}
-	rdb := redisClient(t)
-	genuine, err := rdb.Get(ctx, authSlot(key)).Result()
-	if err != nil {
-		t.Fatalf("the genuine key's cache entry: %v", err)
-	}
+	rdb, genuine := p.cachedEntry(key)
 	victim, err := json.Marshal(gateway.Principal{AccountID: accountID, Environment: gateway.Live, KeyID: keyID, Currency: "USD"})
 	if err != nil {
 		t.Fatal(err)
@@ -615,14 +607,7 @@ func TestRevokedKeyStopsWhenRedisKeepsItsEntry(t *testing.T) {
 	p := start(t, options{authCacheTTL: time.Second})
 	ctx := context.Background()
 	accountID, keyID, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_LIVE)
-	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
-		t.Fatalf("before revoke: %d %s", r.status, r.body)
-	}
-	rdb := redisClient(t)
-	genuine, err := rdb.Get(ctx, authSlot(key)).Result()
-	if err != nil {
-		t.Fatalf("the key's cache entry: %v", err)
-	}
+	rdb, genuine := p.cachedEntry(key)
 	if _, err := p.accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: accountID, KeyId: keyID}); err != nil {
 		t.Fatal(err)
 	}
@@ -646,17 +631,25 @@ func TestRevokedKeyStopsWhenRedisKeepsItsEntry(t *testing.T) {
 	}
 }
 
-// redisClient is a client of the tests' Redis, for doing to it what an
-// intruder could.
-func redisClient(t *testing.T) *goredis.Client {
-	t.Helper()
+// cachedEntry makes one request with key, which leaves the gateway's
+// sealed entry for it in Redis, and returns that entry and a client of the
+// Redis, for doing to it what an intruder could.
+func (p *platform) cachedEntry(key string) (*goredis.Client, string) {
+	p.t.Helper()
+	if r := p.get("/v1/plans?limit=1", bearer(key)); r.status != http.StatusOK {
+		p.t.Fatalf("the genuine key: %d %s", r.status, r.body)
+	}
 	opts, err := goredis.ParseURL(redistest.URL())
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
 	rdb := goredis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	p.t.Cleanup(func() { rdb.Close() })
+	entry, err := rdb.Get(context.Background(), authSlot(key)).Result()
+	if err != nil {
+		p.t.Fatalf("the key's cache entry: %v", err)
+	}
+	return rdb, entry
 }
 
 // authSlot is where the gateway caches what it learnt of key.

@@ -23,7 +23,7 @@ func env(vars map[string]string) func(string) string {
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs, addr, metricsAddr := telemetrytest.Listening()
+	logs, listeners := telemetrytest.Listening()
 
 	done := make(chan error, 1)
 	go func() {
@@ -36,17 +36,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		logs.Close()
 	}()
 
-	var api, metrics string
-	for api == "" || metrics == "" {
-		select {
-		case api = <-addr:
-		case metrics = <-metricsAddr:
-		case err := <-done:
-			t.Fatalf("run returned before listening: %v", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("run did not start both listeners within 30s")
-		}
-	}
+	api, metrics := listeners.Wait(t, done, true)
 	// The API's port serves the probes and not /metrics, which whoever
 	// may scrape could otherwise reach the API through.
 	for url, want := range map[string]int{

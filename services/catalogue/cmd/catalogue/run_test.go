@@ -19,22 +19,15 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	logw, addr, _ := telemetrytest.Listening()
+	logw, listeners := telemetrytest.Listening()
 	done := make(chan error, 1)
 	go func() {
 		err := run(ctx, []string{"catalogue"}, func(k string) string { return env[k] }, logw)
 		_ = logw.Close()
 		done <- err
 	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatalf("run returned before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not start listening within 30s")
-	}
+	addr, _ := listeners.Wait(t, done, false)
+	base := "http://" + addr
 
 	// Without METRICS_ADDR, as under make run, /metrics shares the port.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {

@@ -26,23 +26,13 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		"ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs, listening, metricsListening := telemetrytest.Listening()
+	logs, listeners := telemetrytest.Listening()
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"gateway"}, func(k string) string { return env[k] }, logs)
 		_ = logs.Close()
 	}()
-	var addr, metricsAddr string
-	for addr == "" || metricsAddr == "" {
-		select {
-		case addr = <-listening:
-		case metricsAddr = <-metricsListening:
-		case err := <-done:
-			t.Fatalf("run returned before listening: %v", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("run did not start both listeners within 30s")
-		}
-	}
+	addr, metricsAddr := listeners.Wait(t, done, true)
 	// A partner request with the peers down is a clean JSON error, not a hang.
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/plans", nil)
 	req.Header.Set("Authorization", "Bearer sk_sandbox_x")
