@@ -196,8 +196,28 @@ func shownURL(raw string) string {
 // Secret is a config value that must never be shown: it prints, formats
 // (with any verb) and logs as "[redacted]", so a config struct that
 // reaches a log line or an error by mistake does not take it along.
-// Reveal gives the value to the one place that uses it.
-type Secret string
+// Reveal gives the value to the one place that uses it. It holds a
+// pointer, not a string: fmt handles a %w or %p operand (and the fields
+// of a struct under one) before it looks for Format, and then prints a
+// string's bytes but only a pointer's address.
+type Secret struct{ value *string }
+
+// NewSecret returns v as a Secret, for configs built in code.
+func NewSecret(v string) Secret { return Secret{value: &v} }
+
+// EnvDecode makes Secret a config field type.
+func (s *Secret) EnvDecode(raw string) error {
+	s.value = &raw
+	return nil
+}
+
+// Reveal returns the value; nil when unset.
+func (s Secret) Reveal() []byte {
+	if s.value == nil {
+		return nil
+	}
+	return []byte(*s.value)
+}
 
 const redacted = "[redacted]"
 
@@ -205,7 +225,6 @@ func (Secret) String() string               { return redacted }
 func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
 func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
-func (s Secret) Reveal() []byte             { return []byte(s) }
 
 // Runtime is the part of every service's configuration that tunes the Go
 // runtime.

@@ -206,7 +206,7 @@ func TestRuntimeMemoryLimit(t *testing.T) {
 	}
 }
 
-var badVerbs = "%d %x %t %d"
+var badVerbs = "%d %x %t %d %w %p %w"
 
 // A Secret that reaches a log line, an error or JSON by mistake, alone or
 // inside its config struct, shows as "[redacted]".
@@ -233,7 +233,7 @@ func TestSecretsNeverShow(t *testing.T) {
 		// Verbs a string does not take print the value on fmt's
 		// bad-verb path, which skips String (a variable, so vet lets the
 		// mistake be made).
-		fmt.Sprintf(badVerbs, cfg.Key, cfg.Key, cfg, cfg),
+		fmt.Sprintf(badVerbs, cfg.Key, cfg.Key, cfg, cfg, cfg.Key, cfg.Key, cfg), fmt.Errorf(badVerbs, cfg.Key, cfg.Key, cfg, cfg, cfg.Key, cfg.Key, cfg).Error(),
 		fmt.Errorf("bad key %v", cfg.Key).Error(), logged.String(), string(asJSON),
 	} {
 		if strings.Contains(shown, "hunter2") || !strings.Contains(shown, "[redacted]") {

@@ -15,6 +15,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -120,23 +121,31 @@ type APIKey struct {
 func (k APIKey) Revoked() bool { return k.RevokedAt != nil }
 
 // Secret is a plaintext API key secret. It exists only between generation
-// and the response to CreateKey; its String, GoString and LogValue are
-// redacted (as are its JSON and text encodings) so that a stray %v, log
-// attribute or debug dump cannot leak it. Reveal is the one way to read it.
-type Secret string
+// and the response to CreateKey; it prints under every fmt verb, logs and
+// encodes as redacted, so that a stray %v, log attribute or debug dump
+// cannot leak it. Reveal is the one way to read it. It holds a pointer,
+// not a string: fmt handles a %w or %p operand (and the fields of a struct
+// under one) before it looks for Format, and then prints a string's bytes
+// but only a pointer's address.
+type Secret struct{ value *string }
 
 // Reveal returns the plaintext, for the single response that hands it over.
-func (s Secret) Reveal() string { return string(s) }
+func (s Secret) Reveal() string {
+	if s.value == nil {
+		return ""
+	}
+	return *s.value
+}
 
 const redacted = "[REDACTED]"
 
-// The methods below implement fmt.Stringer, fmt.GoStringer, slog.LogValuer
+// The methods below implement fmt.Stringer, fmt.Formatter, slog.LogValuer
 // and encoding.TextMarshaler.
 
-func (s Secret) String() string               { return redacted }
-func (s Secret) GoString() string             { return redacted }
-func (s Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
-func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+func (Secret) String() string               { return redacted }
+func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
+func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
+func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 // IssuedKey is a newly created key with its secret, returned exactly once.
 type IssuedKey struct {
@@ -418,7 +427,8 @@ const (
 // newSecret returns a fresh secret for env and its display prefix.
 func newSecret(env Environment) (Secret, string) {
 	random := randomAlphanumeric(secretRandomLength)
-	return Secret(env.SecretPrefix() + random), env.SecretPrefix() + random[:displayRandomLength]
+	secret := env.SecretPrefix() + random
+	return Secret{value: &secret}, env.SecretPrefix() + random[:displayRandomLength]
 }
 
 // randomAlphanumeric draws n characters uniformly from secretAlphabet using

@@ -63,7 +63,7 @@ func (c Config) Validate() error {
 	if c.AuthCacheTTL <= 0 || c.AuthCacheTTL > maxAuthCacheTTL {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_TTL %s: must be above 0 and at most 3s, so revoked keys stop within 5s", c.AuthCacheTTL))
 	}
-	if n := len(c.AuthCacheSecret); n < minAuthCacheSecret {
+	if n := len(c.AuthCacheSecret.Reveal()); n < minAuthCacheSecret {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_SECRET: %d bytes; want at least %d, such as `openssl rand -base64 32` prints", n, minAuthCacheSecret))
 	}
 	if c.RateLimitPerMinute <= 0 {

@@ -72,7 +72,7 @@ type options struct {
 
 // testAuthCacheSecret is every test gateway's AUTH_CACHE_SECRET: replicas
 // share one, as they must to share the cache.
-const testAuthCacheSecret = config.Secret("test-auth-cache-secret-0123456789abcdef")
+var testAuthCacheSecret = config.NewSecret("test-auth-cache-secret-0123456789abcdef")
 
 func start(t testing.TB, opt options) *platform {
 	t.Helper()
