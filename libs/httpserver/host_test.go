@@ -71,19 +71,29 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 		// passes (mDNS answers .local names) still sends an Origin.
 		{"internal, a browser's request", httpserver.Routes{App: app, Telemetry: tel}, "accounts.esim.svc.cluster.local", http.StatusMisdirectedRequest},
 		{"public, a browser's request", httpserver.Routes{App: app, Telemetry: tel, Public: true}, "api.esim.example", http.StatusOK},
+		// A page's GET carries no Origin, but Sec-Fetch-Site.
+		{"internal, a page's GET of a probe", httpserver.Routes{App: app, Telemetry: tel}, "accounts.esim.svc.cluster.local", http.StatusMisdirectedRequest},
+		// A person opening the address: "none".
+		{"internal, a typed-in GET of a probe", httpserver.Routes{App: app, Telemetry: tel}, "localhost:8081", http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			called = 0
 			srv := httptest.NewServer(httpserver.Handler(tc.routes))
 			defer srv.Close()
-			path := "/twirp/accounts.v1.Accounts/CreateKey"
+			method, path := http.MethodPost, "/twirp/accounts.v1.Accounts/CreateKey"
 			if strings.Contains(tc.name, "probe") {
-				path = "/readyz"
+				method, path = http.MethodGet, "/readyz"
 			}
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+path, nil)
+			req, _ := http.NewRequest(method, srv.URL+path, nil)
 			req.Host = tc.host
-			if strings.Contains(tc.name, "browser") {
+			switch {
+			case strings.Contains(tc.name, "browser"):
 				req.Header.Set("Origin", "http://"+tc.host)
+				req.Header.Set("Sec-Fetch-Site", "same-origin")
+			case strings.Contains(tc.name, "page's GET"):
+				req.Header.Set("Sec-Fetch-Site", "same-origin")
+			case strings.Contains(tc.name, "typed-in"):
+				req.Header.Set("Sec-Fetch-Site", "none")
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -106,7 +116,7 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 				if resp.Header.Get("Request-Id") == "" {
 					t.Error("refusal without a Request-Id")
 				}
-				if !strings.Contains(tc.name, "browser") && !strings.Contains(twirpErr.Msg, "ALLOWED_HOSTS") {
+				if !strings.Contains(tc.name, "browser") && !strings.Contains(tc.name, "page") && !strings.Contains(twirpErr.Msg, "ALLOWED_HOSTS") {
 					t.Errorf("refusal %q does not say how to allow the name", twirpErr.Msg)
 				}
 				if !strings.Contains(logs.String(), `"host":"`+tc.host+`"`) {
@@ -123,7 +133,7 @@ func TestAllowedHostsAreBareNames(t *testing.T) {
 	if err := httpserver.CheckAllowedHosts([]string{"accounts.internal.example.com", "accounts"}); err != nil {
 		t.Errorf("bare names refused: %v", err)
 	}
-	for _, bad := range []string{"", ".", "accounts.example.com:8081", "http://accounts.example.com", "accounts.example.com/", " accounts", "*.example.com"} {
+	for _, bad := range []string{"", ".", "accounts.example.com:8081", "http://accounts.example.com", "accounts.example.com/", " accounts", "*.example.com", ".example.com", "a..example.com"} {
 		if err := httpserver.CheckAllowedHosts([]string{bad}); err == nil || !strings.Contains(err.Error(), "ALLOWED_HOSTS") {
 			t.Errorf("CheckAllowedHosts(%q) = %v, want it refused", bad, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -182,19 +183,34 @@ func Handler(r Routes) http.Handler {
 // when it may. The internal services have no authentication yet: a web
 // page an operator visits while a port-forward (or make run) is open must
 // not reach them through the operator's browser. A page that rebinds its
-// own DNS name to 127.0.0.1 sends that name as Host; and every POST a
-// browser sends, which every Twirp call is, carries an Origin, which no
+// own DNS name to 127.0.0.1 sends that name as Host; and a page's request
+// carries an Origin or a Sec-Fetch-Site (fromBrowserPage), which no
 // service, esimctl, probe or scraper sends. The second also holds where a
-// name of the first kind can be served on the operator's own network
+// name that passes the first can be served on the operator's own network
 // (mDNS answers .local names).
 func refuseBrowsers(req *http.Request, allowed []string) string {
-	if req.Header.Get("Origin") != "" {
-		return "this service does not answer browsers (the request has an Origin)"
+	if fromBrowserPage(req) {
+		return notForPages
 	}
 	if !InternalHost(req.Host, allowed) {
 		return fmt.Sprintf("this service answers only to IP addresses, localhost, cluster names and ALLOWED_HOSTS, not to %q; add the name to ALLOWED_HOSTS if it is yours", req.Host)
 	}
 	return ""
+}
+
+const notForPages = "this service does not answer requests made by web pages (the request has an Origin, or Sec-Fetch-Site says a page sent it)"
+
+// fromBrowserPage reports whether a web page's script or markup made req:
+// it carries an Origin (every POST from a browser does, every Twirp call
+// is one), or Sec-Fetch-Site, which browsers send on every request, GETs
+// included, says a page sent it. "none" is a person typing the address or
+// opening a bookmark, which a developer may do for /readyz or /metrics.
+func fromBrowserPage(req *http.Request) bool {
+	if req.Header.Get("Origin") != "" {
+		return true
+	}
+	site := req.Header.Get("Sec-Fetch-Site")
+	return site != "" && site != "none"
 }
 
 // InternalHost reports whether an internal service answers a request whose
@@ -227,12 +243,13 @@ func hostName(s string) string { return strings.TrimSuffix(strings.ToLower(s), "
 
 // CheckAllowedHosts refuses an ALLOWED_HOSTS entry that could never match
 // a Host: InternalHost compares whole bare names, so a port, a scheme, a
-// path, a wildcard or a blank would leave the service refusing the name
-// its operator meant.
+// path, a wildcard, an empty label (".example.com", often meant as one) or
+// a blank would leave the service refusing the name its operator meant.
 func CheckAllowedHosts(hosts []string) error {
 	var errs []error
 	for _, h := range hosts {
-		if hostName(h) == "" || strings.ContainsAny(h, ":/@*?[] \t") {
+		name := hostName(h)
+		if name == "" || strings.ContainsAny(h, ":/@*?[] \t") || slices.Contains(strings.Split(name, "."), "") {
 			errs = append(errs, fmt.Errorf("ALLOWED_HOSTS entry %q: want a whole bare DNS name, such as accounts.internal.example.com (no scheme, port, path or wildcard)", h))
 		}
 	}
@@ -364,8 +381,10 @@ func (c Config) Validate() error {
 // ListenAndServe listens on cfg.Addr and, when set, cfg.MetricsAddr, so
 // that a taken port fails the start loudly, then serves h and metrics (a
 // Prometheus handler; nil serves none) as Serve does: GET /metrics on its
-// own listener, or in front of h on cfg.Addr. Both stop together: when ctx
-// ends, or when either listener fails.
+// own listener, or in front of h on cfg.Addr. When ctx ends the API
+// drains first and the metrics listener after it, within the one grace
+// period; either listener failing stops the other. A browser page's
+// request for /metrics is refused (see fromBrowserPage).
 func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metrics http.Handler) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -384,28 +403,53 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 	}
 	// The metrics listener stops once the API's has drained, so a scrape
 	// during the drain still sees the requests it finishes; either
-	// listener failing stops the other.
+	// listener failing stops the other. They share one deadline: the
+	// metrics listener gets what the API's drain left of the grace
+	// period, so stopping stays within SHUTDOWN_TIMEOUT, which the charts
+	// budget once.
+	grace := cfg.ShutdownTimeout
+	var deadline atomic.Int64 // Unix ns; 0 until the API begins its drain
+	apiGrace := func() time.Duration {
+		deadline.Store(time.Now().Add(grace).UnixNano())
+		return grace
+	}
+	metricsGrace := func() time.Duration {
+		if d := deadline.Load(); d != 0 {
+			return max(time.Until(time.Unix(0, d)), 0)
+		}
+		return grace
+	}
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	defer stopAPI()
 	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMetrics()
 	errc := make(chan error, 2)
 	go func() {
-		errc <- Serve(apiCtx, log, ln, h, cfg.ShutdownTimeout)
+		errc <- serve(apiCtx, log, ln, h, apiGrace)
 		stopMetrics()
 	}()
 	go func() {
-		errc <- Serve(metricsCtx, log.With("serving", "metrics"), metricsLn, withMetrics(http.NotFoundHandler(), metrics), cfg.ShutdownTimeout)
+		err := serve(metricsCtx, log.With("serving", "metrics"), metricsLn, withMetrics(http.NotFoundHandler(), metrics), metricsGrace)
+		if err != nil {
+			err = fmt.Errorf("metrics listener: %w", err)
+		}
+		errc <- err
 		stopAPI()
 	}()
 	return errors.Join(<-errc, <-errc)
 }
 
 // withMetrics serves GET (and HEAD) /metrics from metrics and the rest
-// from h.
+// from h. A web page's request for it is refused: where /metrics shares
+// the API's port it sits in front of the API's own checks, and a page
+// rebinding its name to 127.0.0.1 could otherwise read it.
 func withMetrics(h, metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			if fromBrowserPage(r) {
+				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": notForPages})
+				return
+			}
 			metrics.ServeHTTP(w, r)
 			return
 		}
@@ -438,6 +482,11 @@ var (
 // error saying so. Under Kubernetes the chart's preStop sleep, before
 // SIGTERM, is what lets the endpoint's removal reach every client first.
 func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration) error {
+	return serve(ctx, log, ln, h, func() time.Duration { return grace })
+}
+
+// serve is Serve with the grace period decided when the shutdown begins.
+func serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, gracePeriod func() time.Duration) error {
 	// Requests outlive ctx by the grace period, and are then cut with a
 	// cause of their own.
 	base, cut := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -463,6 +512,7 @@ func Serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	grace := gracePeriod()
 	log.Info("shutting down", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,7 +167,7 @@ func TestMetricsOutliveTheAPIsDrain(t *testing.T) {
 	}()
 	<-started
 	cancel()
-	time.Sleep(100 * time.Millisecond) // the API is draining now
+	waitRefused(t, api) // the API is draining now
 	if got, _ := status(t, http.MethodGet, "http://"+metricsAddr+"/metrics"); got != http.StatusOK {
 		t.Errorf("/metrics during the API's drain = %d, want 200", got)
 	}
@@ -176,6 +177,84 @@ func TestMetricsOutliveTheAPIsDrain(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("ListenAndServe: %v", err)
+	}
+}
+
+// waitRefused returns once addr refuses connections, as a listener does
+// from the moment its server begins to shut down.
+func waitRefused(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+	t.Fatalf("%s still accepts connections 10 s after the shutdown began", addr)
+}
+
+// The charts budget SHUTDOWN_TIMEOUT once between SIGTERM and SIGKILL: the
+// metrics listener, stopped after the API's drain, gets only what is left
+// of it, not a grace period of its own.
+func TestBothListenersStopWithinOneGracePeriod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hang := make(chan struct{})
+	defer close(hang)
+	var started sync.WaitGroup
+	started.Add(2)
+	hung := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		started.Done()
+		<-hang
+	})
+	const grace = time.Second
+	logw, listeners := telemetrytest.Listening()
+	done := make(chan error, 1)
+	go func() {
+		done <- httpserver.ListenAndServe(ctx, slog.New(slog.NewJSONHandler(logw, nil)),
+			httpserver.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", ShutdownTimeout: grace}, hung, hung)
+		_ = logw.Close()
+	}()
+	api, metricsAddr := listeners.Wait(t, done, true)
+	for _, url := range []string{"http://" + api + "/slow", "http://" + metricsAddr + "/metrics"} {
+		go func() {
+			if resp, err := http.Get(url); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	started.Wait()
+	stopped := time.Now()
+	cancel()
+	err := <-done
+	// A bound, not a speed: one grace period, where two in a row take
+	// twice as long.
+	if took := time.Since(stopped); took >= grace*3/2 {
+		t.Errorf("stopping took %s with a grace period of %s", took, grace)
+	}
+	if err == nil || !strings.Contains(err.Error(), "metrics listener: ") || !strings.Contains(err.Error(), "were cut") {
+		t.Errorf("ListenAndServe = %v, want both cut requests reported, the metrics listener's named", err)
+	}
+}
+
+// A page rebinding its name to 127.0.0.1 cannot read /metrics either,
+// wherever it is served; a person opening the address can.
+func TestPagesCannotReadMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shared, _, _ := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", ShutdownTimeout: time.Second})
+	_, own, _ := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", ShutdownTimeout: time.Second})
+	for _, addr := range []string{shared, own} {
+		for site, want := range map[string]int{"same-origin": http.StatusMisdirectedRequest, "cross-site": http.StatusMisdirectedRequest, "none": http.StatusOK, "": http.StatusOK} {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+			if site != "" {
+				req.Header.Set("Sec-Fetch-Site", site)
+			}
+			if got, body := httpservertest.Do(t, req); got != want {
+				t.Errorf("%s/metrics with Sec-Fetch-Site %q: %d %s, want %d", addr, site, got, body, want)
+			}
+		}
 	}
 }
 

@@ -437,6 +437,9 @@ func TestStartReportsTheLogOfAServiceThatDies(t *testing.T) {
 // TestStartServesTheAPIAndRestartsWithANewKey runs the real service
 // binaries, built from this workspace, the way `make run` does.
 func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
+	// Exported in a developer's shell, METRICS_ADDR would send all three
+	// services to one port; Start clears it for them.
+	t.Setenv("METRICS_ADDR", loopbacktest.FreeAddr(t))
 	bin := t.TempDir()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
