@@ -71,8 +71,9 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 		// passes (mDNS answers .local names) still sends an Origin.
 		{"internal, a browser's request", httpserver.Routes{App: app, Telemetry: tel}, "accounts.esim.svc.cluster.local", http.StatusMisdirectedRequest},
 		{"public, a browser's request", httpserver.Routes{App: app, Telemetry: tel, Public: true}, "api.esim.example", http.StatusOK},
-		// A page's GET carries no Origin, but Sec-Fetch-Site.
-		{"internal, a page's GET of a probe", httpserver.Routes{App: app, Telemetry: tel}, "accounts.esim.svc.cluster.local", http.StatusMisdirectedRequest},
+		// A page on another local port: its GET carries no Origin, but
+		// browsers send Sec-Fetch-Site to loopback addresses.
+		{"internal, a page's GET of a probe", httpserver.Routes{App: app, Telemetry: tel}, "localhost:8081", http.StatusMisdirectedRequest},
 		// A person opening the address: "none".
 		{"internal, a typed-in GET of a probe", httpserver.Routes{App: app, Telemetry: tel}, "localhost:8081", http.StatusOK},
 	} {
@@ -91,7 +92,7 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 				req.Header.Set("Origin", "http://"+tc.host)
 				req.Header.Set("Sec-Fetch-Site", "same-origin")
 			case strings.Contains(tc.name, "page's GET"):
-				req.Header.Set("Sec-Fetch-Site", "same-origin")
+				req.Header.Set("Sec-Fetch-Site", "same-site")
 			case strings.Contains(tc.name, "typed-in"):
 				req.Header.Set("Sec-Fetch-Site", "none")
 			}

@@ -156,7 +156,8 @@ func Handler(r Routes) http.Handler {
 	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !r.Public {
 			if refusal := refuseBrowsers(req, r.AllowedHosts); refusal != "" {
-				logger.WarnContext(req.Context(), "refused a request that may come from a web page: "+refusal, "host", req.Host, "origin", req.Header.Get("Origin"))
+				logger.WarnContext(req.Context(), "refused a request that may come from a web page: "+refusal,
+					"host", req.Host, "origin", req.Header.Get("Origin"), "sec_fetch_site", req.Header.Get("Sec-Fetch-Site"))
 				// In the shape a Twirp client reads, since every internal
 				// service speaks Twirp: esimctl then shows the message.
 				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": refusal})
@@ -201,10 +202,14 @@ func refuseBrowsers(req *http.Request, allowed []string) string {
 const notForPages = "this service does not answer requests made by web pages (the request has an Origin, or Sec-Fetch-Site says a page sent it)"
 
 // fromBrowserPage reports whether a web page's script or markup made req:
-// it carries an Origin (every POST from a browser does, every Twirp call
-// is one), or Sec-Fetch-Site, which browsers send on every request, GETs
-// included, says a page sent it. "none" is a person typing the address or
-// opening a bookmark, which a developer may do for /readyz or /metrics.
+// it carries an Origin, as every POST from a browser does (every Twirp
+// call is one), or a Sec-Fetch-Site other than "none". Browsers send
+// Sec-Fetch-Site only to https and loopback addresses, so it catches a
+// page on another local port (a dev server, a dashboard) reading a
+// service's GETs, not a rebinding page on a plain-http name, whose
+// same-origin GETs carry neither header: the Host check stops those.
+// "none" is a person typing the address or opening a bookmark, which a
+// developer may do for /readyz or /metrics.
 func fromBrowserPage(req *http.Request) bool {
 	if req.Header.Get("Origin") != "" {
 		return true
@@ -394,7 +399,7 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 		return Serve(ctx, log, ln, h, cfg.ShutdownTimeout)
 	}
 	if cfg.MetricsAddr == "" {
-		return Serve(ctx, log, ln, withMetrics(h, metrics), cfg.ShutdownTimeout)
+		return Serve(ctx, log, ln, withMetrics(log, h, metrics), cfg.ShutdownTimeout)
 	}
 	metricsLn, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
@@ -429,9 +434,12 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 		stopMetrics()
 	}()
 	go func() {
-		err := serve(metricsCtx, log.With("serving", "metrics"), metricsLn, withMetrics(http.NotFoundHandler(), metrics), metricsGrace)
+		metricsLog := log.With("serving", "metrics")
+		err := serve(metricsCtx, metricsLog, metricsLn, withMetrics(metricsLog, http.NotFoundHandler(), metrics), metricsGrace)
 		if err != nil {
-			err = fmt.Errorf("metrics listener: %w", err)
+			// Its grace period is what the API's drain left: 0s, if
+			// that took all of SHUTDOWN_TIMEOUT.
+			err = fmt.Errorf("metrics listener, stopped after the API's drain: %w", err)
 		}
 		errc <- err
 		stopAPI()
@@ -439,15 +447,30 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 	return errors.Join(<-errc, <-errc)
 }
 
+// refuseMetricsReader says why /metrics must not answer req, or "".
+func refuseMetricsReader(req *http.Request) string {
+	if fromBrowserPage(req) {
+		return notForPages
+	}
+	if !InternalHost(req.Host, nil) {
+		return fmt.Sprintf("/metrics answers only to IP addresses, localhost and cluster names, not to %q", req.Host)
+	}
+	return ""
+}
+
 // withMetrics serves GET (and HEAD) /metrics from metrics and the rest
-// from h. A web page's request for it is refused: where /metrics shares
-// the API's port it sits in front of the API's own checks, and a page
-// rebinding its name to 127.0.0.1 could otherwise read it.
-func withMetrics(h, metrics http.Handler) http.Handler {
+// from h. /metrics answers only what InternalHost does, and no page's
+// request (fromBrowserPage): where it shares the API's port it sits in
+// front of the API's own checks, and through a port-forward or make run a
+// page rebinding its name to 127.0.0.1 could otherwise read it.
+// Prometheus scrapes by pod IP.
+func withMetrics(log *slog.Logger, h, metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			if fromBrowserPage(r) {
-				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": notForPages})
+			if refusal := refuseMetricsReader(r); refusal != "" {
+				log.WarnContext(r.Context(), "refused a request for /metrics that may come from a web page: "+refusal,
+					"host", r.Host, "origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": refusal})
 				return
 			}
 			metrics.ServeHTTP(w, r)

@@ -233,26 +233,42 @@ func TestBothListenersStopWithinOneGracePeriod(t *testing.T) {
 	if took := time.Since(stopped); took >= grace*3/2 {
 		t.Errorf("stopping took %s with a grace period of %s", took, grace)
 	}
-	if err == nil || !strings.Contains(err.Error(), "metrics listener: ") || !strings.Contains(err.Error(), "were cut") {
+	if err == nil || !strings.Contains(err.Error(), "metrics listener, stopped after the API's drain: ") || !strings.Contains(err.Error(), "were cut") {
 		t.Errorf("ListenAndServe = %v, want both cut requests reported, the metrics listener's named", err)
 	}
 }
 
-// A page rebinding its name to 127.0.0.1 cannot read /metrics either,
-// wherever it is served; a person opening the address can.
+// Pages cannot read /metrics, wherever it is served: not a page rebinding
+// its name to 127.0.0.1 (its Host is no internal name), nor one on another
+// local port (browsers send it Sec-Fetch-Site). A person opening the
+// address, and Prometheus by pod IP, can.
 func TestPagesCannotReadMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	shared, _, _ := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", ShutdownTimeout: time.Second})
 	_, own, _ := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", ShutdownTimeout: time.Second})
 	for _, addr := range []string{shared, own} {
-		for site, want := range map[string]int{"same-origin": http.StatusMisdirectedRequest, "cross-site": http.StatusMisdirectedRequest, "none": http.StatusOK, "": http.StatusOK} {
+		for _, tc := range []struct {
+			host, site string
+			want       int
+		}{
+			{"", "same-site", http.StatusMisdirectedRequest},
+			{"", "cross-site", http.StatusMisdirectedRequest},
+			{"rebind.attacker.example", "", http.StatusMisdirectedRequest},
+			{"", "none", http.StatusOK},
+			{"", "", http.StatusOK},
+			{"10.244.0.7:9090", "", http.StatusOK},
+			{"catalogue.esim.svc:9090", "", http.StatusOK},
+		} {
 			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
-			if site != "" {
-				req.Header.Set("Sec-Fetch-Site", site)
+			if tc.host != "" {
+				req.Host = tc.host
 			}
-			if got, body := httpservertest.Do(t, req); got != want {
-				t.Errorf("%s/metrics with Sec-Fetch-Site %q: %d %s, want %d", addr, site, got, body, want)
+			if tc.site != "" {
+				req.Header.Set("Sec-Fetch-Site", tc.site)
+			}
+			if got, body := httpservertest.Do(t, req); got != tc.want {
+				t.Errorf("%s/metrics, Host %q, Sec-Fetch-Site %q: %d %s, want %d", addr, tc.host, tc.site, got, body, tc.want)
 			}
 		}
 	}
