@@ -388,8 +388,8 @@ func (c Config) Validate() error {
 // Prometheus handler; nil serves none) as Serve does: GET /metrics on its
 // own listener, or in front of h on cfg.Addr. When ctx ends the API
 // drains first and the metrics listener after it, within the one grace
-// period; either listener failing stops the other. A browser page's
-// request for /metrics is refused (see fromBrowserPage).
+// period; either listener failing stops the other. /metrics answers only
+// internal Hosts, and no web page (see refuseMetricsReader).
 func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metrics http.Handler) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
