@@ -9,3 +9,7 @@ func SetIOTimeouts(read, write time.Duration) (restore func()) {
 	readTimeout, writeTimeout = read, write
 	return func() { readTimeout, writeTimeout = oldRead, oldWrite }
 }
+
+// ServeWithMetrics serves on listeners a test made, as ListenAndServe does
+// with METRICS_ADDR set.
+var ServeWithMetrics = serveWithMetrics

@@ -406,13 +406,18 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 		_ = ln.Close()
 		return fmt.Errorf("listen on %s (METRICS_ADDR): %w", cfg.MetricsAddr, err)
 	}
+	return serveWithMetrics(ctx, log, ln, metricsLn, h, metrics, cfg.ShutdownTimeout)
+}
+
+// serveWithMetrics serves h on ln and metrics on metricsLn, as
+// ListenAndServe does with METRICS_ADDR set.
+func serveWithMetrics(ctx context.Context, log *slog.Logger, ln, metricsLn net.Listener, h, metrics http.Handler, grace time.Duration) error {
 	// The metrics listener stops once the API's has drained, so a scrape
 	// during the drain still sees the requests it finishes; either
 	// listener failing stops the other. They share one deadline: the
 	// metrics listener gets what the API's drain left of the grace
 	// period, so stopping stays within SHUTDOWN_TIMEOUT, which the charts
 	// budget once.
-	grace := cfg.ShutdownTimeout
 	var deadline atomic.Int64 // Unix ns; 0 until the API begins its drain
 	apiGrace := func() time.Duration {
 		deadline.Store(time.Now().Add(grace).UnixNano())

@@ -194,6 +194,49 @@ func waitRefused(t *testing.T, addr string) {
 	t.Fatalf("%s still accepts connections 10 s after the shutdown began", addr)
 }
 
+// A listener that fails stops the other, and ListenAndServe says which
+// failed: a process serving its API without metrics, or metrics without
+// its API, would look alive to one check and dead to the other.
+func TestAFailingListenerStopsTheOther(t *testing.T) {
+	for _, failing := range []string{"api", "metrics"} {
+		t.Run(failing, func(t *testing.T) {
+			api, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			metricsLn, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- httpserver.ServeWithMetrics(context.Background(), slog.New(slog.DiscardHandler), api, metricsLn, app, metrics, 5*time.Second)
+			}()
+			// Both serve before one fails.
+			if got, _ := status(t, http.MethodGet, "http://"+api.Addr().String()+"/plans"); got != http.StatusTeapot {
+				t.Fatalf("API: %d", got)
+			}
+			if got, _ := status(t, http.MethodGet, "http://"+metricsLn.Addr().String()+"/metrics"); got != http.StatusOK {
+				t.Fatalf("metrics: %d", got)
+			}
+			broken, other := api, metricsLn
+			if failing == "metrics" {
+				broken, other = metricsLn, api
+			}
+			broken.Close() // its Accept fails from now on
+			select {
+			case err := <-done:
+				if err == nil || strings.Contains(err.Error(), "metrics listener") != (failing == "metrics") {
+					t.Errorf("with the %s listener failing: %v", failing, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the %s listener failed and the other kept serving", failing)
+			}
+			waitRefused(t, other.Addr().String())
+		})
+	}
+}
+
 // The charts budget SHUTDOWN_TIMEOUT once between SIGTERM and SIGKILL: the
 // metrics listener, stopped after the API's drain, gets only what is left
 // of it, not a grace period of its own.
