@@ -155,12 +155,8 @@ func Handler(r Routes) http.Handler {
 	}
 	routes := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !r.Public {
-			if refusal := refuseBrowsers(req, r.AllowedHosts); refusal != "" {
-				logger.WarnContext(req.Context(), "refused a request that may come from a web page: "+refusal,
-					"host", req.Host, "origin", req.Header.Get("Origin"), "sec_fetch_site", req.Header.Get("Sec-Fetch-Site"))
-				// In the shape a Twirp client reads, since every internal
-				// service speaks Twirp: esimctl then shows the message.
-				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": refusal})
+			if reason := notForThisCaller(req, r.AllowedHosts, serviceForeignHost); reason != "" {
+				refuse(w, req, logger, reason)
 				return
 			}
 		}
@@ -180,23 +176,41 @@ func Handler(r Routes) http.Handler {
 	return requestID(routes, !r.Public)
 }
 
-// refuseBrowsers says why an internal service must not answer req, or ""
-// when it may. The internal services have no authentication yet: a web
-// page an operator visits while a port-forward (or make run) is open must
-// not reach them through the operator's browser. A page that rebinds its
-// own DNS name to 127.0.0.1 sends that name as Host; and a page's request
-// carries an Origin or a Sec-Fetch-Site (fromBrowserPage), which no
-// service, esimctl, probe or scraper sends. The second also holds where a
-// name that passes the first can be served on the operator's own network
-// (mDNS answers .local names).
-func refuseBrowsers(req *http.Request, allowed []string) string {
+// notForThisCaller says why req must not be answered, or "" when it may.
+// The internal services have no authentication yet, and /metrics none on
+// any service: a web page an operator visits while a port-forward (or
+// make run) is open must not reach them through the operator's browser. A
+// page that rebinds its own DNS name to 127.0.0.1 sends that name as
+// Host, which is not one InternalHost admits (with allowed); and a page's
+// request carries an Origin or a Sec-Fetch-Site (fromBrowserPage), which
+// no service, esimctl, probe or scraper sends. The second also holds
+// where a name that passes the first can be served on the operator's own
+// network (mDNS answers .local names). foreignHost words the refusal of
+// a Host, given it.
+func notForThisCaller(req *http.Request, allowed []string, foreignHost string) string {
 	if fromBrowserPage(req) {
 		return notForPages
 	}
 	if !InternalHost(req.Host, allowed) {
-		return fmt.Sprintf("this service answers only to IP addresses, localhost, cluster names and ALLOWED_HOSTS, not to %q; add the name to ALLOWED_HOSTS if it is yours", req.Host)
+		return fmt.Sprintf(foreignHost, req.Host)
 	}
 	return ""
+}
+
+// The refusals of a Host: by an internal service's API and probes, and by
+// /metrics, which ALLOWED_HOSTS does not reach.
+const (
+	serviceForeignHost = "this service answers only to IP addresses, localhost, cluster names and ALLOWED_HOSTS, not to %q; add the name to ALLOWED_HOSTS if it is yours"
+	metricsForeignHost = "/metrics answers only to IP addresses, localhost and cluster names, not to %q"
+)
+
+// refuse answers 421 with reason and logs what the refusal was judged on.
+// The body has the shape a Twirp client reads, since every internal
+// service speaks Twirp: esimctl then shows the reason.
+func refuse(w http.ResponseWriter, req *http.Request, log *slog.Logger, reason string) {
+	log.WarnContext(req.Context(), "refused a request that may come from a web page: "+reason,
+		"path", req.URL.Path, "host", req.Host, "origin", req.Header.Get("Origin"), "sec_fetch_site", req.Header.Get("Sec-Fetch-Site"))
+	writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": reason})
 }
 
 const notForPages = "this service does not answer requests made by web pages (the request has an Origin, or Sec-Fetch-Site says a page sent it)"
@@ -389,7 +403,7 @@ func (c Config) Validate() error {
 // own listener, or in front of h on cfg.Addr. When ctx ends the API
 // drains first and the metrics listener after it, within the one grace
 // period; either listener failing stops the other. /metrics answers only
-// internal Hosts, and no web page (see refuseMetricsReader).
+// internal Hosts, and no web page (see notForThisCaller).
 func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metrics http.Handler) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -452,30 +466,15 @@ func serveWithMetrics(ctx context.Context, log *slog.Logger, ln, metricsLn net.L
 	return errors.Join(<-errc, <-errc)
 }
 
-// refuseMetricsReader says why /metrics must not answer req, or "".
-func refuseMetricsReader(req *http.Request) string {
-	if fromBrowserPage(req) {
-		return notForPages
-	}
-	if !InternalHost(req.Host, nil) {
-		return fmt.Sprintf("/metrics answers only to IP addresses, localhost and cluster names, not to %q", req.Host)
-	}
-	return ""
-}
-
 // withMetrics serves GET (and HEAD) /metrics from metrics and the rest
-// from h. /metrics answers only what InternalHost does, and no page's
-// request (fromBrowserPage): where it shares the API's port it sits in
-// front of the API's own checks, and through a port-forward or make run a
-// page rebinding its name to 127.0.0.1 could otherwise read it.
-// Prometheus scrapes by pod IP.
+// from h. /metrics answers only internal Hosts and no page
+// (notForThisCaller): where it shares the API's port it sits in front of
+// the API's own checks. Prometheus scrapes by pod IP.
 func withMetrics(log *slog.Logger, h, metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			if refusal := refuseMetricsReader(r); refusal != "" {
-				log.WarnContext(r.Context(), "refused a request for /metrics that may come from a web page: "+refusal,
-					"host", r.Host, "origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"code": "permission_denied", "msg": refusal})
+			if reason := notForThisCaller(r, nil, metricsForeignHost); reason != "" {
+				refuse(w, r, log, reason)
 				return
 			}
 			metrics.ServeHTTP(w, r)
