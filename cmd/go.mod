@@ -14,6 +14,7 @@ replace (
 
 require (
 	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
@@ -34,7 +35,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect

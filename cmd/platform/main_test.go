@@ -15,6 +15,7 @@ import (
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/cmd/internal/platform"
 	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
@@ -123,15 +124,8 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 		}
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run after Ctrl-C: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return within 30 s of Ctrl-C")
-	}
+	cancel() // Ctrl-C
+	httpservertest.Returned(t, done, 30*time.Second)
 	if _, err := http.Get("http://" + gateway + "/healthz"); err == nil {
 		t.Error("the gateway still answers after run returned")
 	}

@@ -2,7 +2,6 @@ package httpserver_test
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
@@ -96,14 +96,9 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 			case strings.Contains(tc.name, "typed-in"):
 				req.Header.Set("Sec-Fetch-Site", "none")
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tc.want {
-				t.Fatalf("%s Host %q: %d %s, want %d", path, tc.host, resp.StatusCode, body, tc.want)
+			status, header, body := httpservertest.Exchange(t, req)
+			if status != tc.want {
+				t.Fatalf("%s Host %q: %d %s, want %d", path, tc.host, status, body, tc.want)
 			}
 			if tc.want == http.StatusMisdirectedRequest {
 				if called != 0 {
@@ -111,10 +106,10 @@ func TestInternalServicesRefuseForeignHosts(t *testing.T) {
 				}
 				// In Twirp's error shape, so esimctl shows why.
 				var twirpErr struct{ Code, Msg string }
-				if err := json.Unmarshal(body, &twirpErr); err != nil || twirpErr.Code != "permission_denied" || twirpErr.Msg == "" {
+				if err := json.Unmarshal([]byte(body), &twirpErr); err != nil || twirpErr.Code != "permission_denied" || twirpErr.Msg == "" {
 					t.Errorf("refusal %s is not a Twirp permission_denied error with a message", body)
 				}
-				if resp.Header.Get("Request-Id") == "" {
+				if header.Get("Request-Id") == "" {
 					t.Error("refusal without a Request-Id")
 				}
 				if !strings.Contains(tc.name, "browser") && !strings.Contains(tc.name, "page") && !strings.Contains(twirpErr.Msg, "ALLOWED_HOSTS") {

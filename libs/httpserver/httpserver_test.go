@@ -1,7 +1,6 @@
 package httpserver_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
@@ -292,21 +292,9 @@ func TestUncleanPathsReachTheApp(t *testing.T) {
 	}
 
 	// The request target "*", which ServeMux answers with a bare 400.
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET * HTTP/1.1\r\nHost: svc\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTeapot || reached[len(reached)-1] != "*" {
-		t.Errorf("GET *: %d, the app saw %q; want the app's answer", resp.StatusCode, reached)
+	status, _, _ := httpservertest.RawExchange(t, srv.Listener.Addr().String(), "GET * HTTP/1.1\r\nHost: svc\r\n\r\n")
+	if status != http.StatusTeapot || reached[len(reached)-1] != "*" {
+		t.Errorf("GET *: %d, the app saw %q; want the app's answer", status, reached)
 	}
 }
 

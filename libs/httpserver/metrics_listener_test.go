@@ -76,14 +76,7 @@ func TestMetricsGetAPortOfTheirOwn(t *testing.T) {
 
 	// Both stop together, and cleanly.
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("ListenAndServe after cancel: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ListenAndServe did not return within 10s of cancellation")
-	}
+	httpservertest.Returned(t, done, 10*time.Second)
 	for _, addr := range []string{api, metricsAddr} {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()

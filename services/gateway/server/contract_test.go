@@ -1,16 +1,15 @@
 package server_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
 
@@ -249,23 +248,10 @@ func TestUnrecognizedRequestsOfAKnownKeyDrawOnItsAllowance(t *testing.T) {
 // ServeMux's bare 400.
 func TestAsteriskRequestIsUnrecognized(t *testing.T) {
 	p := start(t, options{})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(p.gateway, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET * HTTP/1.1\r\nHost: gateway\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	e := p.expectError(response{status: resp.StatusCode, header: resp.Header, body: body}, http.StatusNotFound, "not_found")
-	if resp.Header.Get("Request-Id") == "" || !strings.Contains(e.Error.Message, "GET *") {
-		t.Errorf("Request-Id %q, message %q", resp.Header.Get("Request-Id"), e.Error.Message)
+	status, header, body := httpservertest.RawExchange(t, strings.TrimPrefix(p.gateway, "http://"), "GET * HTTP/1.1\r\nHost: gateway\r\n\r\n")
+	e := p.expectError(response{status: status, header: header, body: []byte(body)}, http.StatusNotFound, "not_found")
+	if header.Get("Request-Id") == "" || !strings.Contains(e.Error.Message, "GET *") {
+		t.Errorf("Request-Id %q, message %q", header.Get("Request-Id"), e.Error.Message)
 	}
 }
 

@@ -65,14 +65,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run after cancel: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop within 30s of cancellation")
-	}
+	httpservertest.Returned(t, done, 30*time.Second)
 }
 
 func TestRunRejectsBadStarts(t *testing.T) {

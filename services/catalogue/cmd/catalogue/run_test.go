@@ -49,14 +49,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop after cancellation")
-	}
+	httpservertest.Returned(t, done, 30*time.Second)
 }
 
 func TestRunRejectsBadStarts(t *testing.T) {

@@ -36,14 +36,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	// A partner request with the peers down is a clean JSON error, not a hang.
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/plans", nil)
 	req.Header.Set("Authorization", "Bearer sk_sandbox_x")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), `"internal_error"`) {
-		t.Fatalf("with accounts down: %d %s", resp.StatusCode, body)
+	if status, body := httpservertest.Do(t, req); status != http.StatusInternalServerError || !strings.Contains(body, `"internal_error"`) {
+		t.Fatalf("with accounts down: %d %s", status, body)
 	}
 
 	// That request was measured, and its metrics are on their own port
@@ -61,14 +55,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop after cancellation")
-	}
+	httpservertest.Returned(t, done, 30*time.Second)
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
