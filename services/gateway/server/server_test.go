@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -213,13 +214,8 @@ func (p *platform) get(path, authorization string) response {
 // send makes a request and checks its answer against the OpenAPI document.
 func (p *platform) send(req *http.Request) response {
 	p.t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, header: resp.Header, body: body}
+	status, header, body := httpservertest.Exchange(p.t, req)
+	r := response{status: status, header: header, body: []byte(body)}
 	p.validate(req, r)
 	if r.header.Get("Request-Id") == "" {
 		p.t.Errorf("%s %s: no Request-Id header", req.Method, req.URL.Path)
@@ -1101,14 +1097,10 @@ func TestWrongMethodIsAnUnrecognizedRequest(t *testing.T) {
 func TestProbes(t *testing.T) {
 	p := start(t, options{})
 	for _, path := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get(p.gateway + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("Request-Id") == "" {
-			t.Errorf("%s: %d, Request-Id %q, %.200s", path, resp.StatusCode, resp.Header.Get("Request-Id"), body)
+		req, _ := http.NewRequest(http.MethodGet, p.gateway+path, nil)
+		status, header, body := httpservertest.Exchange(t, req)
+		if status != http.StatusOK || header.Get("Request-Id") == "" {
+			t.Errorf("%s: %d, Request-Id %q, %.200s", path, status, header.Get("Request-Id"), body)
 		}
 	}
 }
