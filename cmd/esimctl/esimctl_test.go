@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
@@ -99,7 +100,7 @@ func newTelemetry(t *testing.T, name string) *telemetry.Telemetry {
 // startAccounts runs the real accounts service on its own fresh database.
 func startAccounts(t *testing.T) string {
 	t.Helper()
-	srv, err := accountsserver.New(context.Background(), accountsserver.Config{DatabaseURL: pgtest.NewDatabase(t)}, newTelemetry(t, "accounts"))
+	srv, err := accountsserver.New(context.Background(), accountsserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t))}, newTelemetry(t, "accounts"))
 	if err != nil {
 		t.Fatalf("accounts server: %v", err)
 	}

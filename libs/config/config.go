@@ -180,17 +180,27 @@ func ParseBaseURL(raw string) (string, error) {
 // net/url can mask them in, and not shown at all where it has not. Without
 // "//", "http:user:password@host" has no user info to redact.
 func shownURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err == nil && u.Host != "" && u.Opaque == "" {
-		if u.RawQuery != "" {
-			u.RawQuery = "xxxxx"
-		}
-		return strconv.Quote(u.Redacted())
+	if masked, ok := maskURL(raw); ok {
+		return strconv.Quote(masked)
 	}
 	if strings.ContainsAny(raw, "@?") {
 		return "(not shown: it may hold a password)"
 	}
 	return strconv.Quote(raw)
+}
+
+// maskURL is raw with its password and query masked, when raw is a URL
+// with a host; ok is false for anything else, which only its owner knows
+// how to read for secrets.
+func maskURL(raw string) (masked string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "", false
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "xxxxx"
+	}
+	return u.Redacted(), true
 }
 
 // Secret is a config value that must never be shown: it prints, formats
@@ -225,6 +235,46 @@ func (Secret) String() string               { return redacted }
 func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
 func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// SecretURL is a connection URL (a database's, a cache's) that may carry a
+// password, in its user part or its query. It prints, formats, logs and
+// encodes with both masked ("postgres://app:xxxxx@db:5432/accounts?xxxxx"),
+// so a config struct that reaches a log line or an error by mistake still
+// names the server but takes no password along; a value that is not a URL
+// with a host (a key=value connection string, a socket path) shows as
+// "[redacted]" whole. Reveal gives the URL to the client that dials it.
+// It holds a pointer for the reason Secret does.
+type SecretURL struct{ value *string }
+
+// NewSecretURL returns v as a SecretURL, for configs built in code.
+func NewSecretURL(v string) SecretURL { return SecretURL{value: &v} }
+
+// EnvDecode makes SecretURL a config field type.
+func (u *SecretURL) EnvDecode(raw string) error {
+	u.value = &raw
+	return nil
+}
+
+// Reveal returns the URL; empty when unset.
+func (u SecretURL) Reveal() string {
+	if u.value == nil {
+		return ""
+	}
+	return *u.value
+}
+
+func (u SecretURL) String() string {
+	if u.value == nil {
+		return ""
+	}
+	if masked, ok := maskURL(*u.value); ok {
+		return masked
+	}
+	return redacted
+}
+func (u SecretURL) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, u.String()) }
+func (u SecretURL) LogValue() slog.Value         { return slog.StringValue(u.String()) }
+func (u SecretURL) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
 
 // Runtime is the part of every service's configuration that tunes the Go
 // runtime.

@@ -241,3 +241,49 @@ func TestSecretsNeverShow(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretURLsShowTheServerButNoPassword(t *testing.T) {
+	for _, tc := range []struct{ raw, shown string }{
+		{"postgres://app:hunter2@db:5432/accounts?sslmode=require", "postgres://app:xxxxx@db:5432/accounts?xxxxx"},
+		{"postgres://app@db/accounts?password=hunter2", "postgres://app@db/accounts?xxxxx"},
+		{"redis://:hunter2@cache:6379/0", "redis://:xxxxx@cache:6379/0"},
+		{"redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
+		// Not URLs with a host: only their owner knows where a password sits.
+		{"host=db user=app password=hunter2", "[redacted]"},
+		{"postgres:///accounts?host=/run/postgresql&password=hunter2", "[redacted]"},
+		{"postgres://app:hun%zzter2@db/accounts", "[redacted]"},
+	} {
+		var cfg struct {
+			URL config.SecretURL `env:"DATABASE_URL, required"`
+		}
+		if err := config.Parse(context.Background(), func(k string) string {
+			return map[string]string{"DATABASE_URL": tc.raw}[k]
+		}, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.URL.Reveal(); got != tc.raw {
+			t.Fatalf("Reveal = %q, want the value parsed", got)
+		}
+		var logged bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "url", cfg.URL, "cfg", cfg)
+		asJSON, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, shown := range []string{
+			fmt.Sprint(cfg.URL), fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.URL, cfg.URL),
+			fmt.Sprintf(badVerbs, cfg.URL, cfg.URL, cfg, cfg, cfg.URL, cfg.URL, cfg), fmt.Errorf(badVerbs, cfg.URL, cfg.URL, cfg, cfg, cfg.URL, cfg.URL, cfg).Error(),
+			logged.String(), string(asJSON),
+		} {
+			if strings.Contains(shown, "hunter2") || strings.Contains(shown, "zzter2") || !strings.Contains(shown, tc.shown) {
+				t.Errorf("%s: %s shows a password, or not %s", tc.raw, shown, tc.shown)
+			}
+		}
+	}
+	if got := fmt.Sprint(config.SecretURL{}); got != "" {
+		t.Errorf("an unset URL shows as %q, want nothing", got)
+	}
+	if got := config.NewSecretURL("redis://:hunter2@cache/0").Reveal(); got != "redis://:hunter2@cache/0" {
+		t.Errorf("NewSecretURL(...).Reveal() = %q", got)
+	}
+}

@@ -17,8 +17,9 @@ type Config struct {
 	// addresses and cluster names (httpserver.InternalHost): a DNS name
 	// of its own, when it has one.
 	AllowedHosts []string `env:"ALLOWED_HOSTS"`
-	DatabaseURL  string   `env:"DATABASE_URL, required"`
-	Telemetry    telemetry.Config
+	// DatabaseURL is a postgres:// URL; its password never shows.
+	DatabaseURL config.SecretURL `env:"DATABASE_URL, required"`
+	Telemetry   telemetry.Config
 }
 
 // Validate checks what the types alone cannot; config.Parse runs it, and

@@ -32,7 +32,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("accounts server: telemetry is required")
 	}
-	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL, postgres.Migrations,
+	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
 		libpostgres.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
 		return nil, err

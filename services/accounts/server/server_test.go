@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -39,7 +40,7 @@ func startWithDatabase(t *testing.T) (*server.Server, *httptest.Server, *telemet
 	}
 	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	dbURL := pgtest.NewDatabase(t)
-	srv, err := server.New(ctx, server.Config{DatabaseURL: dbURL}, tel)
+	srv, err := server.New(ctx, server.Config{DatabaseURL: config.NewSecretURL(dbURL)}, tel)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -127,14 +128,14 @@ func TestNewFailsWithoutDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Port 1 on loopback refuses connections at once.
-	_, err = server.New(ctx, server.Config{DatabaseURL: "postgres://postgres:hunter2@127.0.0.1:1/accounts?sslmode=disable&connect_timeout=2"}, tel)
+	_, err = server.New(ctx, server.Config{DatabaseURL: config.NewSecretURL("postgres://postgres:hunter2@127.0.0.1:1/accounts?sslmode=disable&connect_timeout=2")}, tel)
 	if err == nil {
 		t.Fatal("server.New succeeded without a database")
 	}
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error reveals the database password: %v", err)
 	}
-	if _, err := server.New(ctx, server.Config{DatabaseURL: pgtest.NewDatabase(t)}, nil); err == nil {
+	if _, err := server.New(ctx, server.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t))}, nil); err == nil {
 		t.Error("server.New accepted nil telemetry")
 	}
 }

@@ -17,7 +17,8 @@ type Config struct {
 	// addresses and cluster names (httpserver.InternalHost): a DNS name
 	// of its own, when it has one.
 	AllowedHosts []string `env:"ALLOWED_HOSTS"`
-	DatabaseURL  string   `env:"DATABASE_URL, required"`
+	// DatabaseURL is a postgres:// URL; its password never shows.
+	DatabaseURL config.SecretURL `env:"DATABASE_URL, required"`
 	// SeedCatalogue upserts the bundled catalogue at start. Idempotent: plan
 	// ids are stable, so restarts never duplicate plans.
 	SeedCatalogue bool `env:"SEED_CATALOGUE, default=false"`

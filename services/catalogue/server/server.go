@@ -35,7 +35,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("catalogue server: telemetry is required")
 	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, postgres.Migrations, pg.WithTracerProvider(tel.TracerProvider))
+	pool, err := pg.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations, pg.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
 		return nil, fmt.Errorf("catalogue database: %w", err)
 	}

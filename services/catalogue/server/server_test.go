@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
@@ -44,7 +45,7 @@ func start(t *testing.T, cfg server.Config) *httptest.Server {
 }
 
 func TestServerServesSeededCatalogueAcrossRestarts(t *testing.T) {
-	cfg := server.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true}
+	cfg := server.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true}
 	ctx := context.Background()
 
 	first := start(t, cfg)
@@ -92,7 +93,7 @@ func TestServerServesSeededCatalogueAcrossRestarts(t *testing.T) {
 // catalogue needs the planner's statistics as much as a seeded one.
 func TestUnseededStartAnalysesTheCatalogue(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	start(t, server.Config{DatabaseURL: url})
+	start(t, server.Config{DatabaseURL: config.NewSecretURL(url)})
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestNewFailsOnUnreachableDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = server.New(context.Background(), server.Config{DatabaseURL: "postgres://postgres@127.0.0.1:1/catalogue?sslmode=disable&connect_timeout=2"}, tel)
+	_, err = server.New(context.Background(), server.Config{DatabaseURL: config.NewSecretURL("postgres://postgres@127.0.0.1:1/catalogue?sslmode=disable&connect_timeout=2")}, tel)
 	if err == nil {
 		t.Fatal("New succeeded without a database")
 	}
@@ -122,7 +123,7 @@ func TestNewFailsOnUnreachableDatabase(t *testing.T) {
 // plan, with names at their longest, sent as JSON, the larger encoding.
 func TestTheLargestUpsertFitsTheBodyCap(t *testing.T) {
 	ctx := context.Background()
-	hs := start(t, server.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true})
+	hs := start(t, server.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true})
 	client := cataloguev1.NewCatalogueJSONClient(hs.URL, hs.Client())
 	var widest catalogue.Plan
 	for _, p := range catalogue.SeedPlans() {

@@ -20,7 +20,9 @@ type Config struct {
 	CatalogueURL config.BaseURL `env:"CATALOGUE_URL, required"`
 	// ServiceTimeout bounds every call to another service.
 	ServiceTimeout time.Duration `env:"SERVICE_TIMEOUT, default=5s"`
-	RedisURL       string        `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
+	// RedisURL names the Redis of the rate limits and the auth cache; its
+	// password never shows.
+	RedisURL config.SecretURL `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
 	// RateLimitPerMinute applies to every API key whose account has no
 	// limit of its own.
 	RateLimitPerMinute int `env:"RATE_LIMIT_PER_MINUTE, default=1200"`

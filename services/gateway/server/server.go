@@ -35,7 +35,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	log := tel.Logger
 
 	// 1. Redis: rate-limit counters and the auth cache.
-	rdb, err := redis.Connect(cfg.RedisURL)
+	rdb, err := redis.Connect(cfg.RedisURL.Reveal())
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func start(t testing.TB, opt options) *platform {
 		t.Fatal(err)
 	}
 
-	acc, err := accountsserver.New(ctx, accountsserver.Config{DatabaseURL: pgtest.NewDatabase(t)}, tel)
+	acc, err := accountsserver.New(ctx, accountsserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t))}, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func start(t testing.TB, opt options) *platform {
 	accSrv := httptest.NewServer(acc.Handler())
 	t.Cleanup(accSrv.Close)
 
-	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true}, tel)
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true}, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func start(t testing.TB, opt options) *platform {
 			AccountsURL:        config.BaseURL(opt.accountsURL),
 			CatalogueURL:       config.BaseURL(catSrv.URL),
 			ServiceTimeout:     5 * time.Second,
-			RedisURL:           opt.redisURL,
+			RedisURL:           config.NewSecretURL(opt.redisURL),
 			RateLimitPerMinute: opt.defaultRateLimit,
 			AuthCacheTTL:       opt.authCacheTTL,
 			AuthCacheSecret:    testAuthCacheSecret,

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
@@ -46,7 +47,7 @@ func startCatalogue(t *testing.T) *gatedCatalogue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: pgtest.NewDatabase(t), SeedCatalogue: true}, tel)
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true}, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
