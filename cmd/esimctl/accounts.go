@@ -36,7 +36,7 @@ func rateLimitText(n int32) string {
 }
 
 func (c *cli) accountsCommand() *cobra.Command {
-	return group("accounts", "Create, inspect and tune partner accounts",
+	return group("accounts", "Create, inspect and tune partner accounts", "accounts",
 		c.accountsCreateCommand(), c.accountsGetCommand(), c.accountsListCommand(), c.accountsSetRateLimitCommand())
 }
 
@@ -133,15 +133,11 @@ func (c *cli) accountsListCommand() *cobra.Command {
 			}
 			return c.printJSON(views, newPagination(page, limit, resp.GetTotal()))
 		}
-		tw := table(c.stdout, "ID", "NAME", "CURRENCY", "RATE LIMIT", "CREATED")
+		rows := make([][]any, 0, len(resp.GetAccounts()))
 		for _, a := range resp.GetAccounts() {
-			row(tw, a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), textTime(a.GetCreatedAt()))
+			rows = append(rows, []any{a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), textTime(a.GetCreatedAt())})
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		c.pageFooter(page, limit, resp.GetTotal(), len(resp.GetAccounts()), "accounts")
-		return nil
+		return c.printList(page, limit, resp.GetTotal(), "accounts", []any{"ID", "NAME", "CURRENCY", "RATE LIMIT", "CREATED"}, rows)
 	})
 	return cmd
 }
@@ -234,14 +230,27 @@ func checkPaging(page, limit int32) error {
 	return nil
 }
 
-// pageFooter tells a human there is more than one page; scripts use --json.
-func (c *cli) pageFooter(page, limit, total int32, shown int, noun string) {
-	if shown == 0 {
+// printList writes one page of a list for a human: its rows under the
+// header, then where the page stands when there are more; a page without
+// rows says so instead of an empty table. Scripts use --json.
+func (c *cli) printList(page, limit, total int32, noun string, header []any, rows [][]any) error {
+	if len(rows) == 0 {
 		fmt.Fprintf(c.stdout, "no %s on page %d (%d in total)\n", noun, page, total)
-		return
+		return nil
 	}
-	pages := (int64(total) + int64(limit) - 1) / int64(limit)
-	if pages > 1 {
-		fmt.Fprintf(c.stdout, "page %d of %d (%d %s; --page for more)\n", page, pages, total, noun)
+	tw := table(c.stdout, header...)
+	for _, r := range rows {
+		row(tw, r...)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch pages := (int64(total) + int64(limit) - 1) / int64(limit); {
+	case pages <= 1:
+	case int64(page) < pages:
+		fmt.Fprintf(c.stdout, "page %d of %d (%d %s; --page %d for the next)\n", page, pages, total, noun, page+1)
+	default:
+		fmt.Fprintf(c.stdout, "page %d of %d (%d %s; the last)\n", page, pages, total, noun)
+	}
+	return nil
 }

@@ -337,6 +337,16 @@ func TestServiceURLs(t *testing.T) {
 		}
 	}
 
+	// A command checks only the address of the service it calls: a
+	// wrong catalogue URL does not stop an accounts command, nor the
+	// reverse.
+	var acct account
+	esimctl(t, map[string]string{"ESIM_ACCOUNTS_URL": accountsURL, "ESIM_CATALOGUE_URL": "notaurl"}, "accounts", "create", "--name", "Elsewhere", "--json").ok(t).data(t, &acct)
+	var keys []key
+	esimctl(t, map[string]string{"ESIM_ACCOUNTS_URL": accountsURL}, "--catalogue-url", "notaurl", "keys", "list", "--account", acct.ID, "--json").ok(t).data(t, &keys)
+	var plans []plan
+	esimctl(t, map[string]string{"ESIM_ACCOUNTS_URL": "notaurl", "ESIM_CATALOGUE_URL": startCatalogue(t)}, "plans", "list", "--json").ok(t).data(t, &plans)
+
 	r := esimctl(t, nil, "--accounts-url", "http://op:s3cret@127.0.0.1:1", "accounts", "list")
 	r.wantError(t, 1, "http://op:xxxxx@127.0.0.1:1", "connection refused")
 	if strings.Contains(r.stderr, "s3cret") {

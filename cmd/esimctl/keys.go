@@ -49,7 +49,7 @@ func parseEnv(s string) (accountsv1.Environment, error) {
 }
 
 func (c *cli) keysCommand() *cobra.Command {
-	return group("keys", "Create, list and revoke partners' API keys",
+	return group("keys", "Create, list and revoke partners' API keys", "accounts",
 		c.keysCreateCommand(), c.keysListCommand(), c.keysRevokeCommand())
 }
 
@@ -132,16 +132,12 @@ unless --limit says otherwise.`, accounts.DefaultKeyPageLimit),
 			fmt.Fprintf(c.stdout, "account %s has no API keys\n", accountID)
 			return nil
 		}
-		tw := table(c.stdout, "ID", "ENV", "PREFIX", "NAME", "STATUS", "CREATED", "REVOKED")
+		rows := make([][]any, 0, len(resp.GetKeys()))
 		for _, k := range resp.GetKeys() {
 			v := viewKey(k)
-			row(tw, v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, textTime(k.GetCreatedAt()), textTime(k.GetRevokedAt()))
+			rows = append(rows, []any{v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, textTime(k.GetCreatedAt()), textTime(k.GetRevokedAt())})
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		c.pageFooter(page, limit, resp.GetTotal(), len(resp.GetKeys()), "keys")
-		return nil
+		return c.printList(page, limit, resp.GetTotal(), "keys", []any{"ID", "ENV", "PREFIX", "NAME", "STATUS", "CREATED", "REVOKED"}, rows)
 	})
 	return cmd
 }

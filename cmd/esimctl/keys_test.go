@@ -73,8 +73,17 @@ func TestKeysListPaging(t *testing.T) {
 
 	text := esimctl(t, env, "keys", "list", "--account", acct.ID, "--limit", "2", "--page", "2").ok(t).stdout
 	if !strings.HasPrefix(text, "ID ") || !strings.Contains(text, order[2]) || !strings.Contains(text, order[3]) ||
-		strings.Contains(text, order[0]) || !strings.HasSuffix(text, "page 2 of 3 (5 keys; --page for more)\n") {
+		strings.Contains(text, order[0]) || !strings.HasSuffix(text, "page 2 of 3 (5 keys; --page 3 for the next)\n") {
 		t.Errorf("keys list --limit 2 --page 2:\n%s", text)
+	}
+	// The last page says so, and does not send the reader on.
+	if text := esimctl(t, env, "keys", "list", "--account", acct.ID, "--limit", "2", "--page", "3").ok(t).stdout; !strings.Contains(text, order[4]) ||
+		!strings.HasSuffix(text, "page 3 of 3 (5 keys; the last)\n") {
+		t.Errorf("keys list --limit 2 --page 3:\n%s", text)
+	}
+	// One page holds them all: no footer.
+	if text := esimctl(t, env, "keys", "list", "--account", acct.ID).ok(t).stdout; strings.Contains(text, "page") {
+		t.Errorf("keys list on one page:\n%s", text)
 	}
 
 	// A last page that ends exactly at the total has nothing after it, and
@@ -99,7 +108,7 @@ func TestKeysListPaging(t *testing.T) {
 	if len(none) != 0 || beyond != (pagination{Page: 4, Limit: 2, Total: 5}) {
 		t.Errorf("keys list past the end: %+v, pagination %+v", none, beyond)
 	}
-	if text := esimctl(t, env, "keys", "list", "--account", acct.ID, "--page", "10000").ok(t).stdout; !strings.HasSuffix(text, "no keys on page 10000 (5 in total)\n") {
+	if text := esimctl(t, env, "keys", "list", "--account", acct.ID, "--page", "10000").ok(t).stdout; text != "no keys on page 10000 (5 in total)\n" {
 		t.Errorf("keys list far past the end:\n%s", text)
 	}
 }

@@ -125,7 +125,7 @@ func pricesText(p *cataloguev1.Plan) string {
 }
 
 func (c *cli) plansCommand() *cobra.Command {
-	return group("plans", "Browse and retire catalogue plans",
+	return group("plans", "Browse and retire catalogue plans", "catalogue",
 		c.plansListCommand(), c.plansGetCommand(), c.plansRetireCommand())
 }
 
@@ -173,15 +173,11 @@ func (c *cli) plansListCommand() *cobra.Command {
 			}
 			return c.printJSON(views, newPagination(page, limit, resp.GetTotal()))
 		}
-		tw := table(c.stdout, "ID", "NAME", "TYPE", "COVERAGE", "DATA", "VALIDITY", "PRICE")
+		rows := make([][]any, 0, len(resp.GetPlans()))
 		for _, p := range resp.GetPlans() {
-			row(tw, p.GetId(), p.GetName(), p.GetType().ShortName(), coverageText(p), dataText(p), validityText(p), pricesText(p))
+			rows = append(rows, []any{p.GetId(), p.GetName(), p.GetType().ShortName(), coverageText(p), dataText(p), validityText(p), pricesText(p)})
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		c.pageFooter(page, limit, resp.GetTotal(), len(resp.GetPlans()), "plans")
-		return nil
+		return c.printList(page, limit, resp.GetTotal(), "plans", []any{"ID", "NAME", "TYPE", "COVERAGE", "DATA", "VALIDITY", "PRICE"}, rows)
 	})
 	return cmd
 }

@@ -103,11 +103,33 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	return root
 }
 
-// group returns a command that only holds subcommands.
-func group(use, short string, subs ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: missingSubcommand}
+// group returns a command that only holds subcommands, all of which call
+// service ("accounts" or "catalogue").
+func group(use, short, service string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: missingSubcommand,
+		Annotations: map[string]string{serviceAnnotation: service}}
 	g.AddCommand(subs...)
 	return g
+}
+
+// serviceAnnotation names, on a group, the service its commands call.
+const serviceAnnotation = "esimctl.service"
+
+// checkServiceURL checks the base URL of the service cmd calls, and only
+// that one: a wrong --catalogue-url must not stop `keys list`.
+func (c *cli) checkServiceURL(cmd *cobra.Command) error {
+	var err error
+	for g := cmd; g != nil; g = g.Parent() {
+		switch g.Annotations[serviceAnnotation] {
+		case "accounts":
+			c.accountsURL, err = serviceURL(c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL", defaultAccountsURL)
+			return err
+		case "catalogue":
+			c.catalogueURL, err = serviceURL(c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL", defaultCatalogueURL)
+			return err
+		}
+	}
+	return fmt.Errorf("%s: no service named for its group", commandPath(cmd))
 }
 
 // missingSubcommand is what a group (esimctl itself included) does when
@@ -200,11 +222,7 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		if c.timeout <= 0 {
 			return usagef("invalid --timeout %s: want a positive duration such as 10s", c.timeout)
 		}
-		var err error
-		if c.accountsURL, err = serviceURL(c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL", defaultAccountsURL); err != nil {
-			return err
-		}
-		if c.catalogueURL, err = serviceURL(c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL", defaultCatalogueURL); err != nil {
+		if err := c.checkServiceURL(cmd); err != nil {
 			return err
 		}
 		if err := validText(cmd, args); err != nil {
@@ -212,7 +230,7 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 		defer cancel()
-		err = fn(ctx, cmd, args)
+		err := fn(ctx, cmd, args)
 		var u *usageError
 		var f *failure
 		if err == nil || errors.As(err, &u) || errors.As(err, &f) {
