@@ -5,7 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -270,7 +269,7 @@ func (a *handlers) unrecognized(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.Path, basePath)))
+	writeError(w, r, withMessage(gateway.ErrNotFound, fmt.Sprintf("Unrecognized request: %s %s. The endpoints are listed in %s/openapi.json.", r.Method, r.URL.EscapedPath(), basePath)))
 }
 
 // StrictQuery, embedded in the input of every operation, refuses a query
@@ -373,7 +372,7 @@ func (a *handlers) fail(ctx huma.Context, err error) {
 	e := fromDomain(ctx.Context(), err)
 	ctx.SetHeader("Content-Type", "application/json")
 	ctx.SetStatus(e.status)
-	_ = json.NewEncoder(ctx.BodyWriter()).Encode(e)
+	writeJSON(ctx.BodyWriter(), e)
 }
 
 // problem turns a use-case error into the response error, logging the ones

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 
@@ -184,5 +185,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := fromDomain(r.Context(), err)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(e)
+	writeJSON(w, e)
+}
+
+// writeJSON writes an answer that huma does not, escaped as huma escapes
+// its own: "<" stays "<", so the raw text of a message does not depend on
+// which layer answered.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }

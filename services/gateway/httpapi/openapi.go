@@ -26,7 +26,7 @@ func (a *handlers) registerOpenAPI(api huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/openapi.json",
 		Summary:     "The OpenAPI 3.1 contract of this API",
-		Description: "Generated from the same definitions as the handlers. No API key needed.",
+		Description: "Generated from the same definitions as the handlers. No API key needed. The document itself, not wrapped in `{\"data\": ...}`, so that OpenAPI tools can read it.",
 		Tags:        []string{"Meta"},
 		// Declared public, not left without a security requirement: an
 		// empty list says "no key" to a reader and to lint tools alike.

@@ -261,7 +261,10 @@ func TestUncleanPathsAreUnrecognized(t *testing.T) {
 	p := start(t, options{})
 	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for _, path := range []string{"/v1//plans", "/v1/./plans", "/v1/plans/../plans", "//v1/plans", "/v1/openapi.json/.."} {
+	// An encoded slash is named as sent: decoded, "/v1/plans%2F<id>" would
+	// read as a path that exists.
+	encodedSlash := "/v1/plans%2F" + p.firstPlanID(key, "")
+	for _, path := range []string{"/v1//plans", "/v1/./plans", "/v1/plans/../plans", "//v1/plans", "/v1/openapi.json/..", encodedSlash} {
 		req, _ := http.NewRequest(http.MethodGet, p.gateway+path, nil)
 		req.Header.Set("Authorization", bearer(key))
 		resp, err := client.Do(req)

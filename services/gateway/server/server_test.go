@@ -563,6 +563,10 @@ func TestUnauthorizedRequests(t *testing.T) {
 			if r.header.Get("WWW-Authenticate") == "" {
 				t.Error("401 without WWW-Authenticate")
 			}
+			// Written as huma writes its own errors: "<" as itself.
+			if !strings.Contains(string(r.body), "Bearer <API_KEY>") {
+				t.Errorf("body %s does not show Bearer <API_KEY> as written", r.body)
+			}
 		})
 	}
 }
