@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/gateway/httpapi"
 )
 
 // documentedHeaders is the part of the OpenAPI document that names the
@@ -280,4 +282,30 @@ func TestUncleanPathsAreUnrecognized(t *testing.T) {
 			t.Errorf("%s: message %q does not name the path", path, e.Error.Message)
 		}
 	}
+}
+
+// DESIGN section 3: bodies over 1 MiB are rejected, on every endpoint, even
+// where none is read. The key is still judged first; a body at the limit
+// is not refused (and, on a GET, not read).
+func TestBodiesOverOneMiBAreInvalid(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	planID := p.firstPlanID(key, "")
+	withBody := func(path, auth string, size int) response {
+		req, _ := http.NewRequest(http.MethodGet, p.gateway+path, bytes.NewReader(make([]byte, size)))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		return p.send(req)
+	}
+	for _, path := range []string{"/v1/plans", "/v1/plans/" + planID, "/v1/openapi.json"} {
+		e := p.expectError(withBody(path, bearer(key), httpapi.MaxBodyBytes+1), http.StatusBadRequest, "invalid_request")
+		if fields := detailFields(e); !slices.Equal(fields, []string{"body"}) || !strings.Contains(e.Error.Details[0].Reason, "1048577 bytes") {
+			t.Errorf("%s with 1 MiB + 1 byte: details %+v, want the body named with its size", path, e.Error.Details)
+		}
+		if r := withBody(path, bearer(key), httpapi.MaxBodyBytes); r.status != http.StatusOK {
+			t.Errorf("%s with 1 MiB: %d %s, want 200", path, r.status, r.body)
+		}
+	}
+	p.expectError(withBody("/v1/plans", "", httpapi.MaxBodyBytes+1), http.StatusUnauthorized, "unauthorized")
 }

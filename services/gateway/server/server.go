@@ -80,6 +80,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 			Route:       httpapi.UnmatchedRoute,
 			Public:      true,
 			AnswerPanic: httpapi.AnswerPanic,
+			// Whatever reads a body reads at most what the API accepts.
+			MaxBodyBytes: httpapi.MaxBodyBytes,
 		}),
 		redis: rdb,
 	}, nil
