@@ -96,3 +96,11 @@ func dataSize(n int64) string {
 		return strconv.FormatInt(n, 10) + " B"
 	}
 }
+
+// orNull is s for JSON, or null when empty.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

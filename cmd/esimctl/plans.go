@@ -32,7 +32,8 @@ type planView struct {
 type coverageView struct {
 	Scope     string   `json:"scope"`
 	Countries []string `json:"countries"`
-	Region    string   `json:"region,omitempty"`
+	// null unless the scope is a region, as the public API has it.
+	Region *string `json:"region"`
 }
 
 type dataView struct {
@@ -55,7 +56,7 @@ type priceView struct {
 func viewPlan(p *cataloguev1.Plan) planView {
 	v := planView{
 		ID: p.GetId(), Name: p.GetName(), Type: p.GetType().ShortName(),
-		Coverage:  coverageView{Scope: p.GetScope().ShortName(), Countries: p.GetCountries(), Region: p.GetRegion()},
+		Coverage:  coverageView{Scope: p.GetScope().ShortName(), Countries: p.GetCountries(), Region: orNull(p.GetRegion())},
 		Data:      dataView{Unlimited: p.GetUnlimited()},
 		Status:    p.GetStatus().ShortName(),
 		CreatedAt: timestamp(p.GetCreatedAt()), UpdatedAt: timestamp(p.GetUpdatedAt()),

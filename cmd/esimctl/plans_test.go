@@ -34,6 +34,7 @@ type plan struct {
 	Coverage struct {
 		Scope     string   `json:"scope"`
 		Countries []string `json:"countries"`
+		Region    *string  `json:"region"`
 	} `json:"coverage"`
 	Data struct {
 		Unlimited  bool   `json:"unlimited"`
@@ -71,6 +72,14 @@ func TestPlans(t *testing.T) {
 		if (p.Type == "per_day") != (p.ValidityDays == nil) {
 			t.Errorf("plan %s (%s): validity_days %v", p.ID, p.Type, p.ValidityDays)
 		}
+		if (p.Coverage.Scope == "region") != (p.Coverage.Region != nil && *p.Coverage.Region != "") {
+			t.Errorf("plan %s (%s): region %v", p.ID, p.Coverage.Scope, p.Coverage.Region)
+		}
+	}
+	// As the public API has it: a plan without a region says null, not
+	// nothing.
+	if !strings.Contains(string(envelope["data"]), `"region": null`) {
+		t.Errorf("plans list --json: no plan shows \"region\": null:\n%.500s", envelope["data"])
 	}
 
 	var perDay []plan
