@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +58,9 @@ type CachedAccounts struct {
 	misses singleflight.Group
 }
 
+// errLookupPanicked is the error of a key's lookup that panicked.
+var errLookupPanicked = errors.New("authenticating a key panicked")
+
 // maxKeyLength bounds a presented key well above today's (43 characters
 // for a sandbox key), so accounts can lengthen its keys without the
 // gateway.
@@ -97,7 +102,16 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 	if p, err, ok := c.local.get(keyHash, time.Now()); ok {
 		return p, err
 	}
-	lookup := c.misses.DoChan(keyHash, func() (any, error) {
+	lookup := c.misses.DoChan(keyHash, func() (_ any, err error) {
+		// singleflight re-raises a panic of DoChan's function on a
+		// goroutine of its own, where nothing can recover it: a fault in
+		// one key's lookup would take the gateway down. Every request
+		// waiting on this key fails with it instead, answered as ours.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("%w: %v\n%s", errLookupPanicked, v, debug.Stack())
+			}
+		}()
 		// Shared by every request waiting on this key, so one caller
 		// going away must not fail the others; the accounts client's own
 		// timeout bounds the call.
@@ -110,7 +124,8 @@ func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Princ
 	})
 	select {
 	case r := <-lookup:
-		return r.Val.(Principal), r.Err
+		p, _ := r.Val.(Principal)
+		return p, r.Err
 	case <-ctx.Done():
 		return Principal{}, ctx.Err()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,4 +214,24 @@ func (c *spyCache) lastKey() string {
 		return k
 	}
 	return ""
+}
+
+// panicking is an accounts client with a fault.
+type panicking struct{}
+
+func (panicking) Authenticate(context.Context, string) (gateway.Principal, error) {
+	panic("accounts client fault")
+}
+
+// A fault in one key's lookup fails the requests that wait on it, as an
+// error of ours, and is not cached: singleflight would otherwise re-raise
+// it where nothing can recover it, and the whole gateway would stop.
+func TestCachedAccountsTurnsALookupPanicIntoAnError(t *testing.T) {
+	c := &gateway.CachedAccounts{Accounts: panicking{}, Cache: &spyCache{}, TTL: time.Second, LocalTTL: time.Second, Log: quiet}
+	for range 2 {
+		p, err := c.Authenticate(context.Background(), "sk_sandbox_abc")
+		if err == nil || errors.Is(err, gateway.ErrUnauthorized) || !strings.Contains(err.Error(), "accounts client fault") || p != (gateway.Principal{}) {
+			t.Fatalf("Authenticate = %+v, %v; want an error of ours naming the panic", p, err)
+		}
+	}
 }
