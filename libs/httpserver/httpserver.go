@@ -33,8 +33,6 @@ type Check func(ctx context.Context) error
 
 // Routes describes what a service serves besides its application handler.
 type Routes struct {
-	// Name is the service name used for spans.
-	Name string
 	// App serves everything but the probes.
 	App http.Handler
 	// Telemetry provides the meter for request metrics and, when tracing
@@ -142,7 +140,9 @@ func Handler(r Routes) http.Handler {
 					otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
 					otelhttp.WithPropagators(propagation.TraceContext{}))
 			}
-			app = otelhttp.NewHandler(app, r.Name, opts...)
+			// The operation name is unused: the formatter above names
+			// every span.
+			app = otelhttp.NewHandler(app, "", opts...)
 		}
 		// Outside the tracing, so the route slot SetRoute fills is in the
 		// span's request too.

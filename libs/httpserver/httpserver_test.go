@@ -25,7 +25,6 @@ func TestProbesAndRequestIDs(t *testing.T) {
 	var seen string
 	ready := errors.New("postgres: connection refused")
 	h := httpserver.Handler(httpserver.Routes{
-		Name: "svc",
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			seen = telemetry.RequestID(r.Context())
 		}),
@@ -118,7 +117,7 @@ func TestRequestsAreMeasuredByRouteWithBoundedLabels(t *testing.T) {
 	// Answered, but not named by the app: each path is a route, as a
 	// Twirp method's is.
 	app.HandleFunc("GET /many/{i}", func(w http.ResponseWriter, r *http.Request) {})
-	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{Name: "svc", App: app, Telemetry: tel}))
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{App: app, Telemetry: tel}))
 	defer srv.Close()
 
 	get := func(path string) {
@@ -187,7 +186,7 @@ func TestNotReadyLogsTheCause(t *testing.T) {
 	var logs telemetrytest.LogBuffer
 	tel := setupTelemetry(t, "warn", &logs)
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-		Name: "svc", App: http.NotFoundHandler(), Telemetry: tel,
+		App: http.NotFoundHandler(), Telemetry: tel,
 		Ready: map[string]httpserver.Check{"postgres": func(context.Context) error {
 			return errors.New("failed to connect to `user=svc database=svc`: dial error")
 		}},
@@ -209,7 +208,7 @@ func TestDebugLevelLogsEveryRequest(t *testing.T) {
 		var logs telemetrytest.LogBuffer
 		tel := setupTelemetry(t, level, &logs)
 		srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-			Name: "svc", Telemetry: tel,
+			Telemetry: tel,
 			App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				httpserver.SetRoute(r.Context(), "/things/{id}")
 				w.WriteHeader(http.StatusTeapot)
@@ -262,7 +261,6 @@ func setupTelemetry(t *testing.T, level string, logs io.Writer, opts ...telemetr
 func TestUncleanPathsReachTheApp(t *testing.T) {
 	var reached []string
 	h := httpserver.Handler(httpserver.Routes{
-		Name: "svc",
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			reached = append(reached, r.URL.Path)
 			w.WriteHeader(http.StatusTeapot)
@@ -303,7 +301,6 @@ func TestRequestBodiesAreCapped(t *testing.T) {
 	var read []int
 	var tooLarge []bool
 	h := httpserver.Handler(httpserver.Routes{
-		Name:         "svc",
 		MaxBodyBytes: 1000,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, err := io.ReadAll(r.Body)

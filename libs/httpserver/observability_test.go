@@ -25,7 +25,6 @@ func TestCallersRequestIDIsKeptOnlyWhenItLooksLikeOne(t *testing.T) {
 	for _, public := range []bool{false, true} {
 		var seen string
 		srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-			Name:   "svc",
 			Public: public,
 			App:    http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { seen = telemetry.RequestID(r.Context()) }),
 		}))
@@ -69,7 +68,7 @@ func TestRequestLineCarriesTraceAndSpanIDs(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tel := setupTelemetry(t, "debug", &logs, telemetry.WithSpanExporter(spans))
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-		Name: "svc", Telemetry: tel,
+		Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpserver.SetRoute(r.Context(), "/things/{id}")
 			tel.Logger.InfoContext(r.Context(), "deep in the handler")
@@ -134,7 +133,7 @@ func TestNotFoundFloodOfRandomPathsAddsOneSeries(t *testing.T) {
 			w.WriteHeader(http.StatusNotFound) // Twirp's not_found
 		}
 	})
-	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{Name: "svc", App: app, Telemetry: tel}))
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{App: app, Telemetry: tel}))
 	defer srv.Close()
 	post := func(path string) {
 		resp, err := http.Post(srv.URL+path, "application/protobuf", nil)
@@ -183,7 +182,7 @@ func TestSpanNamesStayBoundedUnderMadeUpMethodsAndPaths(t *testing.T) {
 	app.HandleFunc("/named/{id}", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.SetRoute(r.Context(), "/named/{id}")
 	})
-	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{Name: "svc", App: app, Telemetry: tel}))
+	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{App: app, Telemetry: tel}))
 	defer srv.Close()
 	send := func(method, path string) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
@@ -225,7 +224,7 @@ func TestPanicIsCountedAndLoggedWithTheRequestsIDs(t *testing.T) {
 	tel := setupTelemetry(t, "info", &logs, telemetry.WithSpanExporter(spans))
 	// Setup routed the log package, where net/http logs panics, into logs.
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-		Name: "svc", Telemetry: tel,
+		Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpserver.SetRoute(r.Context(), "/boom")
 			panic("boom")
@@ -269,7 +268,7 @@ func TestAnswerPanicWritesTheAnswerWhenNothingWasWritten(t *testing.T) {
 	var logs telemetrytest.LogBuffer
 	tel := setupTelemetry(t, "info", &logs)
 	srv := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-		Name: "svc", Telemetry: tel,
+		Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpserver.SetRoute(r.Context(), r.URL.Path)
 			if r.URL.Path == "/late" {
@@ -326,7 +325,7 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 
 	var internalRequestID, internalBaggage string
 	internal := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-		Name: "internal", Telemetry: tel,
+		Telemetry: tel,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			internalRequestID = telemetry.RequestID(r.Context())
 			internalBaggage = r.Header.Get("baggage")
@@ -337,7 +336,7 @@ func TestTraceCrossesServicesAsParentAndChild(t *testing.T) {
 	defer internal.Close()
 	client := tel.HTTPClient(0)
 	public := httptest.NewServer(httpserver.Handler(httpserver.Routes{
-		Name: "public", Telemetry: tel, Public: true,
+		Telemetry: tel, Public: true,
 		App: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, internal.URL+"/twirp/svc.v1.Svc/Get", nil)
 			resp, err := client.Do(req)

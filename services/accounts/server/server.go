@@ -43,7 +43,6 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		pool: pool,
 		log:  tel.Logger,
 		handler: httpserver.Handler(httpserver.Routes{
-			Name:      "accounts",
 			App:       twirpserver.Handler(svc, tel.Logger),
 			Telemetry: tel,
 			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},

@@ -64,7 +64,6 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		pool: pool,
 		log:  tel.Logger,
 		handler: httpserver.Handler(httpserver.Routes{
-			Name:      "catalogue",
 			App:       twirpserver.Handler(svc, tel.Logger),
 			Telemetry: tel,
 			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},

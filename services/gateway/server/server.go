@@ -74,7 +74,6 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		// proper JSON errors rather than vanishing from the load balancer.
 		// Public: a partner's Request-Id and trace context are not taken.
 		handler: httpserver.Handler(httpserver.Routes{
-			Name:        "gateway",
 			App:         api,
 			Telemetry:   tel,
 			Route:       httpapi.UnmatchedRoute,
