@@ -375,8 +375,9 @@ type Store interface {
 	// UpsertPlans runs merge for every plan against its stored version and
 	// writes the changed ones, all in one transaction: either every plan is
 	// stored or none is, and an error from merge is returned as it is, with
-	// nothing written. Stored versions are locked while merge runs, so
-	// concurrent upserts of the same plans serialise.
+	// nothing written. Upserts run one at a time, and the stored versions
+	// are locked while merge runs, so neither another upsert nor a
+	// retirement can change a plan between merge reading it and the write.
 	UpsertPlans(ctx context.Context, plans []Plan, merge MergeFunc) (UpsertResult, error)
 	// RetirePlan marks the plan retired at the given time and returns it;
 	// retiring a retired plan returns it unchanged.

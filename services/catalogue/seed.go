@@ -47,8 +47,8 @@ var (
 )
 
 // money is a retail price list: USD, EUR, GBP in minor units. Each currency
-// is set as retail prices are (ending in .50 or .90/.99), not converted at a
-// daily rate, so a partner's price does not move with the FX market.
+// is set in round retail steps of ten cents, not converted at a daily
+// rate, so a partner's price does not move with the FX market.
 type money [3]int64
 
 func (m money) prices() []Price {
@@ -126,9 +126,12 @@ var destinations = []destination{
 	{"SN", "Senegal", 3, false}, {"TZ", "Tanzania", 3, false}, {"UZ", "Uzbekistan", 3, false},
 }
 
-// region is a multi-country bundle, priced at the tier of its dearer members
-// rather than its cheapest: a traveller may spend the whole bundle on the
-// most expensive network it covers.
+// region is a multi-country bundle, priced at the tier of the members most
+// of its travellers visit, never below its cheapest member's. A few dearer
+// members ride along at that price, as in retail bundles: Asia (tier 2)
+// covers Pakistan (tier 3), so for Pakistan alone the bundle undercuts the
+// country's own plan. Re-tiering a bundle is a pricing decision, made in
+// this table.
 type region struct {
 	slug      string
 	name      string

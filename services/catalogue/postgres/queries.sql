@@ -58,8 +58,11 @@ ANALYZE plans, plan_prices;
 -- name: LockCatalogueWrites :exec
 SELECT pg_advisory_xact_lock(hashtextextended('esim.catalogue.plans', 0));
 
--- Locks in id order, so two batches touching the same plans cannot
--- deadlock.
+-- Holds the plans an upsert merges against, until it commits: RetirePlan
+-- takes no advisory lock, so a retirement waits for the upsert, or the
+-- upsert reads it. Upserts themselves already run one at a time
+-- (LockCatalogueWrites); id order would keep the row locks alone free of
+-- deadlocks too.
 -- name: LockPlans :many
 SELECT * FROM plans WHERE id = ANY(sqlc.arg(ids)::uuid[]) ORDER BY id FOR UPDATE;
 

@@ -208,8 +208,9 @@ func writePlans(ctx context.Context, qs *db.Queries, plans []catalogue.Plan) err
 	if len(plans) == 0 {
 		return nil
 	}
-	// Writing in id order, like LockPlans, keeps two batches that create
-	// the same new plans from deadlocking on each other's inserts.
+	// Upserts run one at a time (LockCatalogueWrites). Writing in id
+	// order, as LockPlans locks, would still keep two batches that create
+	// the same new plans from deadlocking without that lock.
 	plans = slices.SortedFunc(slices.Values(plans), func(a, b catalogue.Plan) int {
 		return bytes.Compare(a.ID[:], b.ID[:])
 	})

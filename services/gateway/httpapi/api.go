@@ -81,11 +81,10 @@ func config() huma.Config {
 	// Unknown query parameters are StrictQuery's to refuse: huma's own
 	// check answers before it validates the values, naming one kind of
 	// fault per attempt.
+	c.RejectUnknownQueryParameters = false
 	// JSON under its media type only: huma's extra "json" key would answer
 	// "Accept: json" with "Content-Type: json".
 	c.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat}
-	// The API sends empty lists as [], never null; the schemas say so.
-	huma.DefaultArrayNullable = false
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
@@ -96,7 +95,7 @@ func config() huma.Config {
 // responseDescriptions say, for each error status, which error code comes
 // with it and when: huma's defaults are the bare reason phrases.
 var responseDescriptions = map[string]string{
-	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range. `details` names each one.",
+	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range, or the request body is over 1 MiB. `details` names each one.",
 	"401": "`unauthorized`: the API key is missing, malformed, unknown or revoked, or two Authorization headers were sent.",
 	"404": "`not_found`: no such resource; a retired plan, an unknown id and a malformed id alike.",
 	"429": "`rate_limited`: the key's allowance is spent. Retry after the seconds in `Retry-After`.",

@@ -137,7 +137,11 @@ func fieldName(location string) string {
 	return location
 }
 
+// huma's package-wide settings, made once: every error it raises takes the
+// contract's shape, and its schemas say what the API sends, empty lists as
+// [] and never null.
 func init() {
+	huma.DefaultArrayNullable = false
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return newError(context.Background(), status, msg, errs...)
 	}

@@ -228,8 +228,11 @@ const lockPlans = `-- name: LockPlans :many
 SELECT id, name, type, scope, countries, region, unlimited, total_bytes, validity_days, status, created_at, updated_at FROM plans WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
 `
 
-// Locks in id order, so two batches touching the same plans cannot
-// deadlock.
+// Holds the plans an upsert merges against, until it commits: RetirePlan
+// takes no advisory lock, so a retirement waits for the upsert, or the
+// upsert reads it. Upserts themselves already run one at a time
+// (LockCatalogueWrites); id order would keep the row locks alone free of
+// deadlocks too.
 func (q *Queries) LockPlans(ctx context.Context, ids []uuid.UUID) ([]Plan, error) {
 	rows, err := q.db.Query(ctx, lockPlans, ids)
 	if err != nil {
