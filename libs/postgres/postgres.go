@@ -90,7 +90,7 @@ func Connect(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.
 		return nil, fmt.Errorf("open pool: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
+		_ = Close(pool) // unreachable: that is the error
 		return nil, fmt.Errorf("postgres at %s is unreachable: %w", Redact(databaseURL), err)
 	}
 	return pool, nil
@@ -173,7 +173,7 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 		return nil, err
 	}
 	if err := migrate(ctx, pool, migrations); err != nil {
-		pool.Close()
+		_ = Close(pool) // the start failed: its error says why
 		return nil, err
 	}
 	return pool, nil

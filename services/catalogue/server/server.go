@@ -45,7 +45,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if cfg.SeedCatalogue {
 		res, err := svc.Seed(ctx)
 		if err != nil {
-			pool.Close()
+			_ = pg.Close(pool) // the start failed: its error says why
 			return nil, fmt.Errorf("seed catalogue: %w", err)
 		}
 		tel.Logger.InfoContext(ctx, "catalogue seeded",
@@ -56,7 +56,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// would otherwise stay without them. On a catalogue's few tables it
 	// takes milliseconds.
 	if err := store.Analyze(ctx); err != nil {
-		pool.Close()
+		_ = pg.Close(pool) // the start failed: its error says why
 		return nil, err
 	}
 
