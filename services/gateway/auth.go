@@ -46,7 +46,7 @@ type CachedAccounts struct {
 	// LocalTTL is how long this process trusts an answer by itself.
 	LocalTTL time.Duration
 	// Cooldown is how long the shared cache is bypassed after it fails
-	// (default one second).
+	// (zero: one second).
 	Cooldown time.Duration
 	Log      *slog.Logger
 
@@ -170,12 +170,7 @@ func (c *CachedAccounts) authenticate(ctx context.Context, secret, keyHash strin
 	}
 }
 
-func (c *CachedAccounts) cooldown() time.Duration {
-	if c.Cooldown > 0 {
-		return c.Cooldown
-	}
-	return time.Second
-}
+func (c *CachedAccounts) cooldown() time.Duration { return cooldownOr(c.Cooldown) }
 
 func (c *CachedAccounts) sharedAnswered(ctx context.Context) {
 	if c.shared.succeeded() {

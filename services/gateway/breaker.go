@@ -18,6 +18,18 @@ type breaker struct {
 	downUntil atomic.Int64
 }
 
+// defaultCooldown is the cool-down of a store whose user sets none.
+const defaultCooldown = time.Second
+
+// cooldownOr is d, or defaultCooldown when d is not positive: a zero
+// cool-down would send every request to a dead store.
+func cooldownOr(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return defaultCooldown
+}
+
 // allow reports whether to call the store. After a cool-down exactly one
 // caller is let through to probe it; the others keep off until the probe
 // succeeds, or until one more cool-down has passed, so a probe whose

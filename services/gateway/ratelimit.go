@@ -23,14 +23,16 @@ type FailoverLimiter struct {
 	// Cooldown is how long to stay on the local limiter after a shared
 	// failure, so a dead Redis does not cost every request a timeout. When
 	// it ends, one request probes Redis and the rest stay local until that
-	// probe succeeds.
+	// probe succeeds. Zero means one second, as for CachedAccounts.
 	Cooldown time.Duration
 
 	shared breaker
 }
 
+func (f *FailoverLimiter) cooldown() time.Duration { return cooldownOr(f.Cooldown) }
+
 func (f *FailoverLimiter) Allow(ctx context.Context, key string, perMinute int) (RateDecision, error) {
-	if f.shared.allow(time.Now(), f.Cooldown) {
+	if f.shared.allow(time.Now(), f.cooldown()) {
 		d, err := f.Shared.Allow(ctx, key, perMinute)
 		if err == nil {
 			if f.shared.succeeded() {
@@ -46,8 +48,8 @@ func (f *FailoverLimiter) Allow(ctx context.Context, key string, perMinute int) 
 			// replicas at will.
 			return RateDecision{}, ctx.Err()
 		}
-		if f.shared.failed(time.Now(), f.Cooldown) {
-			f.Log.WarnContext(ctx, "shared rate limiter unavailable, limiting per replica", "err", err, "cooldown", f.Cooldown.String())
+		if f.shared.failed(time.Now(), f.cooldown()) {
+			f.Log.WarnContext(ctx, "shared rate limiter unavailable, limiting per replica", "err", err, "cooldown", f.cooldown().String())
 		}
 	}
 	return f.Local.Allow(ctx, key, perMinute)

@@ -188,3 +188,18 @@ func TestLocalLimiterReportsTheResetInSeconds(t *testing.T) {
 		}
 	}
 }
+
+// An unset cool-down is one second, as CachedAccounts's is: zero would
+// send every request to a dead Redis.
+func TestFailoverLimiterWithoutACooldownKeepsOffRedisForOneSecond(t *testing.T) {
+	shared := &recoveringLimiter{release: make(chan struct{})}
+	f := &gateway.FailoverLimiter{Shared: shared, Local: &gateway.LocalLimiter{}, Log: quiet}
+	for range 5 {
+		if d, err := f.Allow(context.Background(), "k", 100); err != nil || !d.Allowed {
+			t.Fatalf("Redis down: %+v, %v", d, err)
+		}
+	}
+	if n := shared.calls.Load(); n != 1 {
+		t.Fatalf("Redis asked %d times within the cool-down, want 1", n)
+	}
+}
