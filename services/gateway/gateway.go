@@ -93,3 +93,35 @@ type RateDecision struct {
 type RateLimiter interface {
 	Allow(ctx context.Context, key string, perMinute int) (RateDecision, error)
 }
+
+// Gate admits a partner's request: it authenticates the key, then charges
+// the request to the key's allowance, the account's own limit or, where
+// the account has none, DefaultRateLimit.
+type Gate struct {
+	Accounts         Accounts
+	Limiter          RateLimiter
+	DefaultRateLimit int
+}
+
+// Admit returns who is calling and what the request left of the key's
+// allowance. A refused key is ErrUnauthorized and has no allowance to
+// report; a request over the limit is ErrRateLimited, with the decision
+// that says when the key may try again. Any other error is ours.
+func (g Gate) Admit(ctx context.Context, secret string) (Principal, RateDecision, error) {
+	p, err := g.Accounts.Authenticate(ctx, secret)
+	if err != nil {
+		return p, RateDecision{}, err
+	}
+	limit := p.RateLimitPerMinute
+	if limit <= 0 {
+		limit = g.DefaultRateLimit
+	}
+	d, err := g.Limiter.Allow(ctx, p.KeyID, limit)
+	switch {
+	case err != nil:
+		return p, RateDecision{}, err
+	case !d.Allowed:
+		return p, d, ErrRateLimited
+	}
+	return p, d, nil
+}

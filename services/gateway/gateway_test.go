@@ -303,3 +303,67 @@ func TestCachedAccountsAsksOnceForConcurrentMissesOfOneKey(t *testing.T) {
 		t.Fatalf("accounts called %d times for %d concurrent misses, want 1", n, callers)
 	}
 }
+
+// countingLimiter allows a key up to its limit and records the limits it
+// was asked to apply.
+type countingLimiter struct {
+	used   map[string]int
+	limits []int
+}
+
+func (l *countingLimiter) Allow(_ context.Context, key string, perMinute int) (gateway.RateDecision, error) {
+	if l.used == nil {
+		l.used = map[string]int{}
+	}
+	l.limits = append(l.limits, perMinute)
+	if l.used[key] >= perMinute {
+		return gateway.RateDecision{Limit: perMinute, ResetAfter: time.Minute}, nil
+	}
+	l.used[key]++
+	return gateway.RateDecision{Allowed: true, Limit: perMinute, Remaining: perMinute - l.used[key]}, nil
+}
+
+// byKey answers a fixed principal per secret; any other secret is refused.
+type byKey map[string]gateway.Principal
+
+func (k byKey) Authenticate(_ context.Context, secret string) (gateway.Principal, error) {
+	if p, ok := k[secret]; ok {
+		return p, nil
+	}
+	return gateway.Principal{}, gateway.ErrUnauthorized
+}
+
+// The gate charges a key to its account's own limit, or to the default
+// where the account has none; over it, ErrRateLimited with the decision;
+// a refused key is never charged.
+func TestGateChargesEachKeyToItsAccountsLimit(t *testing.T) {
+	limiter := &countingLimiter{}
+	g := gateway.Gate{
+		Accounts: byKey{
+			"own":     {AccountID: "a", KeyID: "k1", RateLimitPerMinute: 2},
+			"default": {AccountID: "b", KeyID: "k2"},
+		},
+		Limiter:          limiter,
+		DefaultRateLimit: 3,
+	}
+	ctx := context.Background()
+	for i, want := range []error{nil, nil, gateway.ErrRateLimited} {
+		p, d, err := g.Admit(ctx, "own")
+		if !errors.Is(err, want) || p.KeyID != "k1" || d.Limit != 2 {
+			t.Fatalf("own limit, request %d: %+v, %+v, %v; want %v at limit 2", i+1, p, d, err, want)
+		}
+		if want != nil && (d.Allowed || d.ResetAfter == 0) {
+			t.Errorf("refused request's decision %+v does not say when to retry", d)
+		}
+	}
+	if _, d, err := g.Admit(ctx, "default"); err != nil || d.Limit != 3 || d.Remaining != 2 {
+		t.Fatalf("default limit: %+v, %v; want limit 3 with 2 left", d, err)
+	}
+	calls := len(limiter.limits)
+	if _, d, err := g.Admit(ctx, "nonsense"); !errors.Is(err, gateway.ErrUnauthorized) || d != (gateway.RateDecision{}) {
+		t.Fatalf("refused key: %+v, %v", d, err)
+	}
+	if len(limiter.limits) != calls {
+		t.Error("a refused key was charged to an allowance")
+	}
+}

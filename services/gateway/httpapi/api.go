@@ -30,12 +30,10 @@ const basePath = "/v1"
 
 // Deps are what the API needs from the rest of the gateway.
 type Deps struct {
-	Accounts  gateway.Accounts
+	// Gate admits every request to an operation that needs a key.
+	Gate      gateway.Gate
 	Catalogue gateway.Catalogue
-	Limiter   gateway.RateLimiter
-	// DefaultRateLimit applies to accounts without a limit of their own.
-	DefaultRateLimit int
-	Log              *slog.Logger
+	Log       *slog.Logger
 }
 
 // New returns the public API handler; it serves its own OpenAPI document.
@@ -234,31 +232,22 @@ func (a *handlers) admit(ctx context.Context, authorization string, setHeader fu
 	if !strings.EqualFold(scheme, "Bearer") {
 		secret = ""
 	}
-	p, err := a.Accounts.Authenticate(ctx, secret)
-	if err != nil {
-		// Only a refused key is a challenge; an accounts outage is ours.
-		if errors.Is(err, gateway.ErrUnauthorized) {
-			setHeader("WWW-Authenticate", `Bearer realm="esim"`)
-		}
+	p, d, err := a.Gate.Admit(ctx, secret)
+	switch {
+	case errors.Is(err, gateway.ErrUnauthorized):
+		setHeader("WWW-Authenticate", `Bearer realm="esim"`)
 		return p, err
-	}
-
-	limit := p.RateLimitPerMinute
-	if limit <= 0 {
-		limit = a.DefaultRateLimit
-	}
-	d, err := a.Limiter.Allow(ctx, p.KeyID, limit)
-	if err != nil {
+	case err != nil && !errors.Is(err, gateway.ErrRateLimited):
+		// An accounts or limiter outage is ours: no challenge.
 		return p, err
 	}
 	setHeader("RateLimit-Limit", strconv.Itoa(d.Limit))
 	setHeader("RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	setHeader("RateLimit-Reset", strconv.Itoa(int((d.ResetAfter+time.Second-1)/time.Second)))
-	if !d.Allowed {
+	if err != nil {
 		setHeader("Retry-After", retryAfter)
-		return p, gateway.ErrRateLimited
 	}
-	return p, nil
+	return p, err
 }
 
 // unrecognized answers a request no operation matches, a wrong method on

@@ -62,11 +62,9 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 
 	// 3. The public API.
 	api := httpapi.New(httpapi.Deps{
-		Accounts:         accounts,
-		Catalogue:        twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout),
-		Limiter:          limiter,
-		DefaultRateLimit: cfg.RateLimitPerMinute,
-		Log:              log,
+		Gate:      gateway.Gate{Accounts: accounts, Limiter: limiter, DefaultRateLimit: cfg.RateLimitPerMinute},
+		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout),
+		Log:       log,
 	})
 	return &Server{
 		// Readiness has no checks on purpose: with Redis down the gateway
