@@ -35,8 +35,12 @@ func startChild(s childSpec, exited chan<- error) (*child, error) {
 		return nil, fmt.Errorf("open %s log: %w", s.name, err)
 	}
 	cmd := exec.Command(s.bin)
-	// Later entries win in os/exec, so the service settings override
-	// whatever the developer's shell happens to export.
+	// A service inherits the developer's shell, as any command started
+	// from it would: that is how settings the launcher does not make
+	// (RATE_LIMIT_PER_MINUTE, OTEL_*) reach it (README). The launcher's own
+	// settings come only through run's getenv. Later entries win in
+	// os/exec, so the settings made here override whatever the shell
+	// happens to export.
 	cmd.Env = append(os.Environ(), s.env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
