@@ -49,6 +49,12 @@ const minAuthCacheSecret = 32
 // 25 s.
 const maxServiceTimeout = (httpserver.WriteTimeout - 10*time.Second) / 2
 
+// maxRateLimitPerMinute is the bound accounts puts on an account's own
+// limit (accounts.MaxRateLimitPerMinute), held by the default too: past
+// it the GCRA's interval (60 s / limit) shrinks toward nothing, and near
+// MaxInt64 the RateLimit-Remaining header went negative.
+const maxRateLimitPerMinute = 1_000_000
+
 // maxAuthCacheTTL keeps a revocation, which lands within 1.5 x the TTL,
 // inside the platform's 5 s promise with room to spare.
 const maxAuthCacheTTL = 3 * time.Second
@@ -68,8 +74,8 @@ func (c Config) Validate() error {
 	if n := len(c.AuthCacheSecret.Reveal()); n < minAuthCacheSecret {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_SECRET: %d bytes; want at least %d, such as `openssl rand -base64 32` prints", n, minAuthCacheSecret))
 	}
-	if c.RateLimitPerMinute <= 0 {
-		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be positive", c.RateLimitPerMinute))
+	if c.RateLimitPerMinute <= 0 || c.RateLimitPerMinute > maxRateLimitPerMinute {
+		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be from 1 to %d", c.RateLimitPerMinute, maxRateLimitPerMinute))
 	}
 	if c.ServiceTimeout <= 0 || c.ServiceTimeout > maxServiceTimeout {
 		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be above 0 and at most %s, so a request's calls to accounts and catalogue end before its answer's write deadline", c.ServiceTimeout, maxServiceTimeout))
