@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -35,7 +36,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
 		libpostgres.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("accounts database: %w", err)
 	}
 	svc := accounts.NewService(postgres.NewStore(pool))
 

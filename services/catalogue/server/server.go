@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/esimplatform/esim/libs/httpserver"
-	pg "github.com/esimplatform/esim/libs/postgres"
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/catalogue/postgres"
@@ -35,7 +35,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("catalogue server: telemetry is required")
 	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations, pg.WithTracerProvider(tel.TracerProvider))
+	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations, libpostgres.WithTracerProvider(tel.TracerProvider))
 	if err != nil {
 		return nil, fmt.Errorf("catalogue database: %w", err)
 	}
@@ -45,7 +45,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if cfg.SeedCatalogue {
 		res, err := svc.Seed(ctx)
 		if err != nil {
-			_ = pg.Close(pool) // the start failed: its error says why
+			_ = libpostgres.Close(pool) // the start failed: its error says why
 			return nil, fmt.Errorf("seed catalogue: %w", err)
 		}
 		tel.Logger.InfoContext(ctx, "catalogue seeded",
@@ -56,7 +56,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// would otherwise stay without them. On a catalogue's few tables it
 	// takes milliseconds.
 	if err := store.Analyze(ctx); err != nil {
-		_ = pg.Close(pool) // the start failed: its error says why
+		_ = libpostgres.Close(pool) // the start failed: its error says why
 		return nil, err
 	}
 
@@ -80,7 +80,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases the database pool; call it once the HTTP server stopped.
 func (s *Server) Close() {
-	if err := pg.Close(s.pool); err != nil {
+	if err := libpostgres.Close(s.pool); err != nil {
 		s.log.Warn("closing the database pool", "err", err)
 	}
 }

@@ -20,7 +20,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	context.AfterFunc(ctx, stop) // a second signal, during the drain, stops the process at once
 	err := run(ctx, os.Args, os.Getenv, os.Stdout)
-	stop()
+	stop() // os.Exit skips deferred calls
 	if err != nil {
 		telemetry.LogExit(os.Stderr, "accounts", err)
 		os.Exit(1)

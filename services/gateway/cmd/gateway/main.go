@@ -1,4 +1,5 @@
 // Command gateway serves the public partner API.
+// It is configured only through environment variables (see server.Config).
 package main
 
 import (
@@ -16,7 +17,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	context.AfterFunc(ctx, stop) // a second signal, during the drain, stops the process at once
 	err := run(ctx, os.Args, os.Getenv, os.Stdout)
 	stop() // os.Exit skips deferred calls
