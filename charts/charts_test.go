@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
@@ -1976,4 +1978,62 @@ func TestTiltHelmRendersAsTests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every label value must fit the API server's rule (at most 63
+// characters, starting and ending with a letter or digit), whatever the
+// image tag, which may be up to 128 characters and start or end with "_"
+// or "." (OCI): the tag is the version label, and one that does not fit
+// makes the API server refuse every object of the release.
+func TestLabelsFitWhateverTheImageTag(t *testing.T) {
+	for _, tag := range []string{strings.Repeat("1.2.3-rc.", 8) + "x", "_build.7-", "0.2.0"} {
+		for c := range services {
+			out, err := renderChart(c, map[string]any{"image": map[string]any{"tag": tag}})
+			if err != nil {
+				t.Fatalf("%s, tag %q: %v", c, tag, err)
+			}
+			for _, r := range decodeRendered(t, out) {
+				raw, err := json.Marshal(r.obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var doc any
+				if err := json.Unmarshal(raw, &doc); err != nil {
+					t.Fatal(err)
+				}
+				for _, set := range labelSets(doc) {
+					for k, v := range set {
+						s, _ := v.(string)
+						if errs := validation.IsValidLabelValue(s); len(errs) > 0 {
+							t.Errorf("%s, tag %q: %s label %s=%q: %s", c, tag, r.source, k, s, strings.Join(errs, "; "))
+						}
+					}
+				}
+			}
+			if !strings.Contains(strings.Join(slices.Collect(maps.Values(out)), ""), ":"+tag) {
+				t.Errorf("%s: the image is not pinned to the whole tag %q", c, tag)
+			}
+		}
+	}
+}
+
+// labelSets finds every "labels" object in a decoded document, a pod
+// template's included.
+func labelSets(doc any) []map[string]any {
+	var sets []map[string]any
+	switch d := doc.(type) {
+	case map[string]any:
+		for k, v := range d {
+			if m, ok := v.(map[string]any); ok && k == "labels" {
+				sets = append(sets, m)
+				continue
+			}
+			sets = append(sets, labelSets(v)...)
+		}
+	case []any:
+		for _, v := range d {
+			sets = append(sets, labelSets(v)...)
+		}
+	}
+	return sets
 }

@@ -34,10 +34,13 @@ app.kubernetes.io/name: {{ include "library.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The version label is the image tag cut to what a label value may be
+(63 characters, a letter or digit at each end); an OCI tag may be up to 128
+and start with "_". The image itself is pinned to the whole tag. */}}
 {{- define "library.labels" -}}
 helm.sh/chart: {{ include "library.chart" . }}
 {{ include "library.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "library.imageTag" . | quote }}
+app.kubernetes.io/version: {{ include "library.imageTag" . | trunc 63 | trimAll "-_." | quote }}
 app.kubernetes.io/component: {{ .Values.component | default "service" }}
 app.kubernetes.io/part-of: esim
 app.kubernetes.io/managed-by: {{ .Release.Service }}
