@@ -700,8 +700,14 @@ func (x *UpsertPlansRequest) GetPlans() []*Plan {
 }
 
 type UpsertPlansResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Upserted      int32                  `protobuf:"varint,1,opt,name=upserted,proto3" json:"upserted,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every plan of the request: each is now stored as given.
+	Upserted int32 `protobuf:"varint,1,opt,name=upserted,proto3" json:"upserted,omitempty"`
+	// Of those: new plans, plans that changed, and plans already stored as
+	// given.
+	Created       int32 `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Updated       int32 `protobuf:"varint,3,opt,name=updated,proto3" json:"updated,omitempty"`
+	Unchanged     int32 `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,6 +745,27 @@ func (*UpsertPlansResponse) Descriptor() ([]byte, []int) {
 func (x *UpsertPlansResponse) GetUpserted() int32 {
 	if x != nil {
 		return x.Upserted
+	}
+	return 0
+}
+
+func (x *UpsertPlansResponse) GetCreated() int32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *UpsertPlansResponse) GetUpdated() int32 {
+	if x != nil {
+		return x.Updated
+	}
+	return 0
+}
+
+func (x *UpsertPlansResponse) GetUnchanged() int32 {
+	if x != nil {
+		return x.Unchanged
 	}
 	return 0
 }
@@ -831,9 +858,12 @@ const file_catalogue_v1_catalogue_proto_rawDesc = "" +
 	"\x10GetPlansResponse\x12-\n" +
 	"\x05plans\x18\x01 \x03(\v2\x17.esim.catalogue.v1.PlanR\x05plans\"C\n" +
 	"\x12UpsertPlansRequest\x12-\n" +
-	"\x05plans\x18\x01 \x03(\v2\x17.esim.catalogue.v1.PlanR\x05plans\"1\n" +
+	"\x05plans\x18\x01 \x03(\v2\x17.esim.catalogue.v1.PlanR\x05plans\"\x83\x01\n" +
 	"\x13UpsertPlansResponse\x12\x1a\n" +
-	"\bupserted\x18\x01 \x01(\x05R\bupserted\"#\n" +
+	"\bupserted\x18\x01 \x01(\x05R\bupserted\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\x05R\acreated\x12\x18\n" +
+	"\aupdated\x18\x03 \x01(\x05R\aupdated\x12\x1c\n" +
+	"\tunchanged\x18\x04 \x01(\x05R\tunchanged\"#\n" +
 	"\x11RetirePlanRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id*Q\n" +
 	"\bPlanType\x12\x19\n" +

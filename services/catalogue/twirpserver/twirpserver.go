@@ -117,7 +117,10 @@ func (s *Server) UpsertPlans(ctx context.Context, req *cataloguev1.UpsertPlansRe
 		return nil, toTwirp(err)
 	}
 	s.log.InfoContext(ctx, "plans upserted", "created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
-	return &cataloguev1.UpsertPlansResponse{Upserted: int32(res.Total())}, nil
+	return &cataloguev1.UpsertPlansResponse{
+		Upserted: int32(res.Total()),
+		Created:  int32(res.Created), Updated: int32(res.Updated), Unchanged: int32(res.Unchanged),
+	}, nil
 }
 
 // RetirePlan implements cataloguev1.Catalogue.

@@ -264,9 +264,25 @@ func TestUpsertPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Upserted != 1 {
-		t.Fatalf("upserted %d", resp.Upserted)
+	if resp.Upserted != 1 || resp.Created != 1 || resp.Updated != 0 || resp.Unchanged != 0 {
+		t.Fatalf("first upsert answered %v, want one plan created", resp)
 	}
+	// Sent again with a new name, and with one seeded plan as it is
+	// stored: the answer tells the change from the no-op.
+	seeded, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Country: "FR", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := proto.Clone(plan).(*cataloguev1.Plan)
+	renamed.Name = "Japan 50 GB, 30 days (new)"
+	resp, err = f.client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{renamed, seeded.Plans[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Upserted != 2 || resp.Created != 0 || resp.Updated != 1 || resp.Unchanged != 1 {
+		t.Fatalf("second upsert answered %v, want one updated and one unchanged", resp)
+	}
+	plan.Name = renamed.Name
 	got, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: plan.Id})
 	if err != nil {
 		t.Fatal(err)
