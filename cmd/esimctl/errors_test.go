@@ -24,7 +24,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		{[]string{}, "esimctl: missing command: accounts, keys or plans"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, get, list or set-rate-limit"},
 		{[]string{"keys"}, "esimctl: keys: missing subcommand: create, list or revoke"},
-		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, list or retire"},
+		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},
 	} {
 		for _, args := range [][]string{tc.args, append(append([]string{}, tc.args...), "--json"), append([]string{"--json"}, tc.args...)} {
 			r := esimctl(t, nil, args...)

@@ -126,8 +126,8 @@ func pricesText(p *cataloguev1.Plan) string {
 }
 
 func (c *cli) plansCommand() *cobra.Command {
-	return group("plans", "Browse and retire catalogue plans", "catalogue",
-		c.plansListCommand(), c.plansGetCommand(), c.plansRetireCommand())
+	return group("plans", "Browse, import and retire catalogue plans", "catalogue",
+		c.plansListCommand(), c.plansGetCommand(), c.plansImportCommand(), c.plansRetireCommand())
 }
 
 func (c *cli) plansListCommand() *cobra.Command {

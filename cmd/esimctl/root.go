@@ -281,7 +281,7 @@ func unknownOutcome(what string) string {
 		return "; the account may have been created: check `esimctl accounts list` before running it again"
 	case strings.HasPrefix(what, "create key"):
 		return "; a key may have been created: check `esimctl keys list` and revoke one whose secret you did not get"
-	case strings.HasPrefix(what, "revoke "), strings.HasPrefix(what, "retire "), strings.HasPrefix(what, "set "):
+	case strings.HasPrefix(what, "revoke "), strings.HasPrefix(what, "retire "), strings.HasPrefix(what, "set "), strings.HasPrefix(what, "import "):
 		return "; it may have taken effect: running it again is safe"
 	}
 	return ""

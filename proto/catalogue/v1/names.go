@@ -18,8 +18,29 @@ func (s PlanStatus) ShortName() string { return shortName(s.String(), "PLAN_STAT
 // PlanTypeByShortName parses a short name; ok is false for anything else,
 // the zero value's name included.
 func PlanTypeByShortName(name string) (t PlanType, ok bool) {
-	v, ok := PlanType_value["PLAN_TYPE_"+strings.ToUpper(name)]
-	return PlanType(v), ok && v != int32(PlanType_PLAN_TYPE_UNSPECIFIED)
+	v, ok := byShortName(PlanType_value, "PLAN_TYPE_", name)
+	return PlanType(v), ok
+}
+
+// CoverageScopeByShortName parses "country", "region" or "global"; ok is
+// false for anything else.
+func CoverageScopeByShortName(name string) (s CoverageScope, ok bool) {
+	v, ok := byShortName(CoverageScope_value, "COVERAGE_SCOPE_", name)
+	return CoverageScope(v), ok
+}
+
+// PlanStatusByShortName parses "active" or "retired"; ok is false for
+// anything else.
+func PlanStatusByShortName(name string) (s PlanStatus, ok bool) {
+	v, ok := byShortName(PlanStatus_value, "PLAN_STATUS_", name)
+	return PlanStatus(v), ok
+}
+
+// byShortName finds a value by its short name; every enum's zero value is
+// UNSPECIFIED, which no short name parses to.
+func byShortName(values map[string]int32, prefix, name string) (int32, bool) {
+	v, ok := values[prefix+strings.ToUpper(name)]
+	return v, ok && v != 0
 }
 
 func shortName(full, prefix string) string {

@@ -21,5 +21,17 @@ func TestShortNames(t *testing.T) {
 		if _, ok := PlanTypeByShortName(bad); ok {
 			t.Errorf("%q parsed", bad)
 		}
+		if _, ok := CoverageScopeByShortName(bad); ok {
+			t.Errorf("scope %q parsed", bad)
+		}
+		if _, ok := PlanStatusByShortName(bad); ok {
+			t.Errorf("status %q parsed", bad)
+		}
+	}
+	if s, ok := CoverageScopeByShortName("region"); !ok || s != CoverageScope_COVERAGE_SCOPE_REGION {
+		t.Errorf("region -> %v %v", s, ok)
+	}
+	if s, ok := PlanStatusByShortName("retired"); !ok || s != PlanStatus_PLAN_STATUS_RETIRED {
+		t.Errorf("retired -> %v %v", s, ok)
 	}
 }

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/services/catalogue"
+)
+
+// maxImportBytes bounds the file read: the catalogue takes at most
+// catalogue.MaxUpsertBatch plans a call, well under 4 MiB of JSON (about a
+// kilobyte a plan at the widest coverage).
+const maxImportBytes = 8 << 20
+
+// importedPlan is a plan as `plans get --json` and `plans list --json`
+// print it (planView), read back. What the catalogue keeps itself
+// (created_at, updated_at) and a price's "per" are read and ignored, so a
+// printed plan imports as it is; any other field is refused, so that a
+// misspelt one is not silently dropped.
+type importedPlan struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Type         string          `json:"type"`
+	Coverage     coverageView    `json:"coverage"`
+	Data         dataView        `json:"data"`
+	ValidityDays *int32          `json:"validity_days"`
+	Prices       []importedPrice `json:"prices"`
+	Status       string          `json:"status"`
+	CreatedAt    json.RawMessage `json:"created_at"`
+	UpdatedAt    json.RawMessage `json:"updated_at"`
+}
+
+type importedPrice struct {
+	Amount      *json.Number `json:"amount"`
+	AmountMinor *int64       `json:"amount_minor"`
+	Currency    string       `json:"currency"`
+	Per         string       `json:"per"`
+}
+
+// importView is what --json prints after an import.
+type importView struct {
+	Plans     int32 `json:"plans"`
+	Created   int32 `json:"created"`
+	Updated   int32 `json:"updated"`
+	Unchanged int32 `json:"unchanged"`
+}
+
+func (c *cli) plansImportCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Create or update plans from a JSON file, all of them or none",
+		Long: `Create or update the plans in FILE, in one transaction: every plan is
+stored, or none is.
+
+FILE holds plans as "esimctl plans get --json" and "plans list --json" print
+them: their output as it is, or the plans alone in a JSON array. A plan is
+matched by its id. A new id creates a plan; a known one replaces its name,
+data, validity, prices and, for regional and global plans, the countries it
+covers. Its type, its scope and a country plan's country cannot change:
+retire it and import a new id. "status" is "active" or "retired"; left out,
+a new plan is active and a stored one keeps its status. Prices are read from
+amount_minor (cents or pence); an amount beside it must say the same. Every
+plan needs a price in USD, EUR and GBP. At most 1000 plans a file.
+
+Importing the same file again changes nothing.`,
+		Example: "  esimctl plans get <plan id> --json > plan.json   # edit it, then\n  esimctl plans import plan.json",
+		Args:    exactArgs("FILE"),
+	}
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
+		plans, err := readPlans(args[0])
+		if err != nil {
+			return err
+		}
+		resp, err := c.catalogue().UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: plans})
+		if err != nil {
+			return c.callFailed("import plans from "+args[0], "catalogue", err)
+		}
+		if c.json {
+			return c.printJSON(importView{Plans: resp.GetUpserted(), Created: resp.GetCreated(), Updated: resp.GetUpdated(), Unchanged: resp.GetUnchanged()}, nil)
+		}
+		fmt.Fprintf(c.stdout, "imported %d plans from %s: %d created, %d updated, %d unchanged\n",
+			resp.GetUpserted(), args[0], resp.GetCreated(), resp.GetUpdated(), resp.GetUnchanged())
+		return nil
+	})
+	return cmd
+}
+
+// readPlans reads and checks an import file. Whatever is wrong with it is
+// a usage error naming the file and, for a plan, its place in the file as
+// the catalogue names it ("plans[3].prices[0]").
+func readPlans(path string) ([]*cataloguev1.Plan, error) {
+	bad := func(format string, args ...any) error {
+		return usagef("import plans from %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, bad("cannot read it: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+	switch {
+	case err != nil:
+		return nil, bad("cannot read it: %v", err)
+	case len(data) > maxImportBytes:
+		return nil, bad("larger than %d MiB; the catalogue takes at most %d plans a call: split it", maxImportBytes>>20, catalogue.MaxUpsertBatch)
+	}
+	items, err := planItems(data)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	switch {
+	case len(items) == 0:
+		return nil, bad("no plans in it")
+	case len(items) > catalogue.MaxUpsertBatch:
+		return nil, bad("%d plans; the catalogue takes at most %d a call: split it", len(items), catalogue.MaxUpsertBatch)
+	}
+	plans := make([]*cataloguev1.Plan, len(items))
+	for i, raw := range items {
+		var p importedPlan
+		if err := decodeStrict(raw, &p); err != nil {
+			return nil, bad("plans[%d]: %v", i, err)
+		}
+		if plans[i], err = p.proto(); err != nil {
+			return nil, bad("plans[%d].%v", i, err)
+		}
+	}
+	return plans, nil
+}
+
+// planItems finds the plans in a file: the output of `plans list --json`
+// ({"data": [...], "pagination": ...}) or `plans get --json`
+// ({"data": {...}}), an array of plans, or one plan.
+func planItems(data []byte) ([]json.RawMessage, error) {
+	var top json.RawMessage
+	if err := decodeStrict(data, &top); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	top = bytes.TrimSpace(top)
+	if len(top) > 0 && top[0] == '{' {
+		var envelope map[string]json.RawMessage
+		if err := json.Unmarshal(top, &envelope); err != nil {
+			return nil, err
+		}
+		// A plan has a "data" field of its own (its data allowance); an
+		// envelope has no "id".
+		inner, ok := envelope["data"]
+		if _, isPlan := envelope["id"]; isPlan || !ok {
+			return []json.RawMessage{top}, nil
+		}
+		for k := range envelope {
+			if k != "data" && k != "pagination" {
+				return nil, fmt.Errorf("unknown field %q beside \"data\"", k)
+			}
+		}
+		top = bytes.TrimSpace(inner)
+		if len(top) > 0 && top[0] == '{' {
+			return []json.RawMessage{top}, nil
+		}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(top, &items); err != nil {
+		return nil, errors.New("want a plan, an array of plans, or the output of `esimctl plans list --json` or `plans get --json`")
+	}
+	return items, nil
+}
+
+// decodeStrict decodes one JSON value, refusing unknown fields and
+// anything after the value.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+// proto is the plan as the catalogue takes it. Errors start with the field
+// at fault, for readPlans to put after the plan's place.
+func (p importedPlan) proto() (*cataloguev1.Plan, error) {
+	planType, ok := cataloguev1.PlanTypeByShortName(p.Type)
+	if !ok {
+		return nil, fmt.Errorf("type %q: want fixed or per_day", p.Type)
+	}
+	scope, ok := cataloguev1.CoverageScopeByShortName(p.Coverage.Scope)
+	if !ok {
+		return nil, fmt.Errorf("coverage.scope %q: want country, region or global", p.Coverage.Scope)
+	}
+	var status cataloguev1.PlanStatus
+	if p.Status != "" {
+		if status, ok = cataloguev1.PlanStatusByShortName(p.Status); !ok {
+			return nil, fmt.Errorf("status %q: want active or retired, or leave it out", p.Status)
+		}
+	}
+	out := &cataloguev1.Plan{
+		Id: p.ID, Name: p.Name, Type: planType, Scope: scope, Status: status,
+		Countries: p.Coverage.Countries, Unlimited: p.Data.Unlimited,
+	}
+	if p.Coverage.Region != nil {
+		out.Region = *p.Coverage.Region
+	}
+	if p.Data.TotalBytes != nil {
+		out.TotalBytes = *p.Data.TotalBytes
+	}
+	if p.ValidityDays != nil {
+		out.ValidityDays = *p.ValidityDays
+	}
+	for i, price := range p.Prices {
+		if price.AmountMinor == nil {
+			return nil, fmt.Errorf("prices[%d].amount_minor: required, the price in cents or pence", i)
+		}
+		if price.Amount != nil {
+			minor, err := minorUnits(string(*price.Amount))
+			if err != nil {
+				return nil, fmt.Errorf("prices[%d].amount %s: %v", i, *price.Amount, err)
+			}
+			if minor != *price.AmountMinor {
+				return nil, fmt.Errorf("prices[%d].amount %s says %d minor units, amount_minor %d: leave one out or make them agree", i, *price.Amount, minor, *price.AmountMinor)
+			}
+		}
+		out.Prices = append(out.Prices, &cataloguev1.Money{AmountMinor: *price.AmountMinor, Currency: price.Currency})
+	}
+	return out, nil
+}
+
+// minorUnits reads a decimal amount with at most two decimals ("12.5",
+// "12.50", "12") as minor units, from its digits: never through a float.
+func minorUnits(amount string) (int64, error) {
+	whole, frac, _ := strings.Cut(amount, ".")
+	digits := func(s string) bool {
+		for _, r := range s {
+			if r < '0' || r > '9' {
+				return false
+			}
+		}
+		return s != ""
+	}
+	if !digits(whole) || (strings.Contains(amount, ".") && !digits(frac)) || len(frac) > 2 || len(whole) > 15 {
+		return 0, errors.New("not an amount with at most two decimals")
+	}
+	frac += strings.Repeat("0", 2-len(frac))
+	n, err := strconv.ParseInt(whole+frac, 10, 64)
+	if err != nil {
+		return 0, errors.New("not an amount with at most two decimals")
+	}
+	return n, nil
+}
