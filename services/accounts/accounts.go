@@ -137,7 +137,7 @@ func (s Secret) Reveal() string {
 	return *s.value
 }
 
-const redacted = "[REDACTED]"
+const redacted = "[redacted]"
 
 // The methods below implement fmt.Stringer, fmt.Formatter, slog.LogValuer
 // and encoding.TextMarshaler.

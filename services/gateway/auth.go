@@ -89,9 +89,7 @@ func plausibleKey(s string) bool {
 	return true
 }
 
-// MaxStaleness is the longest a revoked key can keep working.
-func (c *CachedAccounts) MaxStaleness() time.Duration { return c.TTL + c.LocalTTL }
-
+// Authenticate implements Accounts.
 func (c *CachedAccounts) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if !plausibleKey(secret) {
 		return Principal{}, ErrUnauthorized

@@ -31,6 +31,8 @@ type FailoverLimiter struct {
 
 func (f *FailoverLimiter) cooldown() time.Duration { return cooldownOr(f.Cooldown) }
 
+// Allow implements RateLimiter: on the shared limiter while it answers,
+// on the local one during a cool-down.
 func (f *FailoverLimiter) Allow(ctx context.Context, key string, perMinute int) (RateDecision, error) {
 	if f.shared.allow(time.Now(), f.cooldown()) {
 		d, err := f.Shared.Allow(ctx, key, perMinute)
@@ -72,6 +74,7 @@ type LocalLimiter struct {
 // about two minutes rather than every key seen since the process started.
 const localSweepEvery = time.Minute
 
+// Allow implements RateLimiter for this process alone.
 func (l *LocalLimiter) Allow(_ context.Context, key string, perMinute int) (RateDecision, error) {
 	perSecond := rate.Limit(float64(perMinute) / 60)
 

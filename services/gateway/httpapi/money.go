@@ -10,6 +10,7 @@ import (
 // two decimals (1250 -> 12.50). It never passes through a float.
 type Amount int64
 
+// MarshalJSON writes the amount as a JSON number with two decimals.
 func (a Amount) MarshalJSON() ([]byte, error) { return []byte(money.Decimal(int64(a))), nil }
 
 // Schema documents Amount as a number, which is what clients receive.

@@ -120,6 +120,7 @@ func NewRateLimiter(client *goredis.Client) *RateLimiter {
 	return l
 }
 
+// Allow implements gateway.RateLimiter.
 func (l *RateLimiter) Allow(ctx context.Context, key string, perMinute int) (gateway.RateDecision, error) {
 	// A queued check waits for the calls ahead of it. Against a hung Redis
 	// each of those takes a read timeout and frees its slot for another
@@ -265,6 +266,7 @@ func (c *AuthCache) mac(slot, deadline, payload string) []byte {
 
 func authSlot(keyHash string) string { return "gw:auth:" + keyHash }
 
+// Get implements gateway.AuthCache.
 func (c *AuthCache) Get(ctx context.Context, keyHash string) (gateway.Principal, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
@@ -301,6 +303,7 @@ func (c *AuthCache) Get(ctx context.Context, keyHash string) (gateway.Principal,
 	return p, true, nil
 }
 
+// Put implements gateway.AuthCache.
 func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principal, until time.Time) error {
 	v := rejected
 	if p != nil {

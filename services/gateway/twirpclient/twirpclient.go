@@ -63,6 +63,7 @@ func NewAccounts(baseURL string, hc *http.Client) *Accounts {
 	return &Accounts{client: accountsv1.NewAccountsProtobufClient(baseURL, hc)}
 }
 
+// Authenticate implements gateway.Accounts.
 func (a *Accounts) Authenticate(ctx context.Context, secret string) (gateway.Principal, error) {
 	res, err := a.client.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: secret})
 	if err != nil {
@@ -164,6 +165,7 @@ func (c *Catalogue) getPlans(ctx context.Context, batch []planLookup) ([]*catalo
 	return out, nil
 }
 
+// ListPlans implements gateway.Catalogue.
 func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gateway.Plan, int, error) {
 	res, err := c.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{
 		Country:  q.Country,
@@ -186,6 +188,7 @@ func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gatew
 	return plans, int(res.GetTotal()), nil
 }
 
+// GetPlan implements gateway.Catalogue, through the coalesced GetPlans.
 func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.Plan, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
