@@ -88,8 +88,12 @@ Importing the same file again changes nothing.`,
 		if c.json {
 			return c.printJSON(importView{Plans: resp.GetUpserted(), Created: resp.GetCreated(), Updated: resp.GetUpdated(), Unchanged: resp.GetUnchanged()}, nil)
 		}
-		fmt.Fprintf(c.stdout, "imported %d plans from %s: %d created, %d updated, %d unchanged\n",
-			resp.GetUpserted(), args[0], resp.GetCreated(), resp.GetUpdated(), resp.GetUnchanged())
+		noun := "plans"
+		if resp.GetUpserted() == 1 {
+			noun = "plan"
+		}
+		fmt.Fprintf(c.stdout, "imported %d %s from %s: %d created, %d updated, %d unchanged\n",
+			resp.GetUpserted(), noun, args[0], resp.GetCreated(), resp.GetUpdated(), resp.GetUnchanged())
 		return nil
 	})
 	return cmd

@@ -59,7 +59,7 @@ func TestPlansImportRoundTrips(t *testing.T) {
 	one := esimctl(t, env, "plans", "get", listed[0].ID, "--json").ok(t).stdout
 	edited := strings.Replace(one, listed[0].Name, "France, renamed", 1)
 	out := esimctl(t, env, "plans", "import", writeFile(t, "plan.json", edited)).ok(t).stdout
-	if !strings.Contains(out, "imported 1 plans from ") || !strings.Contains(out, "0 created, 1 updated, 0 unchanged") {
+	if !strings.Contains(out, "imported 1 plan from ") || !strings.Contains(out, "0 created, 1 updated, 0 unchanged") {
 		t.Errorf("import of an edited plan printed %q", out)
 	}
 	var got plan
