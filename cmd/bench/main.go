@@ -26,6 +26,16 @@ import (
 	"github.com/esimplatform/esim/cmd/internal/platform"
 )
 
+// benchEnv is what the benchmark sets beyond what `make run` does: the
+// rate limit far above anything two cores can produce, so the limiter is
+// exercised but never rejects, and quiet logs, so logging does not
+// dominate. A test parses it as each service does.
+var benchEnv = map[string][]string{
+	platform.Gateway:   {"RATE_LIMIT_PER_MINUTE=1000000000", "LOG_LEVEL=warn"},
+	platform.Accounts:  {"LOG_LEVEL=warn"},
+	platform.Catalogue: {"LOG_LEVEL=warn"},
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
@@ -133,21 +143,13 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		say("wake-up round trip: %s across CPUs, %s on one", us(wake.crossCore), us(wake.sameCore))
 	}
 
-	// 1. The platform as `make run` starts it, with the rate limit far above
-	// anything two cores can produce so the limiter is exercised but never
-	// rejects, and quiet logs so logging does not dominate.
-	const rateLimit = 1_000_000_000
-	quiet := []string{"LOG_LEVEL=warn"}
+	// 1. The platform as `make run` starts it, with benchEnv.
 	p, err := platform.Start(ctx, platform.Options{
 		PGURL:    cfg.pgURL,
 		RedisURL: cfg.redisURL,
 		RunDir:   filepath.Join(".run", "bench"),
 		KeyName:  "bench",
-		Env: map[string][]string{
-			platform.Gateway:   append([]string{"RATE_LIMIT_PER_MINUTE=" + strconv.Itoa(rateLimit)}, quiet...),
-			platform.Accounts:  quiet,
-			platform.Catalogue: quiet,
-		},
+		Env:      benchEnv,
 		Progress: stderr,
 	})
 	if err != nil {
