@@ -208,6 +208,26 @@ func TestRuntimeMemoryLimit(t *testing.T) {
 
 var badVerbs = "%d %x %t %d %w %p %w"
 
+// shownAnyWay is value, and cfg the struct holding it, as a mistake could
+// show them: printed with any verb, wrapped in an error, logged, encoded.
+func shownAnyWay(t *testing.T, value, cfg any) []string {
+	t.Helper()
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "value", value, "cfg", cfg)
+	asJSON, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{
+		fmt.Sprint(value), fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, value, value),
+		// Verbs a string does not take print the value on fmt's bad-verb
+		// path, which skips String (a variable, so vet lets the mistake
+		// be made).
+		fmt.Sprintf(badVerbs, value, value, cfg, cfg, value, value, cfg), fmt.Errorf(badVerbs, value, value, cfg, cfg, value, value, cfg).Error(),
+		fmt.Errorf("bad value %v", value).Error(), logged.String(), string(asJSON),
+	}
+}
+
 // A Secret that reaches a log line, an error or JSON by mistake, alone or
 // inside its config struct, shows as "[redacted]".
 func TestSecretsNeverShow(t *testing.T) {
@@ -222,20 +242,7 @@ func TestSecretsNeverShow(t *testing.T) {
 	if got := string(cfg.Key.Reveal()); got != "hunter2-hunter2" {
 		t.Fatalf("Reveal = %q, want the value parsed", got)
 	}
-	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "key", cfg.Key, "cfg", cfg)
-	asJSON, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, shown := range []string{
-		fmt.Sprint(cfg.Key), fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.Key, cfg.Key),
-		// Verbs a string does not take print the value on fmt's
-		// bad-verb path, which skips String (a variable, so vet lets the
-		// mistake be made).
-		fmt.Sprintf(badVerbs, cfg.Key, cfg.Key, cfg, cfg, cfg.Key, cfg.Key, cfg), fmt.Errorf(badVerbs, cfg.Key, cfg.Key, cfg, cfg, cfg.Key, cfg.Key, cfg).Error(),
-		fmt.Errorf("bad key %v", cfg.Key).Error(), logged.String(), string(asJSON),
-	} {
+	for _, shown := range shownAnyWay(t, cfg.Key, cfg) {
 		if strings.Contains(shown, "hunter2") || !strings.Contains(shown, "[redacted]") {
 			t.Errorf("%s: shows the secret, or not that it is hidden", shown)
 		}
@@ -264,17 +271,7 @@ func TestSecretURLsShowTheServerButNoPassword(t *testing.T) {
 		if got := cfg.URL.Reveal(); got != tc.raw {
 			t.Fatalf("Reveal = %q, want the value parsed", got)
 		}
-		var logged bytes.Buffer
-		slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "url", cfg.URL, "cfg", cfg)
-		asJSON, err := json.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, shown := range []string{
-			fmt.Sprint(cfg.URL), fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.URL, cfg.URL),
-			fmt.Sprintf(badVerbs, cfg.URL, cfg.URL, cfg, cfg, cfg.URL, cfg.URL, cfg), fmt.Errorf(badVerbs, cfg.URL, cfg.URL, cfg, cfg, cfg.URL, cfg.URL, cfg).Error(),
-			logged.String(), string(asJSON),
-		} {
+		for _, shown := range shownAnyWay(t, cfg.URL, cfg) {
 			if strings.Contains(shown, "hunter2") || strings.Contains(shown, "zzter2") || !strings.Contains(shown, tc.shown) {
 				t.Errorf("%s: %s shows a password, or not %s", tc.raw, shown, tc.shown)
 			}
