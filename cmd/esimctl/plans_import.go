@@ -23,21 +23,15 @@ import (
 const maxImportBytes = 8 << 20
 
 // importedPlan is a plan as `plans get --json` and `plans list --json`
-// print it (planView), read back. What the catalogue keeps itself
-// (created_at, updated_at) and a price's "per" are read and ignored, so a
-// printed plan imports as it is; any other field is refused, so that a
-// misspelt one is not silently dropped.
+// print it (planView), read back, with its prices read as importedPrice,
+// which tells a missing amount from a zero one. What the catalogue keeps
+// itself (created_at, updated_at) and a price's "per" are read and
+// ignored, so a printed plan imports as it is; any other field is refused,
+// so that a misspelt one is not silently dropped.
 type importedPlan struct {
-	ID           string          `json:"id"`
-	Name         string          `json:"name"`
-	Type         string          `json:"type"`
-	Coverage     coverageView    `json:"coverage"`
-	Data         dataView        `json:"data"`
-	ValidityDays *int32          `json:"validity_days"`
-	Prices       []importedPrice `json:"prices"`
-	Status       string          `json:"status"`
-	CreatedAt    json.RawMessage `json:"created_at"`
-	UpdatedAt    json.RawMessage `json:"updated_at"`
+	planView
+	// Shadows planView.Prices: encoding/json takes the shallower field.
+	Prices []importedPrice `json:"prices"`
 }
 
 type importedPrice struct {
