@@ -306,3 +306,27 @@ func TestMoneyAndSizes(t *testing.T) {
 		}
 	}
 }
+
+// Every command that calls a service is in a group that names it: a
+// command outside one would fail every run with checkServiceURL's
+// "no service named for its group".
+func TestEveryCommandNamesItsService(t *testing.T) {
+	c := &cli{stdout: io.Discard, stderr: io.Discard, accountsURL: defaultAccountsURL, catalogueURL: defaultCatalogueURL}
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if !cmd.HasSubCommands() && cmd.HasParent() {
+			if err := c.checkServiceURL(cmd); err != nil {
+				t.Errorf("%s: %v", cmd.CommandPath(), err)
+			}
+		}
+		for _, sub := range cmd.Commands() {
+			if sub.Name() != "help" {
+				walk(sub)
+			}
+		}
+	}
+	walk(c.rootCommand(func(string) string { return "" }))
+	if err := c.checkServiceURL(&cobra.Command{Use: "stray"}); err == nil {
+		t.Error("a command in no group passed the check")
+	}
+}

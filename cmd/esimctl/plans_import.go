@@ -18,8 +18,8 @@ import (
 )
 
 // maxImportBytes bounds the file read: the catalogue takes at most
-// catalogue.MaxUpsertBatch plans a call, well under 4 MiB of JSON (about a
-// kilobyte a plan at the widest coverage).
+// catalogue.MaxUpsertBatch plans a call, and a plan printed by `plans get
+// --json` covering every country is about 4.5 KB, so 1,000 of those fit.
 const maxImportBytes = 8 << 20
 
 // importedPlan is a plan as `plans get --json` and `plans list --json`
@@ -50,6 +50,7 @@ type importView struct {
 }
 
 func (c *cli) plansImportCommand() *cobra.Command {
+	var reactivate bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Create or update plans from a JSON file, all of them or none",
@@ -60,18 +61,24 @@ FILE holds plans as "esimctl plans get --json" and "plans list --json" print
 them: their output as it is, or the plans alone in a JSON array. A plan is
 matched by its id. A new id creates a plan; a known one replaces its name,
 data, validity, prices and, for regional and global plans, the countries it
-covers. Its type, its scope and a country plan's country cannot change:
-retire it and import a new id. "status" is "active" or "retired"; left out,
-a new plan is active and a stored one keeps its status. Prices are read from
+covers and a region's name. Its type, its scope and a country plan's country
+cannot change: retire it and import a new id. Prices are read from
 amount_minor (cents or pence); an amount beside it must say the same. Every
-plan needs a price in USD, EUR and GBP. At most 1000 plans a file.
+plan needs a price in USD, EUR and GBP. At most 1000 plans a file. Unknown
+and repeated fields are refused.
+
+"status": "retired" retires a plan. "active", or none, makes a new plan
+active and leaves a stored plan's status as it is: a file exported before a
+plan was retired does not put it back on sale. --reactivate lets "active"
+do that.
 
 Importing the same file again changes nothing.`,
 		Example: "  esimctl plans get <plan id> --json > plan.json   # edit it, then\n  esimctl plans import plan.json",
 		Args:    exactArgs("FILE"),
 	}
+	cmd.Flags().BoolVar(&reactivate, "reactivate", false, `let "status": "active" put a retired plan back on sale`)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		plans, err := readPlans(args[0])
+		plans, err := readPlans(args[0], reactivate)
 		if err != nil {
 			return err
 		}
@@ -96,7 +103,7 @@ Importing the same file again changes nothing.`,
 // readPlans reads and checks an import file. Whatever is wrong with it is
 // a usage error naming the file and, for a plan, its place in the file as
 // the catalogue names it ("plans[3].prices[0]").
-func readPlans(path string) ([]*cataloguev1.Plan, error) {
+func readPlans(path string, reactivate bool) ([]*cataloguev1.Plan, error) {
 	bad := func(format string, args ...any) error {
 		return usagef("import plans from %s: %s", path, fmt.Sprintf(format, args...))
 	}
@@ -135,6 +142,10 @@ func readPlans(path string) ([]*cataloguev1.Plan, error) {
 		if plans[i], err = p.proto(); err != nil {
 			return nil, bad("plans[%d].%v", i, err)
 		}
+		if plans[i].Status == cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE && !reactivate {
+			// Unspecified: new plans are active, stored ones keep theirs.
+			plans[i].Status = cataloguev1.PlanStatus_PLAN_STATUS_UNSPECIFIED
+		}
 	}
 	return plans, nil
 }
@@ -143,6 +154,9 @@ func readPlans(path string) ([]*cataloguev1.Plan, error) {
 // ({"data": [...], "pagination": ...}) or `plans get --json`
 // ({"data": {...}}), an array of plans, or one plan.
 func planItems(data []byte) ([]json.RawMessage, error) {
+	if err := noRepeatedKeys(data); err != nil {
+		return nil, err
+	}
 	var top json.RawMessage
 	if err := decodeStrict(data, &top); err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
@@ -153,10 +167,9 @@ func planItems(data []byte) ([]json.RawMessage, error) {
 		if err := json.Unmarshal(top, &envelope); err != nil {
 			return nil, err
 		}
-		// A plan has a "data" field of its own (its data allowance); an
-		// envelope has no "id".
-		inner, ok := envelope["data"]
-		if _, isPlan := envelope["id"]; isPlan || !ok {
+		// A plan has a "data" field of its own (its data allowance): an
+		// envelope's "data" holds plans, a list or one with an id.
+		if !isEnvelope(envelope) {
 			return []json.RawMessage{top}, nil
 		}
 		for k := range envelope {
@@ -164,7 +177,7 @@ func planItems(data []byte) ([]json.RawMessage, error) {
 				return nil, fmt.Errorf("unknown field %q beside \"data\"", k)
 			}
 		}
-		top = bytes.TrimSpace(inner)
+		top = bytes.TrimSpace(envelope["data"])
 		if len(top) > 0 && top[0] == '{' {
 			return []json.RawMessage{top}, nil
 		}
@@ -176,18 +189,103 @@ func planItems(data []byte) ([]json.RawMessage, error) {
 	return items, nil
 }
 
-// decodeStrict decodes one JSON value, refusing unknown fields and
-// anything after the value.
+// isEnvelope tells `plans list|get --json` output from a plan, whose own
+// "data" is its data allowance.
+func isEnvelope(obj map[string]json.RawMessage) bool {
+	inner, ok := obj["data"]
+	if _, isPlan := obj["id"]; isPlan || !ok {
+		return false
+	}
+	inner = bytes.TrimSpace(inner)
+	if len(inner) > 0 && inner[0] == '[' {
+		return true
+	}
+	var plan map[string]json.RawMessage
+	if json.Unmarshal(inner, &plan) != nil {
+		return false
+	}
+	_, hasID := plan["id"]
+	return hasID
+}
+
+// decodeStrict decodes one JSON value, refusing unknown fields, a field
+// given twice in one object (encoding/json would keep the last without a
+// word) and anything after the value.
 func decodeStrict(data []byte, v any) error {
+	if err := noRepeatedKeys(data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("more than one JSON value")
 	}
 	return nil
+}
+
+// noRepeatedKeys walks data's tokens and refuses an object that names a
+// field twice, saying where in the file ("data[1].validity_days").
+// Malformed JSON is left to the decoder to describe.
+func noRepeatedKeys(data []byte) error {
+	type frame struct {
+		keys      map[string]bool // nil in an array
+		key       string          // the field being read, in an object
+		expectKey bool
+		index     int // the element being read, in an array
+	}
+	var stack []*frame
+	where := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if f.keys != nil {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(f.key)
+			} else {
+				fmt.Fprintf(&b, "[%d]", f.index)
+			}
+		}
+		return b.String()
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if key, ok := tok.(string); ok && len(stack) > 0 && stack[len(stack)-1].expectKey {
+			top := stack[len(stack)-1]
+			top.key, top.expectKey = key, false
+			if top.keys[key] {
+				return fmt.Errorf("%s: given twice", where())
+			}
+			top.keys[key] = true
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, expectKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: an object reads a key next, an array its next
+		// element.
+		if len(stack) > 0 {
+			if top := stack[len(stack)-1]; top.keys != nil {
+				top.expectKey = true
+			} else {
+				top.index++
+			}
+		}
+	}
 }
 
 // proto is the plan as the catalogue takes it. Errors start with the field
@@ -238,6 +336,8 @@ func (p importedPlan) proto() (*cataloguev1.Plan, error) {
 	return out, nil
 }
 
+var errAmount = errors.New("want a plain decimal amount with at most two decimals, such as 12.50")
+
 // minorUnits reads a decimal amount with at most two decimals ("12.5",
 // "12.50", "12") as minor units, from its digits: never through a float.
 func minorUnits(amount string) (int64, error) {
@@ -251,12 +351,12 @@ func minorUnits(amount string) (int64, error) {
 		return s != ""
 	}
 	if !digits(whole) || (strings.Contains(amount, ".") && !digits(frac)) || len(frac) > 2 || len(whole) > 15 {
-		return 0, errors.New("not an amount with at most two decimals")
+		return 0, errAmount
 	}
 	frac += strings.Repeat("0", 2-len(frac))
 	n, err := strconv.ParseInt(whole+frac, 10, 64)
 	if err != nil {
-		return 0, errors.New("not an amount with at most two decimals")
+		return 0, errAmount
 	}
 	return n, nil
 }

@@ -104,7 +104,15 @@ func TestPlansImportRefusesABadFileWhole(t *testing.T) {
 		"bad status":            {strings.Replace(newPlanJSON, `"validity_days": 30,`, `"validity_days": 30, "status": "gone",`, 1), []string{`plans[0].status "gone"`}},
 		"no amount_minor":       {strings.Replace(newPlanJSON, `"amount_minor": 6400, `, ``, 1), []string{"plans[0].prices[1].amount_minor: required"}},
 		"amounts disagree":      {strings.Replace(newPlanJSON, `"amount": 69.00`, `"amount": 69.10`, 1), []string{"plans[0].prices[0].amount 69.10 says 6910 minor units, amount_minor 6900"}},
-		"three decimals":        {strings.Replace(newPlanJSON, `"amount": 69.00`, `"amount": 69.001`, 1), []string{"plans[0].prices[0].amount 69.001: not an amount with at most two decimals"}},
+		"three decimals":        {strings.Replace(newPlanJSON, `"amount": 69.00`, `"amount": 69.001`, 1), []string{"plans[0].prices[0].amount 69.001: want a plain decimal amount with at most two decimals, such as 12.50"}},
+		"an exponent":           {strings.Replace(newPlanJSON, `"amount": 69.00`, `"amount": 6.9e1`, 1), []string{"plans[0].prices[0].amount 6.9e1: want a plain decimal amount"}},
+		"trailing bracket":      {"[" + newPlanJSON + "]]", []string{"not JSON: more than one JSON value"}},
+		"trailing brace":        {newPlanJSON + "}", []string{"not JSON: more than one JSON value"}},
+		"a field given twice":   {"[" + other + "," + strings.Replace(newPlanJSON, `"validity_days": 30,`, `"validity_days": 30, "validity_days": 7,`, 1) + "]", []string{"[1].validity_days: given twice"}},
+		"a price given twice":   {`{"data": [` + strings.Replace(newPlanJSON, `"currency": "EUR"}`, `"currency": "EUR", "currency": "GBP"}`, 1) + `]}`, []string{"data[0].prices[1].currency: given twice"}},
+		"no id":                 {strings.Replace(newPlanJSON, `"id": "0190d3f0-0000-7000-8000-0000000000a1",`, ``, 1), []string{"plans[0].id"}},
+		"too many plans":        {"[" + strings.Repeat(newPlanJSON+",", 1000) + newPlanJSON + "]", []string{"1001 plans; the catalogue takes at most 1000 a call: split it"}},
+		"too large":             {"[" + newPlanJSON + "]" + strings.Repeat(" ", 8<<20), []string{"larger than 8 MiB"}},
 		"refused by catalogue":  {"[" + other + "," + strings.Replace(newPlanJSON, `{"amount": 55, "amount_minor": 5500, "currency": "GBP"}`, `{"amount_minor": 5500, "currency": "XXX"}`, 1) + "]", []string{"import plans from ", "plans[1].prices"}},
 		"a country plan's move": {"[" + other + "," + strings.Replace(newPlanJSON, `"0190d3f0-0000-7000-8000-0000000000a1"`, `"ffd0cbd7-416e-5eff-a994-7e98fd4aa80f"`, 1) + "]", []string{"plans[1]", "new id"}},
 	} {
@@ -121,5 +129,36 @@ func TestPlansImportRefusesABadFileWhole(t *testing.T) {
 	esimctl(t, env, "plans", "get", "ffd0cbd7-416e-5eff-a994-7e98fd4aa80f", "--json").ok(t).data(t, &laos)
 	if laos.Coverage.Countries[0] != "LA" {
 		t.Errorf("a refused import moved the Laos plan: %+v", laos)
+	}
+}
+
+// A file exported while a plan was on sale does not put it back on sale
+// once it is retired: "active" keeps a stored plan's status, unless
+// --reactivate says otherwise. "retired" retires.
+func TestPlansImportDoesNotReactivateUnlessAsked(t *testing.T) {
+	env := map[string]string{"ESIM_CATALOGUE_URL": startCatalogue(t)}
+	const laos = "ffd0cbd7-416e-5eff-a994-7e98fd4aa80f"
+	exported := writeFile(t, "laos.json", esimctl(t, env, "plans", "get", laos, "--json").ok(t).stdout)
+	esimctl(t, env, "plans", "retire", laos).ok(t)
+
+	var res importResult
+	esimctl(t, env, "plans", "import", exported, "--json").ok(t).data(t, &res)
+	var got plan
+	esimctl(t, env, "plans", "get", laos, "--json").ok(t).data(t, &got)
+	if res != (importResult{Plans: 1, Unchanged: 1}) || got.Status != "retired" {
+		t.Fatalf("import of an export made before the plan was retired: %+v, status %q; want it unchanged and retired", res, got.Status)
+	}
+
+	esimctl(t, env, "plans", "import", exported, "--reactivate", "--json").ok(t).data(t, &res)
+	esimctl(t, env, "plans", "get", laos, "--json").ok(t).data(t, &got)
+	if res != (importResult{Plans: 1, Updated: 1}) || got.Status != "active" {
+		t.Fatalf("with --reactivate: %+v, status %q; want it updated and active", res, got.Status)
+	}
+
+	retired := strings.Replace(esimctl(t, env, "plans", "get", laos, "--json").ok(t).stdout, `"status": "active"`, `"status": "retired"`, 1)
+	esimctl(t, env, "plans", "import", writeFile(t, "retire.json", retired)).ok(t)
+	esimctl(t, env, "plans", "get", laos, "--json").ok(t).data(t, &got)
+	if got.Status != "retired" {
+		t.Fatalf(`"status": "retired" left the plan %q`, got.Status)
 	}
 }

@@ -129,7 +129,8 @@ func (c *cli) checkServiceURL(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	return fmt.Errorf("%s: no service named for its group", commandPath(cmd))
+	// A programming error, not the operator's: exit 1.
+	return &failure{msg: commandPath(cmd) + ": no service named for its group"}
 }
 
 // missingSubcommand is what a group (esimctl itself included) does when
