@@ -189,16 +189,25 @@ func shownURL(raw string) string {
 	return strconv.Quote(raw)
 }
 
-// maskURL is raw with its password and query masked, when raw is a URL
-// with a host; ok is false for anything else, which only its owner knows
-// how to read for secrets.
+// maskURL is raw with its password, query and fragment masked, when raw
+// is a URL with a host; ok is false for anything else, which only its
+// owner knows how to read for secrets. An "@" that net/url did not take
+// for the end of the user info means it split the URL elsewhere (a
+// password holding an unencoded "/" or "#" ends the host there), and the
+// password would show in the host, path or fragment.
 func maskURL(raw string) (masked string, ok bool) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		return "", false
 	}
+	if strings.Contains(u.Host+u.Path+u.RawQuery+u.Fragment, "@") {
+		return "", false
+	}
 	if u.RawQuery != "" {
 		u.RawQuery = "xxxxx"
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "xxxxx", ""
 	}
 	return u.Redacted(), true
 }

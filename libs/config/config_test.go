@@ -129,7 +129,7 @@ func TestBaseURL(t *testing.T) {
 		"http://":                         `"http://"`,
 		"http://accounts?token=s3cr3t":    `"http://accounts?xxxxx"`,
 		"http://accounts?":                `"http://accounts?"`,
-		"http://accounts#top":             `"http://accounts#top"`,
+		"http://accounts#top":             `"http://accounts#xxxxx"`,
 		"http:accounts":                   `"http:accounts"`,
 		"http://admin:hunter2@accounts?q": `"http://admin:xxxxx@accounts?xxxxx"`,
 		"http:admin:hunter2@accounts":     "(not shown: it may hold a password)",
@@ -259,6 +259,12 @@ func TestSecretURLsShowTheServerButNoPassword(t *testing.T) {
 		{"host=db user=app password=hunter2", "[redacted]"},
 		{"postgres:///accounts?host=/run/postgresql&password=hunter2", "[redacted]"},
 		{"postgres://app:hun%zzter2@db/accounts", "[redacted]"},
+		// A password with an unencoded "/" or "#" ends net/url's host early:
+		// the rest, password included, would read as path or fragment.
+		{"redis://user:1234#hunter2@cache:6379", "[redacted]"},
+		{"redis://user:1234/hunter2@cache:6379", "[redacted]"},
+		{"redis://:1234/hunter2@cache", "[redacted]"},
+		{"postgres://app:pw@db/accounts#hunter2", "postgres://app:xxxxx@db/accounts#xxxxx"},
 	} {
 		var cfg struct {
 			URL config.SecretURL `env:"DATABASE_URL, required"`
