@@ -36,7 +36,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The version label is the image tag cut to what a label value may be
 (63 characters, a letter or digit at each end); an OCI tag may be up to 128
-and start with "_". The image itself is pinned to the whole tag. */}}
+and start with "_". The image itself is pinned to the whole tag, or to its
+digest when one is given. */}}
 {{- define "library.labels" -}}
 helm.sh/chart: {{ include "library.chart" . }}
 {{ include "library.selectorLabels" . }}

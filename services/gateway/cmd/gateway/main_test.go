@@ -67,6 +67,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"cache ttl too long":                      {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "4s"}, []string{"AUTH_CACHE_TTL 4s"}},
 		"cache ttl past 3s":                       {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_TTL": "3.2s"}, []string{"AUTH_CACHE_TTL 3.2s"}},
 		"zero rate limit":                         {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-1"}, []string{"RATE_LIMIT_PER_MINUTE -1"}},
+		"rate limit one past a billion":           {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "1000000001"}, []string{"RATE_LIMIT_PER_MINUTE 1000000001: must be from 1 to 1000000000"}},
 		"rate limit past a billion":               {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "9223372036854775807"}, []string{"RATE_LIMIT_PER_MINUTE 9223372036854775807: must be from 1 to 1000000000"}},
 		"service timeout past the write deadline": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "SERVICE_TIMEOUT": "30s"}, []string{"SERVICE_TIMEOUT 30s: must be above 0 and at most 25s"}},
 		"bad log level":                           {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "LOG_LEVEL": "loud"}, []string{`LOG_LEVEL "loud"`}},
