@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -194,14 +195,32 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 		ctx = huma.WithValue(ctx, principalKey{}, p)
 	}
 	// A body over the cap is refused on every endpoint (DESIGN section 3),
-	// not only where one is read: a GET's body is never read, so its
-	// announced length is what can be judged. One sent chunked is left
-	// unread and the connection closed after the answer.
-	if r.ContentLength > MaxBodyBytes {
-		a.fail(ctx, gateway.Invalid("body", fmt.Sprintf("%d bytes, over the limit of %d (1 MiB)", r.ContentLength, MaxBodyBytes)))
+	// not only where one is read. An operation that reads its body finds
+	// the cap as it reads; for one that takes none, the announced length
+	// is judged, or, for a body sent chunked, what arrives up to the cap.
+	if reason := overCap(r, op.RequestBody == nil); reason != "" {
+		a.fail(ctx, gateway.Invalid("body", reason))
 		return
 	}
 	next(ctx)
+}
+
+// overCap says why r's body is over MaxBodyBytes, or "" when it is not.
+// drain allows reading a body of unknown length (sent chunked) to find
+// out, for an operation that takes no body.
+func overCap(r *http.Request, drain bool) string {
+	switch {
+	case r.ContentLength > MaxBodyBytes:
+		return fmt.Sprintf("%d bytes, over the limit of %d (1 MiB)", r.ContentLength, MaxBodyBytes)
+	case r.ContentLength >= 0 || !drain:
+		return ""
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(r.Body, MaxBodyBytes+1))
+	var tooLarge *http.MaxBytesError
+	if n > MaxBodyBytes || errors.As(err, &tooLarge) {
+		return fmt.Sprintf("sent chunked, over the limit of %d bytes (1 MiB)", MaxBodyBytes)
+	}
+	return ""
 }
 
 // MaxBodyBytes caps a request body (DESIGN section 3: 1 MiB). It is also

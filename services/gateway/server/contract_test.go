@@ -308,4 +308,22 @@ func TestBodiesOverOneMiBAreInvalid(t *testing.T) {
 		}
 	}
 	p.expectError(withBody("/v1/plans", "", httpapi.MaxBodyBytes+1), http.StatusUnauthorized, "unauthorized")
+
+	// Sent chunked, with no length to judge, a body is read up to the cap.
+	chunked := func(size int) response {
+		req, _ := http.NewRequest(http.MethodGet, p.gateway+"/v1/plans/"+planID, io.MultiReader(bytes.NewReader(make([]byte, size))))
+		req.Header.Set("Authorization", bearer(key))
+		r := p.send(req)
+		if req.ContentLength != 0 || req.TransferEncoding != nil && req.TransferEncoding[0] != "chunked" {
+			t.Fatalf("the request was not sent chunked: length %d, %v", req.ContentLength, req.TransferEncoding)
+		}
+		return r
+	}
+	e := p.expectError(chunked(httpapi.MaxBodyBytes+1), http.StatusBadRequest, "invalid_request")
+	if fields := detailFields(e); !slices.Equal(fields, []string{"body"}) || !strings.Contains(e.Error.Details[0].Reason, "sent chunked") {
+		t.Errorf("a chunked body of 1 MiB + 1 byte: details %+v, want the body named", e.Error.Details)
+	}
+	if r := chunked(httpapi.MaxBodyBytes); r.status != http.StatusOK {
+		t.Errorf("a chunked body of 1 MiB: %d %s, want 200", r.status, r.body)
+	}
 }
