@@ -3,17 +3,57 @@
 package loopbacktest
 
 import (
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
-// FreeAddr returns a loopback address whose port was free a moment ago.
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// chosen below the kernel's ephemeral range. A port the kernel hands out
+// for ":0" was taken, in one CI run, by another test package's server in
+// the moment between this check and the platform's service binding it;
+// that server then answered the service's readiness probe. Ports below the
+// range are never handed out that way, so only another FreeAddr could take
+// one, and each draws at random from thousands.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := ephemeralLow()
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lowestPort+rand.IntN(low-lowestPort)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken: draw again
+		}
+		ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatalf("no free loopback port between %d and %d", lowestPort, low)
+	return ""
+}
+
+// lowestPort keeps clear of the well-known ports and of the usual ones of
+// local servers (Postgres 5432, Redis 6379, make run's 8080 to 8082).
+const lowestPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, where
+// ":0" listeners and outgoing connections get theirs (Linux's default is
+// 32768).
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= lowestPort+1000 {
+		return linuxDefault
+	}
+	return low
 }
