@@ -346,6 +346,10 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 			bad(name, "not a URL-encoded value")
 		case value == "":
 			bad(name, "given without a value")
+		default:
+			if reason := notPlainWhole(queryParam(ctx.Operation(), name), value); reason != "" {
+				bad(name, reason)
+			}
 		}
 		if seen[name] == 2 {
 			bad(name, "given more than once")
@@ -377,12 +381,43 @@ type queryFault struct{ *huma.ErrorDetail }
 func (q queryFault) Unwrap() error { return q.ErrorDetail }
 
 func declaresQuery(op *huma.Operation, name string) bool {
+	return queryParam(op, name) != nil
+}
+
+func queryParam(op *huma.Operation, name string) *huma.Param {
 	for _, p := range op.Parameters {
 		if p.In == "query" && p.Name == name {
-			return true
+			return p
 		}
 	}
-	return false
+	return nil
+}
+
+// notPlainWhole says what is wrong with an integer parameter's value
+// written other than as plain digits ("+2", "0001", "1e3"), which strconv
+// would read leniently or refuse as an "invalid integer", or with more
+// digits than any bound here; "" when it is plain. The range of a plain
+// value is huma's to check.
+func notPlainWhole(p *huma.Param, value string) string {
+	if p == nil || p.Schema == nil || p.Schema.Type != huma.TypeInteger {
+		return ""
+	}
+	want := "want a whole number"
+	if p.Schema.Minimum != nil && p.Schema.Maximum != nil {
+		want = fmt.Sprintf("want a whole number from %v to %v", *p.Schema.Minimum, *p.Schema.Maximum)
+	}
+	for _, c := range value {
+		if c < '0' || c > '9' {
+			return want + ", in digits alone (no sign, point or exponent)"
+		}
+	}
+	switch {
+	case len(value) > 1 && value[0] == '0':
+		return want + ", without leading zeros"
+	case len(value) > 9:
+		return want
+	}
+	return ""
 }
 
 // fail answers a middleware's error, as problem does a handler's.

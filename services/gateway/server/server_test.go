@@ -490,6 +490,21 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 		})
 	}
 
+	// An integer is written in plain digits: strconv would take "+2" and
+	// "0001", and call a number past int64 an "invalid integer".
+	for query, reason := range map[string]string{
+		"limit=%2B2":                 "want a whole number from 1 to 100, in digits alone (no sign, point or exponent)",
+		"page=0001":                  "want a whole number from 1 to 10000, without leading zeros",
+		"limit=1e1":                  "want a whole number from 1 to 100, in digits alone (no sign, point or exponent)",
+		"page=-3":                    "want a whole number from 1 to 10000, in digits alone (no sign, point or exponent)",
+		"limit=99999999999999999999": "want a whole number from 1 to 100",
+	} {
+		e := p.expectError(p.get("/v1/plans?"+query, bearer(key)), http.StatusBadRequest, "invalid_request")
+		if len(e.Error.Details) != 1 || e.Error.Details[0].Reason != reason {
+			t.Errorf("?%s: details %+v, want one saying %q", query, e.Error.Details, reason)
+		}
+	}
+
 	// Parameters without a name are named once, by the first.
 	e := p.expectError(p.get("/v1/plans?=1&=2", bearer(key)), http.StatusBadRequest, "invalid_request")
 	if len(e.Error.Details) != 1 || e.Error.Details[0].Field != "=1" {
