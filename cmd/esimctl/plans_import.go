@@ -154,6 +154,8 @@ func readPlans(path string, reactivate bool) ([]*cataloguev1.Plan, error) {
 // ({"data": [...], "pagination": ...}) or `plans get --json`
 // ({"data": {...}}), an array of plans, or one plan.
 func planItems(data []byte) ([]json.RawMessage, error) {
+	// encoding/json would keep the last of a repeated field without a
+	// word; every plan is part of data, so one walk covers them all.
 	if err := noRepeatedKeys(data); err != nil {
 		return nil, err
 	}
@@ -208,13 +210,10 @@ func isEnvelope(obj map[string]json.RawMessage) bool {
 	return hasID
 }
 
-// decodeStrict decodes one JSON value, refusing unknown fields, a field
-// given twice in one object (encoding/json would keep the last without a
-// word) and anything after the value.
+// decodeStrict decodes one JSON value, refusing unknown fields and
+// anything after the value. Repeated fields are planItems's to refuse,
+// once for the whole file.
 func decodeStrict(data []byte, v any) error {
-	if err := noRepeatedKeys(data); err != nil {
-		return err
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
