@@ -93,7 +93,10 @@ type RateLimiter struct {
 
 // rateChecksInFlight is how many Redis calls for rate limits one gateway
 // keeps outstanding; checks beyond them queue and share the next call.
-const rateChecksInFlight = 4
+// One: at moderate load a call per request costs the machine more than the
+// short wait for the call ahead, since each call wakes Redis and then the
+// gateway (docs/decisions.md, Performance).
+const rateChecksInFlight = 1
 
 // maxRateChecksPerCall bounds one batch, and so one script run, which
 // Redis runs to the end before anything else: 128 is far above the 1.4 to
