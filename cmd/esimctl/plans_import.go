@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/esimplatform/esim/libs/money"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/catalogue"
 )
@@ -322,7 +322,7 @@ func (p importedPlan) proto() (*cataloguev1.Plan, error) {
 			return nil, fmt.Errorf("prices[%d].amount_minor: required, the price in cents or pence", i)
 		}
 		if price.Amount != nil {
-			minor, err := minorUnits(string(*price.Amount))
+			minor, err := money.ParseDecimal(string(*price.Amount))
 			if err != nil {
 				return nil, fmt.Errorf("prices[%d].amount %s: %v", i, *price.Amount, err)
 			}
@@ -333,29 +333,4 @@ func (p importedPlan) proto() (*cataloguev1.Plan, error) {
 		out.Prices = append(out.Prices, &cataloguev1.Money{AmountMinor: *price.AmountMinor, Currency: price.Currency})
 	}
 	return out, nil
-}
-
-var errAmount = errors.New("want a plain decimal amount with at most two decimals, such as 12.50")
-
-// minorUnits reads a decimal amount with at most two decimals ("12.5",
-// "12.50", "12") as minor units, from its digits: never through a float.
-func minorUnits(amount string) (int64, error) {
-	whole, frac, _ := strings.Cut(amount, ".")
-	digits := func(s string) bool {
-		for _, r := range s {
-			if r < '0' || r > '9' {
-				return false
-			}
-		}
-		return s != ""
-	}
-	if !digits(whole) || (strings.Contains(amount, ".") && !digits(frac)) || len(frac) > 2 || len(whole) > 15 {
-		return 0, errAmount
-	}
-	frac += strings.Repeat("0", 2-len(frac))
-	n, err := strconv.ParseInt(whole+frac, 10, 64)
-	if err != nil {
-		return 0, errAmount
-	}
-	return n, nil
 }
