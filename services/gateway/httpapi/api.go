@@ -333,7 +333,8 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 			bad(url.QueryEscape(name), "a parameter name that is not UTF-8 text")
 			continue
 		}
-		if seen[name]++; !declaresQuery(ctx.Operation(), name) {
+		param := queryParam(ctx.Operation(), name)
+		if seen[name]++; param == nil {
 			// Whatever its value, it is wrong once.
 			if seen[name] == 1 {
 				bad(name, "unknown query parameter")
@@ -347,7 +348,7 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 		case value == "":
 			bad(name, "given without a value")
 		default:
-			if reason := notPlainWhole(queryParam(ctx.Operation(), name), value); reason != "" {
+			if reason := notPlainWhole(param, value); reason != "" {
 				bad(name, reason)
 			}
 		}
@@ -380,10 +381,7 @@ type queryFault struct{ *huma.ErrorDetail }
 
 func (q queryFault) Unwrap() error { return q.ErrorDetail }
 
-func declaresQuery(op *huma.Operation, name string) bool {
-	return queryParam(op, name) != nil
-}
-
+// queryParam is the query parameter op declares by that name, or nil.
 func queryParam(op *huma.Operation, name string) *huma.Param {
 	for _, p := range op.Parameters {
 		if p.In == "query" && p.Name == name {
@@ -399,7 +397,7 @@ func queryParam(op *huma.Operation, name string) *huma.Param {
 // digits than any bound here; "" when it is plain. The range of a plain
 // value is huma's to check.
 func notPlainWhole(p *huma.Param, value string) string {
-	if p == nil || p.Schema == nil || p.Schema.Type != huma.TypeInteger {
+	if p.Schema == nil || p.Schema.Type != huma.TypeInteger {
 		return ""
 	}
 	want := "want a whole number"
