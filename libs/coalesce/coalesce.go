@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // Func sends one batch. It answers one output per input, in order; an error
@@ -29,7 +30,18 @@ type Options struct {
 	// MaxInFlight caps the batches outstanding at once (default 4). Calls
 	// beyond it queue, and the queue is what batches.
 	MaxInFlight int
+	// Observe, when set, hears of every batch sent, once its calls are
+	// answered. Batch sizes and send times are what an operator needs to
+	// see of a batcher: how much load is being shared, and which backend
+	// is slow.
+	Observe Observer
 }
+
+// Observer is told of one batch sent: how many calls it carried, how long
+// its Func took and what it returned (a *PanicError when it panicked). It
+// runs on the batch's goroutine before the next queued batch goes out, so
+// it must be quick, as recording a metric is.
+type Observer func(ctx context.Context, size int, took time.Duration, err error)
 
 // Batcher coalesces calls of one kind. Its zero value is not usable; use
 // New.
@@ -37,6 +49,7 @@ type Batcher[In, Out any] struct {
 	send        Func[In, Out]
 	maxBatch    int
 	maxInFlight int
+	observe     Observer
 
 	mu       sync.Mutex
 	inFlight int
@@ -60,7 +73,7 @@ func New[In, Out any](send Func[In, Out], opts Options) *Batcher[In, Out] {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 4
 	}
-	return &Batcher[In, Out]{send: send, maxBatch: opts.MaxBatch, maxInFlight: opts.MaxInFlight}
+	return &Batcher[In, Out]{send: send, maxBatch: opts.MaxBatch, maxInFlight: opts.MaxInFlight, observe: opts.Observe}
 }
 
 // ErrBatchSize reports a Func that answered the wrong number of outputs.
@@ -165,6 +178,7 @@ func (b *Batcher[In, Out]) run(batch []*call[In, Out]) {
 	var outs []Out
 	var err error
 	returned := false
+	start := time.Now()
 	// Answers the calls however send ends: returning, panicking, or calling
 	// runtime.Goexit, which unwinds the goroutine whatever recover does.
 	// Deferred after release, so it runs first: callers are answered before
@@ -189,6 +203,9 @@ func (b *Batcher[In, Out]) run(batch []*call[In, Out]) {
 				c.out = outs[i]
 			}
 			close(c.done)
+		}
+		if b.observe != nil {
+			b.observe(ctx, len(batch), time.Since(start), err)
 		}
 	}()
 	outs, err = b.send(ctx, ins)

@@ -101,6 +101,82 @@ func TestQueuedCallsShareOneBatch(t *testing.T) {
 	}
 }
 
+// TestObserverHearsEveryBatchSent: the observer is told each batch's size,
+// a send time that spans the Func, and the Func's error, a panic's
+// included.
+func TestObserverHearsEveryBatchSent(t *testing.T) {
+	type seen struct {
+		size int
+		took time.Duration
+		err  error
+	}
+	var mu sync.Mutex
+	var observed []seen
+	observe := func(_ context.Context, size int, took time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed = append(observed, seen{size, took, err})
+	}
+	release := make(chan struct{})
+	started := make(chan time.Time, 1)
+	boom := errors.New("backend down")
+	b := coalesce.New(func(ctx context.Context, in []int) ([]int, error) {
+		switch in[0] {
+		case 1: // the first batch, alone: held until the others queue
+			started <- time.Now()
+			<-release
+		case 99:
+			return nil, boom
+		case 98:
+			panic("send blew up")
+		}
+		return in, nil
+	}, coalesce.Options{MaxInFlight: 1, MaxBatch: 10, Observe: observe})
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Do(ctx, 1) })
+	sent := <-started
+	for v := 2; v <= 13; v++ {
+		wg.Go(func() { _, _ = b.Do(ctx, v) })
+	}
+	waitFor(t, func() bool { return coalesce.Queued(b) == 12 })
+	held := time.Since(sent)
+	close(release)
+	wg.Wait()
+	if _, err := b.Do(ctx, 99); !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want %v", err, boom)
+	}
+	if _, err := b.Do(ctx, 98); !errors.Is(err, coalesce.ErrPanicked) {
+		t.Fatalf("err = %v, want ErrPanicked", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var sizes []int
+	for _, o := range observed {
+		sizes = append(sizes, o.size)
+	}
+	if fmt.Sprint(sizes) != "[1 10 2 1 1]" {
+		t.Fatalf("observed batch sizes %v, want [1 10 2 1 1]", sizes)
+	}
+	if observed[0].took < held {
+		t.Errorf("first batch took %v by the observer, but its Func was held for at least %v", observed[0].took, held)
+	}
+	for i, o := range observed[:3] {
+		if o.err != nil {
+			t.Errorf("batch %d observed with error %v", i, o.err)
+		}
+	}
+	if !errors.Is(observed[3].err, boom) {
+		t.Errorf("failed batch observed with %v, want %v", observed[3].err, boom)
+	}
+	var pe *coalesce.PanicError
+	if !errors.As(observed[4].err, &pe) {
+		t.Errorf("panicked batch observed with %v, want a *PanicError", observed[4].err)
+	}
+}
+
 // TestBatchErrorFailsEveryCall and a wrong-sized answer is an error, not a
 // mismatched result.
 func TestBatchErrorFailsEveryCall(t *testing.T) {
