@@ -121,7 +121,7 @@ func slowest(n int, call func(i int)) time.Duration {
 func TestHungRedisFailsEveryRateCheckWithinOneTimeout(t *testing.T) {
 	url, _ := hungRedis(t)
 	client := connect(t, url)
-	l := redis.NewRateLimiter(client)
+	l := redis.NewRateLimiter(client, nil)
 	var failed atomic.Int32
 	worst := slowest(4000, func(int) {
 		if _, err := l.Allow(context.Background(), "k", 5); err != nil {
@@ -159,7 +159,7 @@ func TestHungRedisFailsEveryAuthLookupWithinOneTimeout(t *testing.T) {
 func TestFailoverLimiterOverAHungRedis(t *testing.T) {
 	url, accepted := hungRedis(t)
 	client := connect(t, url)
-	f := &gateway.FailoverLimiter{Shared: redis.NewRateLimiter(client), Local: &gateway.LocalLimiter{}, Log: quiet, Cooldown: time.Hour}
+	f := &gateway.FailoverLimiter{Shared: redis.NewRateLimiter(client, nil), Local: &gateway.LocalLimiter{}, Log: quiet, Cooldown: time.Hour}
 	var allowed atomic.Int32
 	worst := slowest(2000, func(int) {
 		d, err := f.Allow(context.Background(), "k", 1000)

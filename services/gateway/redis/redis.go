@@ -116,10 +116,11 @@ type rateOutcome struct {
 	err      error
 }
 
-// NewRateLimiter returns a limiter on client.
-func NewRateLimiter(client *goredis.Client) *RateLimiter {
+// NewRateLimiter returns a limiter on client. observe, when not nil,
+// hears of every call to Redis the checks share.
+func NewRateLimiter(client *goredis.Client, observe coalesce.Observer) *RateLimiter {
 	l := &RateLimiter{limiter: redis_rate.NewLimiter(client)}
-	l.checks = coalesce.New(l.allowBatch, coalesce.Options{MaxBatch: maxRateChecksPerCall, MaxInFlight: rateChecksInFlight})
+	l.checks = coalesce.New(l.allowBatch, coalesce.Options{MaxBatch: maxRateChecksPerCall, MaxInFlight: rateChecksInFlight, Observe: observe})
 	return l
 }
 

@@ -42,7 +42,7 @@ func uniqueKey() string {
 func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 	client := connect(t, redistest.URL())
 	// Two limiters on one Redis behave like two gateway replicas.
-	a, b := redis.NewRateLimiter(client), redis.NewRateLimiter(client)
+	a, b := redis.NewRateLimiter(client, nil), redis.NewRateLimiter(client, nil)
 	key := uniqueKey()
 	ctx := context.Background()
 	for i, l := range []*redis.RateLimiter{a, b, a} {
@@ -66,7 +66,7 @@ func TestRateLimiterSharesOneAllowancePerKey(t *testing.T) {
 func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
 	client := connect(t, redistest.URL())
 	// Two replicas, each coalescing its own concurrent checks.
-	replicas := []*redis.RateLimiter{redis.NewRateLimiter(client), redis.NewRateLimiter(client)}
+	replicas := []*redis.RateLimiter{redis.NewRateLimiter(client, nil), redis.NewRateLimiter(client, nil)}
 	key := uniqueKey()
 	const limit, requests = 40, 200
 	decisions := make([]gateway.RateDecision, requests)
@@ -111,7 +111,7 @@ func TestRateLimiterAdmitsExactlyTheLimitUnderConcurrentLoad(t *testing.T) {
 
 func TestRateLimiterBatchAnswersEachKeyInArrivalOrder(t *testing.T) {
 	client := connect(t, redistest.URL())
-	l := redis.NewRateLimiter(client)
+	l := redis.NewRateLimiter(client, nil)
 	a, b := uniqueKey(), uniqueKey()
 	// a's limit is 3: its first three checks get it, in order, the fourth
 	// is refused; b's checks draw on b's allowance alone.
@@ -290,7 +290,7 @@ func TestUnreachableRedisIsAnErrorNotAHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if _, err := redis.NewRateLimiter(client).Allow(context.Background(), "k", 5); err == nil {
+	if _, err := redis.NewRateLimiter(client, nil).Allow(context.Background(), "k", 5); err == nil {
 		t.Fatal("want an error from an unreachable redis")
 	}
 	if _, _, err := redis.NewAuthCache(client, cacheSecret, quiet).Get(context.Background(), "k"); err == nil {
@@ -332,7 +332,7 @@ func TestRedisClientLogsAreJSON(t *testing.T) {
 // the whole batch, up to 127 emission intervals late (over 6 s at the
 // default 1,200 a minute).
 func TestRateLimiterBatchReportsEachChecksOwnReset(t *testing.T) {
-	l := redis.NewRateLimiter(connect(t, redistest.URL()))
+	l := redis.NewRateLimiter(connect(t, redistest.URL()), nil)
 	key := uniqueKey()
 	checks := make([]redis.Check, 5)
 	for i := range checks {

@@ -54,7 +54,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Log:      log,
 	}
 	limiter := &gateway.FailoverLimiter{
-		Shared:   redis.NewRateLimiter(rdb),
+		Shared:   redis.NewRateLimiter(rdb, tel.BatchObserver("redis")),
 		Local:    &gateway.LocalLimiter{},
 		Log:      log,
 		Cooldown: redisCooldown,
@@ -63,7 +63,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// 3. The public API.
 	api := httpapi.New(httpapi.Deps{
 		Gate:      gateway.Gate{Accounts: accounts, Limiter: limiter, DefaultRateLimit: cfg.RateLimitPerMinute},
-		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout),
+		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout, tel.BatchObserver("catalogue")),
 		Log:       log,
 	})
 	return &Server{

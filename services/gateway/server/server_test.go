@@ -30,6 +30,7 @@ import (
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
@@ -54,6 +55,8 @@ type platform struct {
 	catalogue cataloguev1.Catalogue
 	router    routers.Router
 	spec      []byte
+	// metrics serves the services' /metrics (one registry for all of them).
+	metrics http.Handler
 	// replica starts another gateway beside the first, sharing its Redis,
 	// accounts and catalogue, and returns its URL.
 	replica func() string
@@ -140,6 +143,7 @@ func start(t testing.TB, opt options) *platform {
 		replica:   startGateway,
 		accounts:  accountsv1.NewAccountsProtobufClient(accSrv.URL, http.DefaultClient),
 		catalogue: cataloguev1.NewCatalogueProtobufClient(catSrv.URL, http.DefaultClient),
+		metrics:   tel.MetricsHandler,
 	}
 	p.loadSpec()
 	return p
@@ -323,6 +327,43 @@ func (p *platform) expectError(r response, status int, code string) errorJSON {
 }
 
 func bearer(secret string) string { return "Bearer " + secret }
+
+// TestBackendCallsAreMeasured: every rate-limit check and every plan
+// lookup rides a call to Redis or the catalogue, and /metrics shows those
+// calls by backend: how many callers each served and how long it took.
+func TestBackendCallsAreMeasured(t *testing.T) {
+	p := start(t, options{})
+	_, _, key := p.account("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX)
+	id := p.firstPlanID(key, "limit=1") // a check, no lookup: lists are not coalesced
+	const found = 5
+	for range found {
+		if r := p.get("/v1/plans/"+id, bearer(key)); r.status != http.StatusOK {
+			t.Fatalf("GET plan: %d %s", r.status, r.body)
+		}
+	}
+	// An unknown plan is still a lookup the catalogue answered.
+	if r := p.get("/v1/plans/"+uuid.NewString(), bearer(key)); r.status != http.StatusNotFound {
+		t.Fatalf("GET unknown plan: %d %s", r.status, r.body)
+	}
+
+	metrics := telemetrytest.Scrape(p.metrics)
+	// One request at a time: every call carried one caller.
+	for _, c := range []struct {
+		series string
+		labels map[string]string
+		want   string
+	}{
+		{"backend_call_batch_size_sum", map[string]string{"backend": "catalogue"}, "6"},
+		{"backend_call_duration_seconds_count", map[string]string{"backend": "catalogue", "outcome": "ok"}, "6"},
+		{"backend_call_batch_size_sum", map[string]string{"backend": "redis"}, "7"},
+		{"backend_call_duration_seconds_count", map[string]string{"backend": "redis", "outcome": "ok"}, "7"},
+		{"backend_call_duration_seconds_count", map[string]string{"backend": "catalogue", "outcome": "error"}, ""},
+	} {
+		if got := telemetrytest.Sample(metrics, c.series, c.labels); got != c.want {
+			t.Errorf("%s%v = %q, want %q", c.series, c.labels, got, c.want)
+		}
+	}
+}
 
 var twoDecimals = regexp.MustCompile(`"amount":\d+\.\d\d[,}]`)
 

@@ -90,7 +90,7 @@ func TestConcurrentPlanLookupsShareCatalogueCalls(t *testing.T) {
 	if _, err := cat.admin.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: retired}); err != nil {
 		t.Fatal(err)
 	}
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second)
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second, nil)
 
 	// Idle: one lookup, one call of its own.
 	jp := catalogue.SeedPlanID("jp-unlimited-day").String()
@@ -169,7 +169,7 @@ func TestCatalogueFailureFailsEveryLookupOfTheCall(t *testing.T) {
 		http.Error(w, "upstream exploded", http.StatusBadGateway)
 	}))
 	defer srv.Close()
-	client := twirpclient.NewCatalogue(srv.URL, srv.Client(), 10*time.Second)
+	client := twirpclient.NewCatalogue(srv.URL, srv.Client(), 10*time.Second, nil)
 	_, err := client.GetPlan(context.Background(), catalogue.SeedPlanID("jp-unlimited-day").String(), "USD")
 	if err == nil || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("err = %v, want an internal error", err)
@@ -186,7 +186,7 @@ func TestLookupsQueuedBehindAHungCatalogueGiveUpOnTheirOwn(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	// Calls have no timeout of their own: only the lookups' ends them.
-	client := twirpclient.NewCatalogue(srv.URL, &http.Client{}, 200*time.Millisecond)
+	client := twirpclient.NewCatalogue(srv.URL, &http.Client{}, 200*time.Millisecond, nil)
 	const lookups = 20
 	errs := make(chan error, lookups)
 	for range lookups {
@@ -214,7 +214,7 @@ func TestSharedCallLinksEveryCallersSpan(t *testing.T) {
 	cat := startCatalogue(t)
 	spans := tracetest.NewInMemoryExporter()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)).Tracer("test")
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second)
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second, nil)
 	id := catalogue.SeedPlanID("jp-unlimited-day").String()
 
 	gate := cat.hold()
@@ -300,7 +300,7 @@ func TestAccountAndCatalogueCurrenciesAreTheSame(t *testing.T) {
 func TestGetPlanPricesInTheAskedCurrency(t *testing.T) {
 	cat := startCatalogue(t)
 	ctx := context.Background()
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second)
+	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second, nil)
 	for _, slug := range []string{"jp-unlimited-day", "jp-1gb-7d", "fr-5gb-30d"} {
 		id := catalogue.SeedPlanID(slug).String()
 		plan, err := cat.admin.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})

@@ -123,9 +123,11 @@ const PlanCallsInFlight = 1
 // call included: hc's timeout bounds each call, but with the catalogue
 // hung a queued lookup would otherwise wait for a call to time out before
 // its own went out, and then for that one too.
-func NewCatalogue(baseURL string, hc *http.Client, timeout time.Duration) *Catalogue {
+//
+// observe, when not nil, hears of every GetPlans call the lookups share.
+func NewCatalogue(baseURL string, hc *http.Client, timeout time.Duration, observe coalesce.Observer) *Catalogue {
 	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc), timeout: timeout}
-	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: maxPlansPerGet, MaxInFlight: PlanCallsInFlight})
+	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: maxPlansPerGet, MaxInFlight: PlanCallsInFlight, Observe: observe})
 	return c
 }
 
