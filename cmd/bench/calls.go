@@ -7,85 +7,104 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	goredis "github.com/redis/go-redis/v9"
+	"time"
 )
 
-// getPlansRoute is the catalogue's Twirp route for plan lookups, as its
-// request metrics name it.
-const getPlansRoute = `http_route="/twirp/esim.catalogue.v1.Catalogue/GetPlans"`
+// backendCalls is what the gateway's /metrics says of its calls to one
+// backend so far (libs/telemetry's BatchObserver): every call, every
+// outcome.
+type backendCalls struct {
+	calls   float64 // calls sent
+	callers float64 // requests those calls served
+	seconds float64 // the calls' summed duration
+}
 
-// countGetPlansCalls reads from the catalogue's /metrics how many GetPlans
-// calls it has served so far, whatever their outcome.
-func countGetPlansCalls(ctx context.Context, catalogueURL string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, catalogueURL+"/metrics", nil)
+// perCall is the mean batch: requests served per call, or 0 with no call.
+func (c backendCalls) perCall() float64 {
+	if c.calls <= 0 {
+		return 0
+	}
+	return c.callers / c.calls
+}
+
+// meanCall is how long a call took on average, or 0 with no call.
+func (c backendCalls) meanCall() time.Duration {
+	if c.calls <= 0 {
+		return 0
+	}
+	return time.Duration(c.seconds / c.calls * float64(time.Second))
+}
+
+func (c backendCalls) minus(before backendCalls) backendCalls {
+	return backendCalls{c.calls - before.calls, c.callers - before.callers, c.seconds - before.seconds}
+}
+
+// callStats are the gateway's calls to each of its backends.
+type callStats struct {
+	catalogue, redis backendCalls
+}
+
+func (c callStats) minus(before callStats) callStats {
+	return callStats{c.catalogue.minus(before.catalogue), c.redis.minus(before.redis)}
+}
+
+// The series BatchObserver writes, as the Prometheus exporter names them.
+const (
+	batchSizeCount  = "backend_call_batch_size_count{"
+	batchSizeSum    = "backend_call_batch_size_sum{"
+	callDurationSum = "backend_call_duration_seconds_sum{"
+)
+
+// readCalls reads the gateway's /metrics at gatewayURL for what its calls
+// to the catalogue and to Redis have carried so far.
+func readCalls(ctx context.Context, gatewayURL string) (callStats, error) {
+	var stats callStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gatewayURL+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return stats, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("read catalogue metrics: %w", err)
+		return stats, fmt.Errorf("read gateway metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("read catalogue metrics: %s", resp.Status)
+		return stats, fmt.Errorf("read gateway metrics: %s", resp.Status)
 	}
-	var total float64
 	lines := bufio.NewScanner(resp.Body)
 	lines.Buffer(make([]byte, 64<<10), 1<<20)
 	for lines.Scan() {
 		line := lines.Text()
-		if !strings.HasPrefix(line, "http_server_request_duration_seconds_count{") || !strings.Contains(line, getPlansRoute) {
+		var field func(*backendCalls) *float64
+		switch {
+		case strings.HasPrefix(line, batchSizeCount):
+			field = func(b *backendCalls) *float64 { return &b.calls }
+		case strings.HasPrefix(line, batchSizeSum):
+			field = func(b *backendCalls) *float64 { return &b.callers }
+		case strings.HasPrefix(line, callDurationSum):
+			field = func(b *backendCalls) *float64 { return &b.seconds }
+		default:
+			continue
+		}
+		var backend *backendCalls
+		switch {
+		case strings.Contains(line, `backend="catalogue"`):
+			backend = &stats.catalogue
+		case strings.Contains(line, `backend="redis"`):
+			backend = &stats.redis
+		default:
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
-			return 0, fmt.Errorf("catalogue metrics: %q: %w", line, err)
+			return stats, fmt.Errorf("gateway metrics: %q: %w", line, err)
 		}
-		total += v
+		// Durations come one series per outcome: a backend's calls are
+		// their sum.
+		*field(backend) += v
 	}
 	if err := lines.Err(); err != nil {
-		return 0, fmt.Errorf("read catalogue metrics: %w", err)
+		return stats, fmt.Errorf("read gateway metrics: %w", err)
 	}
-	return total, nil
-}
-
-// countRedisScriptCalls reads from Redis's command statistics how many
-// scripts it has run so far: the gateway's rate-limit calls, its only
-// scripts (the auth cache is plain GET and SET). The count is the server's,
-// so nothing else may be using Redis while the benchmark runs.
-func countRedisScriptCalls(ctx context.Context, rdb *goredis.Client) (float64, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return 0, fmt.Errorf("read redis command statistics: %w", err)
-	}
-	var total float64
-	for line := range strings.Lines(info) {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-		v, err := strconv.ParseFloat(calls, 64)
-		if err != nil {
-			return 0, fmt.Errorf("redis command statistics: %q: %w", line, err)
-		}
-		total += v
-	}
-	return total, nil
-}
-
-// callCounts are the backend calls served so far.
-type callCounts struct {
-	getPlans, redisScripts float64
-}
-
-func countCalls(ctx context.Context, catalogueURL string, rdb *goredis.Client) (callCounts, error) {
-	var c callCounts
-	var err error
-	if c.getPlans, err = countGetPlansCalls(ctx, catalogueURL); err != nil {
-		return c, err
-	}
-	c.redisScripts, err = countRedisScriptCalls(ctx, rdb)
-	return c, err
+	return stats, nil
 }

@@ -2,70 +2,57 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
+	"github.com/esimplatform/esim/libs/telemetry"
 )
 
-func TestCountGetPlansCallsSumsEveryOutcomeOfTheRoute(t *testing.T) {
-	// The lines as the catalogue's /metrics writes them.
-	const metrics = `# TYPE http_server_request_duration_seconds histogram
-http_server_request_duration_seconds_bucket{http_request_method="POST",http_response_status_code="200",http_route="/twirp/esim.catalogue.v1.Catalogue/GetPlans",otel_scope_name="x",le="0.005"} 40
-http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="200",http_route="/twirp/esim.catalogue.v1.Catalogue/GetPlans",otel_scope_name="x"} 41
-http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="500",http_route="/twirp/esim.catalogue.v1.Catalogue/GetPlans",otel_scope_name="x"} 2
-http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="200",http_route="/twirp/esim.catalogue.v1.Catalogue/GetPlan",otel_scope_name="x"} 1000
-`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write([]byte(metrics))
-	}))
-	defer srv.Close()
-	got, err := countGetPlansCalls(context.Background(), srv.URL)
-	if err != nil || got != 43 {
-		t.Fatalf("countGetPlansCalls = %v, %v; want 43 (41 + 2, GetPlan not counted)", got, err)
-	}
-	if _, err := countGetPlansCalls(context.Background(), srv.URL+"/nowhere"); err == nil {
-		t.Fatal("a 404 from /metrics was read as a count")
-	}
-}
-
-func TestCountRedisScriptCallsCountsEvalAndEvalsha(t *testing.T) {
+// TestReadCallsReadsTheGatewaysBatchMetrics reads what the gateway's
+// BatchObserver writes, through the real Prometheus exposition: calls,
+// the requests they carried and their duration over every outcome, by
+// backend.
+func TestReadCallsReadsTheGatewaysBatchMetrics(t *testing.T) {
 	ctx := context.Background()
-	opts, err := goredis.ParseURL(redistest.URL())
+	tel, err := telemetry.Setup(ctx, "gateway", telemetry.Config{LogLevel: "error"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := goredis.NewClient(opts)
-	defer rdb.Close()
-	before, err := countRedisScriptCalls(ctx, rdb)
-	if err != nil {
-		t.Fatalf("redis at %s: %v", opts.Addr, err)
-	}
-	// Run resolves a script by EVALSHA and falls back to EVAL when Redis
-	// does not know it yet: either way, one run.
-	script := goredis.NewScript("return 1")
-	for range 3 {
-		if err := script.Run(ctx, rdb, nil).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rdb.Get(ctx, "bench-count-test").Err(); err != nil && err != goredis.Nil {
-		t.Fatal(err)
-	}
-	after, err := countRedisScriptCalls(ctx, rdb)
+	defer tel.Shutdown(ctx)
+	catalogue, redis := tel.BatchObserver("catalogue"), tel.BatchObserver("redis")
+	catalogue(ctx, 10, 2*time.Millisecond, nil)
+	catalogue(ctx, 20, 4*time.Millisecond, nil)
+	catalogue(ctx, 6, 6*time.Millisecond, errors.New("catalogue down"))
+	redis(ctx, 3, time.Millisecond, nil)
+	srv := httptest.NewServer(http.StripPrefix("/metrics", tel.MetricsHandler))
+	defer srv.Close()
+
+	got, err := readCalls(ctx, srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Other tests may run scripts on the same server meanwhile: at least
-	// ours are counted, and the GET is not a script.
-	if after-before < 3 {
-		t.Fatalf("script calls rose by %v; want at least 3", after-before)
+	if c := got.catalogue; c.calls != 3 || c.callers != 36 || c.perCall() != 12 || c.meanCall() != 4*time.Millisecond {
+		t.Errorf("catalogue: %+v, %.1f per call, mean %v; want 3 calls, 36 lookups, 12.0 per call, mean 4ms", c, c.perCall(), c.meanCall())
+	}
+	if r := got.redis; r.calls != 1 || r.callers != 3 || r.meanCall() != time.Millisecond {
+		t.Errorf("redis: %+v, mean %v; want 1 call, 3 checks, mean 1ms", r, r.meanCall())
+	}
+
+	// What a phase saw is the difference of two readings.
+	redis(ctx, 5, 3*time.Millisecond, nil)
+	after, err := readCalls(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.minus(got); d.catalogue.calls != 0 || d.redis.calls != 1 || d.redis.callers != 5 || d.redis.meanCall() != 3*time.Millisecond {
+		t.Errorf("difference %+v, want one Redis call of 5 checks taking 3ms and nothing else", d)
+	}
+
+	if _, err := readCalls(ctx, srv.URL+"/nowhere"); err == nil {
+		t.Fatal("a 404 from /metrics was read as a count")
 	}
 }

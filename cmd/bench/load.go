@@ -29,6 +29,9 @@ type result struct {
 	// processes.
 	CPU   []cpuShare
 	Usage usage
+	// Calls are the gateway's calls to its backends during the phase
+	// (gateway only), also filled in by the caller.
+	Calls callStats
 }
 
 func (r result) RPS() float64 {

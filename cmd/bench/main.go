@@ -21,8 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/esimplatform/esim/cmd/internal/platform"
 )
 
@@ -188,14 +186,6 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	}
 	targets := []target{gatewayPlan, barePlan}
 
-	// Redis, to count the rate-limit calls the gateway makes.
-	redisOpts, err := goredis.ParseURL(cfg.redisURL)
-	if err != nil {
-		return fmt.Errorf("-redis-url: %w", err)
-	}
-	rdb := goredis.NewClient(redisOpts)
-	defer rdb.Close()
-
 	// The processes behind each target, for the CPU-per-request table.
 	loadGen := proc{loadGeneratorName, os.Getpid()}
 	gatewayProcs := []proc{loadGen}
@@ -205,6 +195,36 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	procs := map[string][]proc{
 		gatewayTarget: gatewayProcs,
 		bareTarget:    {loadGen, {bareTarget, bare.pid()}},
+	}
+
+	// The gateway's /metrics, before and after each of its phases, tells
+	// how many requests each call to Redis and to the catalogue carried
+	// and how long those calls took.
+	var gatewayURL string
+	for _, svc := range p.Services() {
+		if svc.Name == platform.Gateway {
+			gatewayURL = svc.URL
+		}
+	}
+	measure := func(t target, phase func() result) (result, error) {
+		var before callStats
+		var err error
+		if t.name == gatewayTarget {
+			if before, err = readCalls(ctx, gatewayURL); err != nil {
+				return result{}, err
+			}
+		}
+		meter := startCPUMeter(procs[t.name])
+		res := phase()
+		res.CPU, res.Usage = meter.perRequest(res.Requests)
+		if t.name == gatewayTarget {
+			after, err := readCalls(ctx, gatewayURL)
+			if err != nil {
+				return result{}, err
+			}
+			res.Calls = after.minus(before)
+		}
+		return res, nil
 	}
 
 	// 3. For each target: warm up, find the maximum with closed loops at
@@ -219,27 +239,11 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		m := measurement{name: t.name}
 		for _, workers := range cfg.workers {
 			say("%s: closed loop, %d workers, %s", t.name, workers, cfg.duration)
-			meter := startCPUMeter(procs[t.name])
-			// The catalogue's count of GetPlans calls shows how many plan
-			// lookups each call carried while the gateway was loaded.
-			// So do Redis's script runs for the rate-limit checks.
-			var calls callCounts
-			if t.name == gatewayTarget {
-				if calls, err = countCalls(ctx, p.CatalogueURL, rdb); err != nil {
-					return err
-				}
+			res, err := measure(t, func() result { return closedLoop(ctx, t, workers, cfg.duration) })
+			if err != nil {
+				return err
 			}
-			res := closedLoop(ctx, t, workers, cfg.duration)
-			res.CPU, res.Usage = meter.perRequest(res.Requests)
 			loop := closedRun{workers: workers, result: res}
-			if t.name == gatewayTarget {
-				after, err := countCalls(ctx, p.CatalogueURL, rdb)
-				if err != nil {
-					return err
-				}
-				loop.catalogueCalls = int(after.getPlans - calls.getPlans)
-				loop.redisCalls = int(after.redisScripts - calls.redisScripts)
-			}
 			say("%s: %.0f req/s, p50 %s, p99 %s, %d errors, machine %s busy, %s stolen", t.name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors, percent(res.Usage.busy), percent(res.Usage.steal))
 			m.closedRuns = append(m.closedRuns, loop)
 			if err := ctx.Err(); err != nil {
@@ -259,9 +263,10 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			load := openLoad{fraction: fraction}
 			for i := range cfg.trials {
 				say("%s: open loop at %.0f req/s (%s of max), %s (trial %d of %d)", t.name, rate, percent(fraction), cfg.duration, i+1, cfg.trials)
-				meter := startCPUMeter(procs[t.name])
-				res := openLoop(ctx, t, rate, openLoopConns, cfg.duration)
-				res.CPU, res.Usage = meter.perRequest(res.Requests)
+				res, err := measure(t, func() result { return openLoop(ctx, t, rate, openLoopConns, cfg.duration) })
+				if err != nil {
+					return err
+				}
 				say("%s: p50 %s, p99 %s, %d errors, machine %s busy, %s stolen", t.name, ms(res.P50), ms(res.P99), res.Errors, percent(res.Usage.busy), percent(res.Usage.steal))
 				load.trials = append(load.trials, res)
 			}

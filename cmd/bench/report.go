@@ -77,12 +77,6 @@ func (m measurement) judged() openLoad {
 type closedRun struct {
 	workers int
 	result  result
-	// catalogueCalls is how many GetPlans calls the catalogue served during
-	// the loop (gateway only): requests per call is the mean batch.
-	catalogueCalls int
-	// redisCalls is how many rate-limit calls Redis served during the loop
-	// (gateway only): requests per call is the mean batch of checks.
-	redisCalls int
 }
 
 // best is the closed loop with the highest throughput: the maximum.
@@ -96,24 +90,36 @@ func (m measurement) best() closedRun {
 	return b
 }
 
-// perCall is the mean number of requests one of calls backend calls
-// carried, or 0 when unknown.
-func (c closedRun) perCall(calls int) float64 {
-	if calls <= 0 {
-		return 0
-	}
-	return float64(c.result.Requests) / float64(calls)
+// callRows are the gateway's calls to its backends, one row each wherever
+// a table shows them: how many requests a call carried, and how long it
+// took. A request waits for the call in flight ahead of it, then rides the
+// next, so the mean call is the unit of its wait at each hop.
+var callRows = []struct {
+	label string
+	value func(callStats) string
+}{
+	{"plan lookups per catalogue call", func(c callStats) string { return perCallText(c.catalogue) }},
+	{"mean catalogue call", func(c callStats) string { return meanCallText(c.catalogue) }},
+	{"rate-limit checks per Redis call", func(c callStats) string { return perCallText(c.redis) }},
+	{"mean Redis call", func(c callStats) string { return meanCallText(c.redis) }},
 }
 
-// batchRows are the gateway's backend batches, one row each in the
-// concurrency table.
-var batchRows = []struct {
-	label string
-	calls func(closedRun) int
-}{
-	{"gateway: plan lookups per catalogue call", func(c closedRun) int { return c.catalogueCalls }},
-	{"gateway: rate-limit checks per Redis call", func(c closedRun) int { return c.redisCalls }},
+func perCallText(c backendCalls) string {
+	if c.calls <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", c.perCall())
 }
+
+func meanCallText(c backendCalls) string {
+	if c.calls <= 0 {
+		return "-"
+	}
+	return ms(c.meanCall())
+}
+
+// hasCalls reports whether the gateway's calls were read for r.
+func (r result) hasCalls() bool { return r.Calls.catalogue.calls > 0 || r.Calls.redis.calls > 0 }
 
 type memory struct {
 	name string
@@ -263,17 +269,30 @@ func (r report) markdown() string {
 	p("Rate-limit checks made while earlier ones are in flight likewise share one Redis call, which takes a key's checks from its allowance in one script run. ")
 	p("Batches grow only with load, so a quiet gateway adds no wait. Every request still reaches the catalogue and Postgres, so ")
 	p("a retired plan is not found from the next call on (plans are not cached), and every check still draws on the key's one allowance in Redis, shared by all replicas.")
-	if okGW {
+	p("\n\n")
+	if okGW && gw.best().result.hasCalls() {
+		// The gateway's own account of its calls (backend_call_* on its
+		// /metrics), at the maximum and at each open load's median trial.
 		best := gw.best()
-		if best.catalogueCalls > 0 {
-			p(" During the gateway's best closed loop the catalogue served %d `GetPlans` calls for %d requests: **%.1f lookups per call** on average.",
-				best.catalogueCalls, best.result.Requests, best.perCall(best.catalogueCalls))
+		p("The gateway's calls, from its /metrics (`backend_call_batch_size`, `backend_call_duration_seconds`), at the maximum and at each open load (its trial with the median p99). ")
+		p("A request waits for the call in flight ahead of it, then rides the next one, so the mean call is the unit of its wait at each hop.\n\n")
+		p("| gateway's calls | at max (%d workers) |", best.workers)
+		var opens []result
+		for _, l := range gw.loads {
+			p(" at %s of max |", percent(l.fraction))
+			opens = append(opens, l.median())
 		}
-		if best.redisCalls > 0 {
-			p(" Redis ran %d rate-limit calls: **%.1f checks per call**.", best.redisCalls, best.perCall(best.redisCalls))
+		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(opens)))
+		for _, row := range callRows {
+			p("| %s | %s |", row.label, row.value(best.result.Calls))
+			for _, o := range opens {
+				p(" %s |", row.value(o.Calls))
+			}
+			p("\n")
 		}
+		p("\n")
 	}
-	p("\n\nProfile the gateway's own code with `go test -bench GetPlan -cpuprofile cpu.out ./services/gateway/server/`.\n\n")
+	p("Profile the gateway's own code with `go test -bench GetPlan -cpuprofile cpu.out ./services/gateway/server/`.\n\n")
 
 	p("## Peak memory (VmHWM from /proc/<pid>/status, after the run)\n\n")
 	p("| process | pid | peak RSS |\n|---|---|---|\n")
@@ -342,13 +361,13 @@ func (r report) concurrencyTable() string {
 		if m.name != gatewayTarget {
 			continue
 		}
-		for _, row := range batchRows {
-			if row.calls(m.best()) <= 0 {
-				continue
-			}
-			b.WriteString("| " + row.label + " |")
+		if !m.best().result.hasCalls() {
+			continue
+		}
+		for _, row := range callRows {
+			b.WriteString("| gateway: " + row.label + " |")
 			for _, c := range m.closedRuns {
-				fmt.Fprintf(&b, " %.1f |", c.perCall(row.calls(c)))
+				fmt.Fprintf(&b, " %s |", row.value(c.result.Calls))
 			}
 			b.WriteString("\n")
 		}
