@@ -92,8 +92,8 @@ func (m measurement) best() closedRun {
 
 // callRows are the gateway's calls to its backends, one row each wherever
 // a table shows them: how many requests a call carried, and how long it
-// took. A request waits for the call in flight ahead of it, then rides the
-// next, so the mean call is the unit of its wait at each hop.
+// took. A request that finds a call in flight waits for it, then rides the
+// next, so the mean call measures its wait at each hop.
 var callRows = []struct {
 	label string
 	value func(callStats) string
@@ -275,7 +275,7 @@ func (r report) markdown() string {
 		// /metrics), at the maximum and at each open load's median trial.
 		best := gw.best()
 		p("The gateway's calls, from its /metrics (`backend_call_batch_size`, `backend_call_duration_seconds`), at the maximum and at each open load (its trial with the median p99). ")
-		p("A request waits for the call in flight ahead of it, then rides the next one, so the mean call is the unit of its wait at each hop.\n\n")
+		p("A request that finds a call in flight waits for it to end, then rides the next one: at each hop it waits between one and two mean calls, one when the backend is idle.\n\n")
 		p("| gateway's calls | at max (%d workers) |", best.workers)
 		var opens []result
 		for _, l := range gw.loads {
