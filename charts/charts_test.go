@@ -3,6 +3,7 @@ package charts
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -905,6 +906,13 @@ func checkShutdownBudget(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
 // Helm release and `kubectl describe`. In development the chart brings
 // those Secrets itself, and each value is held to the dependency in k8s/
 // it must reach.
+// secretStandIns stand for the production Secrets of the variables a
+// service checks the form of.
+var secretStandIns = map[string]string{
+	"DATABASE_URL": "postgres://stand-in:stand-in@db.example.com:5432/stand-in",
+	"REDIS_URL":    "redis://:stand-in@redis.example.com:6379/0",
+}
+
 var credentialEnv = map[string]func(t *testing.T, deps []rendered, value string){
 	"DATABASE_URL": checkDevPostgresURL,
 	"REDIS_URL":    checkDevRedisURL,
@@ -971,15 +979,16 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 		t.Error("envFrom hides which variables are set; list them in env")
 	}
 	// Production Secrets live in the cluster's secret manager, out of
-	// reach here: a stand-in as long as the longest minimum a service
-	// sets (AUTH_CACHE_SECRET's 32 bytes) lets the rest of the
+	// reach here: a stand-in of the form the service checks (a URL for
+	// the connection URLs), or as long as the longest minimum a service
+	// sets (AUTH_CACHE_SECRET's 32 bytes), lets the rest of the
 	// configuration be parsed and validated. The dev Secrets are rendered with the chart,
 	// and their values are what the service gets in a kind cluster.
 	values := map[string]string{}
 	for _, e := range c.Env {
 		values[e.Name] = e.Value
 		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
-			values[e.Name] = "stand-in-for-a-value-from-the-secret-manager"
+			values[e.Name] = cmp.Or(secretStandIns[e.Name], "stand-in-for-a-value-from-the-secret-manager")
 			if s, ok := secrets[ref.SecretKeyRef.Name]; dev && ok {
 				values[e.Name] = s.StringData[ref.SecretKeyRef.Key]
 			}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -386,6 +387,14 @@ type Config struct {
 // the moment the service is told to stop.
 func (c Config) Validate() error {
 	var errs []error
+	// Empty is net.Listen's any port; the environment never gives it, as
+	// HTTP_ADDR has a default and an empty METRICS_ADDR means none.
+	if c.Addr != "" {
+		errs = append(errs, checkListenAddr("HTTP_ADDR", c.Addr))
+	}
+	if c.MetricsAddr != "" {
+		errs = append(errs, checkListenAddr("METRICS_ADDR", c.MetricsAddr))
+	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT %s: must be positive: in-flight requests get that long to finish on SIGTERM", c.ShutdownTimeout))
 	}
@@ -395,6 +404,22 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("METRICS_ADDR %q is HTTP_ADDR too: give /metrics a port of its own, or leave METRICS_ADDR empty to serve it on HTTP_ADDR", c.MetricsAddr))
 	}
 	return errors.Join(errs...)
+}
+
+// checkListenAddr refuses an address net.Listen would refuse for its form,
+// so that it is reported with every other bad setting instead of alone,
+// once the service has connected to everything else.
+func checkListenAddr(name, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: want [host]:port, such as :8080 or 127.0.0.1:8080 (%v)", name, addr, err)
+	}
+	return nil
 }
 
 // ListenAndServe listens on cfg.Addr and, when set, cfg.MetricsAddr, so

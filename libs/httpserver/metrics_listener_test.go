@@ -328,3 +328,26 @@ func TestMetricsAddrMustDifferFromAddr(t *testing.T) {
 		}
 	}
 }
+
+// An address net.Listen would refuse for its form is refused with the
+// rest of the configuration, naming the variable, instead of alone once
+// the service has connected to everything else.
+func TestConfigRefusesAddressesListenWouldRefuse(t *testing.T) {
+	for _, tc := range []struct{ addr, metricsAddr, want string }{
+		{"nonsense", "", `HTTP_ADDR "nonsense": want [host]:port`},
+		{"8080", "", `HTTP_ADDR "8080": want [host]:port`},
+		{":80a", "", `port "80a" is not a number from 0 to 65535`},
+		{":8080", ":65536", `METRICS_ADDR ":65536": want [host]:port`},
+		{":8080", "localhost", `METRICS_ADDR "localhost"`},
+	} {
+		err := httpserver.Config{Addr: tc.addr, MetricsAddr: tc.metricsAddr, ShutdownTimeout: time.Second}.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("HTTP_ADDR %q, METRICS_ADDR %q: %v, want an error saying %s", tc.addr, tc.metricsAddr, err, tc.want)
+		}
+	}
+	for _, addr := range []string{":8080", "127.0.0.1:0", "[::1]:8080", "localhost:9090", "0.0.0.0:65535"} {
+		if err := (httpserver.Config{Addr: addr, ShutdownTimeout: time.Second}).Validate(); err != nil {
+			t.Errorf("HTTP_ADDR %q: %v", addr, err)
+		}
+	}
+}

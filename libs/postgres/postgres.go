@@ -179,6 +179,20 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 	return pool, nil
 }
 
+// ValidateURL reports why Open would refuse databaseURL for its form, or
+// nil, so that configuration checks report a bad DATABASE_URL with every
+// other bad setting, before anything starts. pgx's errors show the URL
+// with its password masked.
+func ValidateURL(databaseURL string) error {
+	if err := CheckURL(databaseURL); err != nil {
+		return err
+	}
+	if _, err := pgxpool.ParseConfig(databaseURL); err != nil {
+		return fmt.Errorf("want postgres://user:password@host:5432/database (%w)", err)
+	}
+	return nil
+}
+
 // CheckURL refuses a database URL with an unencoded "@" in its password.
 // pgx, as libpq, ends the user and password at the first "@" and reads the
 // rest as the host (postgres://u:p@ss@db/x: host "ss@db"), which every

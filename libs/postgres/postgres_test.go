@@ -223,6 +223,34 @@ func TestRedactKeepsNoPasswordInAnyForm(t *testing.T) {
 	}
 }
 
+// ValidateURL refuses what Open would refuse for its form, naming what it
+// wants and never showing a password, in any of the forms one can take.
+func TestValidateURLRefusesWhatOpenWouldWithoutThePassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"x":                                               "failed to parse as keyword/value",
+		"postgres://u:s3%cr3t@db/x":                       "invalid percent-encoded token in password",
+		"postgres://u:s3cr3t@db:port/x":                   "invalid port",
+		"password=s3cr3t host=db port=bad":                "invalid port",
+		"host=db password='s3 cr3t' port=x":               "invalid port",
+		"postgres://u@db/x?password=s3cr3t&sslmode=bogus": "sslmode is invalid",
+		"postgres://u:s3c@s3cr3t@db/x":                    "more than one @ before its host",
+	} {
+		err := postgres.ValidateURL(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateURL(%q) = %v, want an error saying %q", in, err, want)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3") {
+			t.Errorf("ValidateURL(%q) = %q shows the password", in, err)
+		}
+	}
+	for _, ok := range []string{"postgres://u:s3cr3t@db:5432/x", "postgresql://u@h1:1,h2:2/x?sslmode=prefer", "host=/tmp user=u dbname=x", "postgres://u:s3c%40r3t@db/x"} {
+		if err := postgres.ValidateURL(ok); err != nil {
+			t.Errorf("ValidateURL(%q) = %v", ok, err)
+		}
+	}
+}
+
 // Queries are traced only when a tracer provider is given; google/uuid
 // values go in and come out as uuids.
 func TestTracingIsOptionalAndUUIDsRoundTrip(t *testing.T) {

@@ -2,9 +2,11 @@ package server
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
 
@@ -25,5 +27,9 @@ type Config struct {
 // Validate checks what the types alone cannot; config.Parse runs it, and
 // the deployment checks run it on what the charts render.
 func (c Config) Validate() error {
-	return errors.Join(c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
+	var database error
+	if err := postgres.ValidateURL(c.DatabaseURL.Reveal()); err != nil {
+		database = fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return errors.Join(database, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
 }

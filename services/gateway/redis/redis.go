@@ -35,13 +35,8 @@ import (
 // microseconds, so the caller falls back straight away.
 func Connect(redisURL string) (*goredis.Client, error) {
 	goredis.SetLogger(slogLogger{})
-	opts, err := goredis.ParseURL(redisURL)
+	opts, err := parseURL(redisURL)
 	if err != nil {
-		// net/url's errors quote the whole URL, password included.
-		var urlErr *url.Error
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err
-		}
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
 	opts.DialTimeout = commandTimeout
@@ -114,6 +109,30 @@ type rateCheck struct {
 type rateOutcome struct {
 	decision gateway.RateDecision
 	err      error
+}
+
+// CheckURL reports why Connect would refuse redisURL, or nil, so that
+// configuration checks report a bad REDIS_URL with every other bad
+// setting, before anything starts.
+func CheckURL(redisURL string) error {
+	if _, err := parseURL(redisURL); err != nil {
+		return fmt.Errorf("want redis://[:password@]host:6379/0, or rediss:// for TLS (%w)", err)
+	}
+	return nil
+}
+
+// parseURL reads a Redis URL as go-redis does, with errors that never quote
+// it: net/url's quote the whole URL, password included.
+func parseURL(redisURL string) (*goredis.Options, error) {
+	opts, err := goredis.ParseURL(redisURL)
+	if err != nil {
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		return nil, err
+	}
+	return opts, nil
 }
 
 // NewRateLimiter returns a limiter on client. observe, when not nil,

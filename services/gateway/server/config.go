@@ -8,6 +8,7 @@ import (
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/gateway/redis"
 )
 
 // Config is everything the gateway reads from its environment.
@@ -80,6 +81,9 @@ func (c Config) Validate() error {
 	}
 	if c.ServiceTimeout <= 0 || c.ServiceTimeout > maxServiceTimeout {
 		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be above 0 and at most %s, so a request's calls to accounts and catalogue end before its answer's write deadline", c.ServiceTimeout, maxServiceTimeout))
+	}
+	if err := redis.CheckURL(c.RedisURL.Reveal()); err != nil {
+		errs = append(errs, fmt.Errorf("REDIS_URL %s: %w", c.RedisURL, err))
 	}
 	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)

@@ -77,7 +77,12 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"no database":   {[]string{"accounts"}, nil, "DATABASE_URL"},
 		"bad log level": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
-		"no grace":      {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "0s"}, "SHUTDOWN_TIMEOUT 0s: must be positive"},
+		// Both at once, the password masked: the database URL used to be
+		// refused alone, once the service was connecting.
+		"bad database url and address": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "HTTP_ADDR": "accounts"},
+			"DATABASE_URL: want postgres://user:password@host:5432/database (cannot parse `postgres://u:xxxxx@h:port/x`: invalid port)\n" +
+				`HTTP_ADDR "accounts": want [host]:port`},
+		"no grace": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "0s"}, "SHUTDOWN_TIMEOUT 0s: must be positive"},
 		"an allowed host with a port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "ALLOWED_HOSTS": "accounts.example.com:8081"},
 			`ALLOWED_HOSTS entry "accounts.example.com:8081": want a whole bare DNS name`},
 		"metrics on the API's port": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "HTTP_ADDR": ":8081", "METRICS_ADDR": ":8081"},

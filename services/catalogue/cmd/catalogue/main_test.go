@@ -60,7 +60,12 @@ func TestRunRejectsBadStarts(t *testing.T) {
 	}{
 		"no database": {[]string{"catalogue"}, nil, "DATABASE_URL"},
 		"arguments":   {[]string{"catalogue", "--seed"}, map[string]string{"DATABASE_URL": "postgres://x/y"}, "--seed"},
-		"no grace":    {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-1s"}, "SHUTDOWN_TIMEOUT -1s: must be positive"},
+		// Both at once, the password masked: the database URL used to be
+		// refused alone, once the service was connecting.
+		"bad database url and address": {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "HTTP_ADDR": ":80a"},
+			"DATABASE_URL: want postgres://user:password@host:5432/database (cannot parse `postgres://u:xxxxx@h:port/x`: invalid port)\n" +
+				`HTTP_ADDR ":80a": want [host]:port`},
+		"no grace": {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-1s"}, "SHUTDOWN_TIMEOUT -1s: must be positive"},
 		"seed flag not a bool": {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SEED_CATALOGUE": "yes-please"},
 			`SEED_CATALOGUE: strconv.ParseBool: parsing "yes-please"`},
 	} {
