@@ -318,3 +318,59 @@ func TestGetPlanPricesInTheAskedCurrency(t *testing.T) {
 		}
 	}
 }
+
+// newerCatalogue answers as a catalogue a version ahead might: its one plan
+// has a type, scope or status this gateway's contract does not name.
+type newerCatalogue struct {
+	cataloguev1.Catalogue // any other method panics: the test calls none
+	plan                  *cataloguev1.Plan
+}
+
+func (n newerCatalogue) GetPlans(context.Context, *cataloguev1.GetPlansRequest) (*cataloguev1.GetPlansResponse, error) {
+	return &cataloguev1.GetPlansResponse{Plans: []*cataloguev1.Plan{n.plan}}, nil
+}
+
+func (n newerCatalogue) ListPlans(context.Context, *cataloguev1.ListPlansRequest) (*cataloguev1.ListPlansResponse, error) {
+	return &cataloguev1.ListPlansResponse{Plans: []*cataloguev1.Plan{n.plan}, Total: 1}, nil
+}
+
+// TestPlanWithAnUnknownEnumIsAnError: a type, scope or status the gateway
+// does not know is an internal error, for a lookup and in a list, never a
+// plan whose "type" partners would read as "7".
+func TestPlanWithAnUnknownEnumIsAnError(t *testing.T) {
+	id := catalogue.SeedPlanID("jp-unlimited-day").String()
+	known := func() *cataloguev1.Plan {
+		return &cataloguev1.Plan{Id: id, Name: "Japan", Type: cataloguev1.PlanType_PLAN_TYPE_FIXED, Scope: cataloguev1.CoverageScope_COVERAGE_SCOPE_COUNTRY,
+			Countries: []string{"JP"}, TotalBytes: 1 << 30, ValidityDays: 7, Status: cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE,
+			Prices: []*cataloguev1.Money{{AmountMinor: 500, Currency: "USD"}}}
+	}
+	serve := func(p *cataloguev1.Plan) *twirpclient.Catalogue {
+		srv := httptest.NewServer(cataloguev1.NewCatalogueServer(newerCatalogue{plan: p}))
+		t.Cleanup(srv.Close)
+		return twirpclient.NewCatalogue(srv.URL, srv.Client(), 10*time.Second, nil)
+	}
+	ctx := context.Background()
+	// The same plan with every value known passes, so what fails below is
+	// the unknown value alone.
+	if got, err := serve(known()).GetPlan(ctx, id, "USD"); err != nil || got.Type != gateway.Fixed || got.Scope != "country" || got.Status != "active" {
+		t.Fatalf("known plan: %+v, %v", got, err)
+	}
+	for name, change := range map[string]func(*cataloguev1.Plan){
+		"type":    func(p *cataloguev1.Plan) { p.Type = 7 },
+		"scope":   func(p *cataloguev1.Plan) { p.Scope = 7 },
+		"status":  func(p *cataloguev1.Plan) { p.Status = 7 },
+		"no type": func(p *cataloguev1.Plan) { p.Type = cataloguev1.PlanType_PLAN_TYPE_UNSPECIFIED },
+	} {
+		p := known()
+		change(p)
+		client := serve(p)
+		got, err := client.GetPlan(ctx, id, "USD")
+		if err == nil || errors.Is(err, gateway.ErrNotFound) || !strings.Contains(err.Error(), "this gateway knows only") {
+			t.Errorf("%s: GetPlan = %+v, %v; want an internal error", name, got, err)
+		}
+		list, _, err := client.ListPlans(ctx, gateway.PlanQuery{Currency: "USD", Page: 1, Limit: 10})
+		if err == nil || !strings.Contains(err.Error(), "this gateway knows only") {
+			t.Errorf("%s: ListPlans = %+v, %v; want an internal error", name, list, err)
+		}
+	}
+}

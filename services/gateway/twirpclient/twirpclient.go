@@ -184,6 +184,9 @@ func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gatew
 	}
 	plans := make([]gateway.Plan, 0, len(res.GetPlans()))
 	for _, p := range res.GetPlans() {
+		if err := knownEnums(p); err != nil {
+			return nil, 0, err
+		}
 		plan, ok := fromProto(p, q.Currency)
 		if !ok {
 			return nil, 0, fmt.Errorf("catalogue: plan %s listed without a %s price", p.GetId(), q.Currency)
@@ -204,12 +207,32 @@ func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.P
 	if p == nil {
 		return gateway.Plan{}, gateway.ErrNotFound
 	}
+	if err := knownEnums(p); err != nil {
+		return gateway.Plan{}, err
+	}
 	plan, ok := fromProto(p, currency)
 	if !ok {
 		// Not sold in the caller's currency: to this caller it does not exist.
 		return gateway.Plan{}, gateway.ErrNotFound
 	}
 	return plan, nil
+}
+
+// knownEnums refuses a plan whose type, scope or status this gateway's
+// contract does not name, as a newer catalogue could send during a rolling
+// upgrade: passed on, it would reach partners as a value the API does not
+// define (protobuf keeps an unknown enum value as its number, "7"). An
+// error, as a plan without the caller's price in a list is: loud in the
+// logs, and no partner decodes what the API never promised.
+func knownEnums(p *cataloguev1.Plan) error {
+	_, typeOK := cataloguev1.PlanTypeByShortName(p.GetType().ShortName())
+	_, scopeOK := cataloguev1.CoverageScopeByShortName(p.GetScope().ShortName())
+	_, statusOK := cataloguev1.PlanStatusByShortName(p.GetStatus().ShortName())
+	if !typeOK || !scopeOK || !statusOK {
+		return fmt.Errorf("catalogue: plan %s has type %s, scope %s and status %s; this gateway knows only fixed or per_day, country, region or global, active or retired",
+			p.GetId(), p.GetType(), p.GetScope(), p.GetStatus())
+	}
+	return nil
 }
 
 // planType is the filter for t; the zero value, no filter, for "".
