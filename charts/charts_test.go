@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	goredis "github.com/redis/go-redis/v9"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -55,6 +54,7 @@ import (
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	accounts "github.com/esimplatform/esim/services/accounts/server"
 	catalogue "github.com/esimplatform/esim/services/catalogue/server"
+	gatewayredis "github.com/esimplatform/esim/services/gateway/redis"
 	gateway "github.com/esimplatform/esim/services/gateway/server"
 )
 
@@ -1263,18 +1263,12 @@ func checkDevPostgresURL(t *testing.T, deps []rendered, databaseURL string) {
 }
 
 // checkDevRedisURL holds a dev REDIS_URL to the Redis of k8s/: parsed as the
-// gateway's redis.Connect parses it (go-redis's ParseURL), its address must
-// be a Service of k8s/ in front of a container.
+// gateway's redis.Connect parses it, its address must be a Service of k8s/
+// in front of a container.
 func checkDevRedisURL(t *testing.T, deps []rendered, redisURL string) {
 	t.Helper()
-	opts, err := goredis.ParseURL(redisURL)
+	opts, err := gatewayredis.ParseURL(redisURL)
 	if err != nil {
-		// As the gateway does: net/url's errors quote the whole URL,
-		// password included.
-		var urlErr *url.Error
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err
-		}
 		t.Errorf("dev REDIS_URL: the gateway would refuse it at start: %v", err)
 		return
 	}

@@ -35,7 +35,7 @@ import (
 // microseconds, so the caller falls back straight away.
 func Connect(redisURL string) (*goredis.Client, error) {
 	goredis.SetLogger(slogLogger{})
-	opts, err := parseURL(redisURL)
+	opts, err := ParseURL(redisURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
@@ -115,15 +115,16 @@ type rateOutcome struct {
 // configuration checks report a bad REDIS_URL with every other bad
 // setting, before anything starts.
 func CheckURL(redisURL string) error {
-	if _, err := parseURL(redisURL); err != nil {
+	if _, err := ParseURL(redisURL); err != nil {
 		return fmt.Errorf("want redis://[:password@]host:6379/0, or rediss:// for TLS (%w)", err)
 	}
 	return nil
 }
 
-// parseURL reads a Redis URL as go-redis does, with errors that never quote
-// it: net/url's quote the whole URL, password included.
-func parseURL(redisURL string) (*goredis.Options, error) {
+// ParseURL reads a Redis URL as Connect does (go-redis's ParseURL), with
+// errors that never quote it: net/url's quote the whole URL, password
+// included.
+func ParseURL(redisURL string) (*goredis.Options, error) {
 	opts, err := goredis.ParseURL(redisURL)
 	if err != nil {
 		var urlErr *url.Error
