@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/netutil"
 
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -381,6 +382,13 @@ type Config struct {
 	// ShutdownTimeout is how long in-flight requests get to finish once the
 	// service is told to stop.
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT, default=20s"`
+	// MaxConnections caps the connections the API port serves at once;
+	// past it, new ones wait in the kernel's accept queue until one
+	// closes. Every open connection holds a goroutine and its buffers, an
+	// idle one for up to IdleTimeout, so without a cap a client opening
+	// connections by the thousand could take a service past its memory
+	// limit. 0 is no cap.
+	MaxConnections int `env:"MAX_CONNECTIONS, default=4096"`
 }
 
 // Validate refuses a grace period that would cut every request in flight
@@ -395,6 +403,9 @@ func (c Config) Validate() error {
 	if c.MetricsAddr != "" {
 		errs = append(errs, checkListenAddr("METRICS_ADDR", c.MetricsAddr))
 	}
+	if c.MaxConnections < 0 || c.MaxConnections > maxConnections {
+		errs = append(errs, fmt.Errorf("MAX_CONNECTIONS %d: must be from 0 (no cap) to %d", c.MaxConnections, maxConnections))
+	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT %s: must be positive: in-flight requests get that long to finish on SIGTERM", c.ShutdownTimeout))
 	}
@@ -405,6 +416,10 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxConnections bounds MAX_CONNECTIONS where a typo (an extra digit or
+// three) would amount to no cap at all.
+const maxConnections = 1_000_000
 
 // checkListenAddr refuses an address net.Listen would refuse for its form,
 // so that it is reported with every other bad setting instead of alone,
@@ -433,6 +448,9 @@ func ListenAndServe(ctx context.Context, log *slog.Logger, cfg Config, h, metric
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if cfg.MaxConnections > 0 {
+		ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	}
 	if metrics == nil {
 		return Serve(ctx, log, ln, h, cfg.ShutdownTimeout)

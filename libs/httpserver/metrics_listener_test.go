@@ -2,6 +2,7 @@ package httpserver_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -348,6 +349,61 @@ func TestConfigRefusesAddressesListenWouldRefuse(t *testing.T) {
 	for _, addr := range []string{":8080", "127.0.0.1:0", "[::1]:8080", "localhost:9090", "0.0.0.0:65535"} {
 		if err := (httpserver.Config{Addr: addr, ShutdownTimeout: time.Second}).Validate(); err != nil {
 			t.Errorf("HTTP_ADDR %q: %v", addr, err)
+		}
+	}
+}
+
+// TestMaxConnectionsHoldsNewConnectionsUntilOneCloses: at MAX_CONNECTIONS
+// open connections, idle keep-alive ones included, a new connection is
+// not served until one of them closes; then it is.
+func TestMaxConnectionsHoldsNewConnectionsUntilOneCloses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	api, _, done := listenAndServe(t, ctx, httpserver.Config{Addr: "127.0.0.1:0", MaxConnections: 2, ShutdownTimeout: 5 * time.Second})
+	url := "http://" + api + "/plans"
+	get := func(c *http.Client) error {
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusTeapot {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	// Two clients, each keeping its connection open after its answer.
+	holders := []*http.Transport{{}, {}}
+	for _, tr := range holders {
+		if err := get(&http.Client{Transport: tr}); err != nil {
+			t.Fatalf("a connection under the cap: %v", err)
+		}
+	}
+	// A third connection waits in the accept queue: no answer while both
+	// are open.
+	if err := get(&http.Client{Transport: &http.Transport{}, Timeout: 300 * time.Millisecond}); err == nil {
+		t.Fatal("a third connection was served with MAX_CONNECTIONS=2 and two open")
+	}
+	holders[0].CloseIdleConnections()
+	if err := get(&http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}); err != nil {
+		t.Fatalf("a new connection once one had closed: %v", err)
+	}
+	holders[1].CloseIdleConnections()
+	cancel()
+	httpservertest.Returned(t, done, 10*time.Second)
+}
+
+func TestMaxConnectionsIsBounded(t *testing.T) {
+	for _, n := range []int{-1, 1_000_001} {
+		err := httpserver.Config{Addr: ":8080", MaxConnections: n, ShutdownTimeout: time.Second}.Validate()
+		if err == nil || !strings.Contains(err.Error(), "MAX_CONNECTIONS") {
+			t.Errorf("MAX_CONNECTIONS %d: %v, want it refused", n, err)
+		}
+	}
+	for _, n := range []int{0, 1, 4096} {
+		if err := (httpserver.Config{Addr: ":8080", MaxConnections: n, ShutdownTimeout: time.Second}).Validate(); err != nil {
+			t.Errorf("MAX_CONNECTIONS %d: %v", n, err)
 		}
 	}
 }
