@@ -36,6 +36,22 @@ func PlanStatusByShortName(name string) (s PlanStatus, ok bool) {
 	return PlanStatus(v), ok
 }
 
+// Known reports whether t is a value this code's contract names: not the
+// zero value, and not a number a newer peer sent that it does not know
+// (protobuf keeps those as they came).
+func (t PlanType) Known() bool { return known(PlanType_name, int32(t)) }
+
+// Known reports whether s is a scope this code's contract names.
+func (s CoverageScope) Known() bool { return known(CoverageScope_name, int32(s)) }
+
+// Known reports whether s is a status this code's contract names.
+func (s PlanStatus) Known() bool { return known(PlanStatus_name, int32(s)) }
+
+func known(names map[int32]string, v int32) bool {
+	_, ok := names[v]
+	return ok && v != 0
+}
+
 // byShortName finds a value by its short name; every enum's zero value is
 // UNSPECIFIED, which no short name parses to.
 func byShortName(values map[string]int32, prefix, name string) (int32, bool) {

@@ -35,3 +35,26 @@ func TestShortNames(t *testing.T) {
 		t.Errorf("retired -> %v %v", s, ok)
 	}
 }
+
+func TestKnownRefusesTheZeroValueAndNumbersNotInTheContract(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		known bool
+	}{
+		{"fixed", PlanType_PLAN_TYPE_FIXED.Known()}, {"per_day", PlanType_PLAN_TYPE_PER_DAY.Known()},
+		{"global", CoverageScope_COVERAGE_SCOPE_GLOBAL.Known()}, {"retired", PlanStatus_PLAN_STATUS_RETIRED.Known()},
+	} {
+		if !c.known {
+			t.Errorf("%s is not Known", c.name)
+		}
+	}
+	for name, known := range map[string]bool{
+		"type 0": PlanType(0).Known(), "type 7": PlanType(7).Known(),
+		"scope 0": CoverageScope(0).Known(), "scope 7": CoverageScope(7).Known(),
+		"status 0": PlanStatus(0).Known(), "status -1": PlanStatus(-1).Known(),
+	} {
+		if known {
+			t.Errorf("%s is Known", name)
+		}
+	}
+}

@@ -225,10 +225,7 @@ func (c *Catalogue) GetPlan(ctx context.Context, id, currency string) (gateway.P
 // error, as a plan without the caller's price in a list is: loud in the
 // logs, and no partner decodes what the API never promised.
 func knownEnums(p *cataloguev1.Plan) error {
-	_, typeOK := cataloguev1.PlanTypeByShortName(p.GetType().ShortName())
-	_, scopeOK := cataloguev1.CoverageScopeByShortName(p.GetScope().ShortName())
-	_, statusOK := cataloguev1.PlanStatusByShortName(p.GetStatus().ShortName())
-	if !typeOK || !scopeOK || !statusOK {
+	if !p.GetType().Known() || !p.GetScope().Known() || !p.GetStatus().Known() {
 		return fmt.Errorf("catalogue: plan %s has type %s, scope %s and status %s; this gateway knows only fixed or per_day, country, region or global, active or retired",
 			p.GetId(), p.GetType(), p.GetScope(), p.GetStatus())
 	}
