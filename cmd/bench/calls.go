@@ -75,17 +75,6 @@ func readCalls(ctx context.Context, gatewayURL string) (callStats, error) {
 	lines.Buffer(make([]byte, 64<<10), 1<<20)
 	for lines.Scan() {
 		line := lines.Text()
-		var field func(*backendCalls) *float64
-		switch {
-		case strings.HasPrefix(line, batchSizeCount):
-			field = func(b *backendCalls) *float64 { return &b.calls }
-		case strings.HasPrefix(line, batchSizeSum):
-			field = func(b *backendCalls) *float64 { return &b.callers }
-		case strings.HasPrefix(line, callDurationSum):
-			field = func(b *backendCalls) *float64 { return &b.seconds }
-		default:
-			continue
-		}
 		var backend *backendCalls
 		switch {
 		case strings.Contains(line, `backend="catalogue"`):
@@ -95,13 +84,24 @@ func readCalls(ctx context.Context, gatewayURL string) (callStats, error) {
 		default:
 			continue
 		}
+		var total *float64
+		switch {
+		case strings.HasPrefix(line, batchSizeCount):
+			total = &backend.calls
+		case strings.HasPrefix(line, batchSizeSum):
+			total = &backend.callers
+		case strings.HasPrefix(line, callDurationSum):
+			total = &backend.seconds
+		default:
+			continue
+		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
 			return stats, fmt.Errorf("gateway metrics: %q: %w", line, err)
 		}
 		// Durations come one series per outcome: a backend's calls are
 		// their sum.
-		*field(backend) += v
+		*total += v
 	}
 	if err := lines.Err(); err != nil {
 		return stats, fmt.Errorf("read gateway metrics: %w", err)
