@@ -415,7 +415,7 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 		Offset:   page.Offset(),
 	}
 	if q.Country != "" && !ValidCountry(q.Country) {
-		return PlanPage{}, invalid("country", "must be an ISO 3166-1 alpha-2 country code")
+		return PlanPage{}, invalid("country", "want an ISO 3166-1 alpha-2 country code, such as JP")
 	}
 	switch q.Type {
 	case "", PlanTypeFixed, PlanTypePerDay:

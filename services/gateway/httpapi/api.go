@@ -313,6 +313,7 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 		errs = append(errs, queryFault{&huma.ErrorDetail{Location: "query." + name, Message: reason}})
 	}
 	seen := map[string]int{}
+	valueFault := map[string]string{} // by declared parameter; "" when its value is fine
 	for pair := range strings.SplitSeq(u.RawQuery, "&") {
 		if pair == "" {
 			continue // a stray "&" says nothing
@@ -341,19 +342,27 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 			}
 			continue
 		}
+		if _, judged := valueFault[name]; judged {
+			continue
+		}
 		value, err := url.QueryUnescape(rawValue)
 		switch {
 		case err != nil || strings.Contains(rawValue, ";"):
-			bad(name, "not a URL-encoded value")
+			valueFault[name] = "not a URL-encoded value"
 		case value == "":
-			bad(name, "given without a value")
+			valueFault[name] = "given without a value"
 		default:
-			if reason := notPlainWhole(param, value); reason != "" {
-				bad(name, reason)
-			}
+			valueFault[name] = notPlainWhole(param, value)
 		}
-		if seen[name] == 2 {
-			bad(name, "given more than once")
+	}
+	// A parameter is named once: given twice, that is its fault, whatever
+	// either value.
+	for name, reason := range valueFault {
+		if seen[name] > 1 {
+			reason = "given more than once"
+		}
+		if reason != "" {
+			bad(name, reason)
 		}
 	}
 	// The answer follows the parameters' names, not the order they came in.
@@ -393,9 +402,10 @@ func queryParam(op *huma.Operation, name string) *huma.Param {
 
 // notPlainWhole says what is wrong with an integer parameter's value
 // written other than as plain digits ("+2", "0001", "1e3"), which strconv
-// would read leniently or refuse as an "invalid integer", or with more
-// digits than any bound here; "" when it is plain. The range of a plain
-// value is huma's to check.
+// would read leniently or refuse as an "invalid integer", or out of its
+// range; "" when it is fine. huma checks the range too, but in words of
+// its own ("expected number <= 100"): said here, every fault of the
+// parameter reads the same, and huma's finding is dropped (newError).
 func notPlainWhole(p *huma.Param, value string) string {
 	if p.Schema == nil || p.Schema.Type != huma.TypeInteger {
 		return ""
@@ -409,10 +419,15 @@ func notPlainWhole(p *huma.Param, value string) string {
 			return want + ", in digits alone (no sign, point or exponent)"
 		}
 	}
-	switch {
-	case len(value) > 1 && value[0] == '0':
+	if len(value) > 1 && value[0] == '0' {
 		return want + ", without leading zeros"
-	case len(value) > 9:
+	}
+	// Nine digits or fewer fit any int; more are past every bound here.
+	if len(value) > 9 {
+		return want
+	}
+	n, _ := strconv.Atoi(value)
+	if (p.Schema.Minimum != nil && float64(n) < *p.Schema.Minimum) || (p.Schema.Maximum != nil && float64(n) > *p.Schema.Maximum) {
 		return want
 	}
 	return ""

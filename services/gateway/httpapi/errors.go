@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/validation"
 
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/gateway"
@@ -82,7 +83,7 @@ type ErrorBody struct {
 // FieldDetail names one offending field.
 type FieldDetail struct {
 	Field  string `json:"field" example:"limit"`
-	Reason string `json:"reason" example:"expected number <= 100"`
+	Reason string `json:"reason" example:"want a whole number from 1 to 100"`
 }
 
 func (e *Error) Error() string  { return e.Body.Code + ": " + e.Body.Message }
@@ -138,10 +139,14 @@ func fieldName(location string) string {
 }
 
 // huma's package-wide settings, made once: every error it raises takes the
-// contract's shape, and its schemas say what the API sends, empty lists as
-// [] and never null.
+// contract's shape, its findings read as the gateway's own ("want ..."),
+// and its schemas say what the API sends, empty lists as [] and never
+// null. The messages are read as schemas are registered, after this.
+// huma's range and pattern findings never reach a partner: StrictQuery and
+// listPlansInput.Resolve word those themselves.
 func init() {
 	huma.DefaultArrayNullable = false
+	validation.MsgExpectedOneOf = "want one of: %s"
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return newError(context.Background(), status, msg, errs...)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -85,6 +86,31 @@ type listPlansInput struct {
 	// catalogue's to say.
 	Country string `query:"country" pattern:"^[A-Za-z]{2}$" doc:"ISO 3166-1 alpha-2 code: only plans that cover this country." example:"JP"`
 	Type    string `query:"type" enum:"fixed,per_day" doc:"Only plans of this type."`
+}
+
+// Resolve adds to StrictQuery's findings, which it would otherwise hide, a
+// malformed country code, worded as the catalogue words one that names no
+// country. huma checks the pattern too, but its finding quotes the
+// regular expression; this one, a queryFault, stands in its place.
+func (in *listPlansInput) Resolve(ctx huma.Context) []error {
+	errs := in.StrictQuery.Resolve(ctx)
+	if in.Country == "" || isTwoLetters(in.Country) || slices.ContainsFunc(errs, isAbout("query.country")) {
+		return errs
+	}
+	return append(errs, queryFault{&huma.ErrorDetail{Location: "query.country", Message: "want an ISO 3166-1 alpha-2 country code, such as JP"}})
+}
+
+// isAbout tells a queryFault about the parameter at location.
+func isAbout(location string) func(error) bool {
+	return func(err error) bool {
+		q, ok := err.(queryFault)
+		return ok && q.Location == location
+	}
+}
+
+func isTwoLetters(s string) bool {
+	isLetter := func(c byte) bool { return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' }
+	return len(s) == 2 && isLetter(s[0]) && isLetter(s[1])
 }
 
 type listPlansOutput struct {

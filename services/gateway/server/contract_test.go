@@ -59,6 +59,8 @@ func TestEveryBadQueryParameterIsNamedAtOnce(t *testing.T) {
 		{"/v1/plans?country=%zz&limit=500&zz=1", []string{"country", "limit", "zz"}},
 		{"/v1/plans?limit=1;page=2&type=bundle", []string{"limit", "type"}},
 		{"/v1/plans?country&limit=500&limit=1&type=%zz", []string{"country", "limit", "type"}},
+		{"/v1/plans?limit=%2B1&limit=2&page=0&page=x", []string{"limit", "page"}},
+		{"/v1/plans?country=ZZZ&country=JP&type=x", []string{"country", "type"}},
 		{plan + "?zz=1&yy=", []string{"yy", "zz"}},
 		{"/v1/openapi.json?a=1&b=", []string{"a", "b"}},
 	} {

@@ -531,14 +531,27 @@ func TestBadQueryParametersNameTheParameter(t *testing.T) {
 		})
 	}
 
-	// An integer is written in plain digits: strconv would take "+2" and
-	// "0001", and call a number past int64 an "invalid integer".
+	// Each reason says what is wanted. An integer is written in plain
+	// digits: strconv would take "+2" and "0001", and call a number past
+	// int64 an "invalid integer".
 	for query, reason := range map[string]string{
 		"limit=%2B2":                 "want a whole number from 1 to 100, in digits alone (no sign, point or exponent)",
 		"page=0001":                  "want a whole number from 1 to 10000, without leading zeros",
 		"limit=1e1":                  "want a whole number from 1 to 100, in digits alone (no sign, point or exponent)",
 		"page=-3":                    "want a whole number from 1 to 10000, in digits alone (no sign, point or exponent)",
 		"limit=99999999999999999999": "want a whole number from 1 to 100",
+		// Every fault reads in one voice, huma's checks included: no
+		// "expected number <= 100", and no regular expression.
+		"limit=101":   "want a whole number from 1 to 100",
+		"limit=0":     "want a whole number from 1 to 100",
+		"page=0":      "want a whole number from 1 to 10000",
+		"page=10001":  "want a whole number from 1 to 10000",
+		"type=bundle": "want one of: fixed, per_day",
+		"country=ZZZ": "want an ISO 3166-1 alpha-2 country code, such as JP",
+		"country=J1":  "want an ISO 3166-1 alpha-2 country code, such as JP",
+		// Well formed but assigned to no country: the catalogue's finding,
+		// in the same words.
+		"country=ZZ": "want an ISO 3166-1 alpha-2 country code, such as JP",
 	} {
 		e := p.expectError(p.get("/v1/plans?"+query, bearer(key)), http.StatusBadRequest, "invalid_request")
 		if len(e.Error.Details) != 1 || e.Error.Details[0].Reason != reason {
