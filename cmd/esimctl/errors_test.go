@@ -422,7 +422,7 @@ func TestRefusedArgumentIsUsageError(t *testing.T) {
 	}{
 		{[]string{"accounts", "create", "--name", strings.Repeat("a", 300)}, []string{"esimctl: create account: ", "120"}},
 		{[]string{"accounts", "create", "--name", "Evil\nName"}, []string{"esimctl: create account: "}},
-		{[]string{"plans", "list", "--country", "ZZ"}, []string{"esimctl: list plans: ", "country"}},
+		{[]string{"plans", "list", "--country", "ZZ"}, []string{"esimctl: list plans: country: want an ISO 3166-1 alpha-2 country code, such as JP"}},
 	} {
 		r := esimctl(t, env, tc.args...)
 		r.wantError(t, 2, tc.want...)

@@ -46,7 +46,9 @@ func Sentinel(err error, code twirp.ErrorCode) Rule {
 // argument: fieldReason reads the rejected field and the reason from it.
 // The field goes in the "argument" meta (Twirp's convention) and the
 // reason on its own in "reason" as well, so callers show it next to the
-// field without parsing the message.
+// field without parsing the message. The message is "field: reason":
+// twirp.InvalidArgumentError's "field reason" reads only for a reason
+// that starts with a verb ("is required"), not "want one of: ...".
 func Validation[V error](fieldReason func(V) (field, reason string)) Rule {
 	return func(err error) (twirp.Error, bool) {
 		v, ok := errors.AsType[V](err)
@@ -54,7 +56,7 @@ func Validation[V error](fieldReason func(V) (field, reason string)) Rule {
 			return nil, false
 		}
 		field, reason := fieldReason(v)
-		return twirp.InvalidArgumentError(field, reason).WithMeta("reason", reason), true
+		return twirp.NewError(twirp.InvalidArgument, field+": "+reason).WithMeta("argument", field).WithMeta("reason", reason), true
 	}
 }
 

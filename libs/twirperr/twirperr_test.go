@@ -77,7 +77,7 @@ func TestConvert(t *testing.T) {
 	both := fmt.Errorf("%w: %w", errNotFound, context.Canceled)
 	wantTwirp(t, codes.Convert(both), twirp.NotFound, both.Error())
 	first := fmt.Errorf("%w: %w", &validationError{"limit", "must be small"}, errConflict)
-	wantTwirp(t, codes.Convert(first), twirp.InvalidArgument, "limit must be small")
+	wantTwirp(t, codes.Convert(first), twirp.InvalidArgument, "limit: must be small")
 	// Without a table, a sentinel is internal.
 	wantTwirp(t, twirperr.Codes(nil).Convert(errNotFound), twirp.Internal, "internal error")
 }
@@ -85,9 +85,9 @@ func TestConvert(t *testing.T) {
 // A validation error, wrapped or not, names the field in the "argument"
 // meta and carries the reason alone in "reason".
 func TestValidation(t *testing.T) {
-	err := fmt.Errorf("list things: %w", &validationError{"limit", "must be between 1 and 100"})
-	twerr := wantTwirp(t, codes.Convert(err), twirp.InvalidArgument, "limit must be between 1 and 100")
-	if twerr.Meta("argument") != "limit" || twerr.Meta("reason") != "must be between 1 and 100" {
+	err := fmt.Errorf("list things: %w", &validationError{"limit", "want a whole number from 1 to 100"})
+	twerr := wantTwirp(t, codes.Convert(err), twirp.InvalidArgument, "limit: want a whole number from 1 to 100")
+	if twerr.Meta("argument") != "limit" || twerr.Meta("reason") != "want a whole number from 1 to 100" {
 		t.Errorf("meta %v, want the field as argument and the reason alone", twerr.MetaMap())
 	}
 }
