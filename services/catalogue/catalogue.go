@@ -415,6 +415,8 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 		Offset:   page.Offset(),
 	}
 	if q.Country != "" && !ValidCountry(q.Country) {
+		// A partner reads this reason as the gateway's own, so it is
+		// worded as the gateway words a malformed code.
 		return PlanPage{}, invalid("country", "want an ISO 3166-1 alpha-2 country code, such as JP")
 	}
 	switch q.Type {
