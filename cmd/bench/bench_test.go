@@ -281,6 +281,18 @@ func TestReportMarksTargets(t *testing.T) {
 	if strings.Contains(md, "lookups per catalogue call") {
 		t.Errorf("lookups per call reported without a count of calls:\n%s", md)
 	}
+	const cannotJudge = "on this machine the gateway's latency target cannot be judged"
+	if strings.Contains(md, cannotJudge) {
+		t.Errorf("the control met its bound, yet the report says the machine cannot judge:\n%s", md)
+	}
+	// The control missing its bound is said in words.
+	r.rows[1] = row("bare net/http", []int{1000, 900}, trials(500, 9*time.Millisecond, 13*time.Millisecond, 12*time.Millisecond))
+	md = r.markdown()
+	for _, want := range []string{"| 12.00 ms | not met (not a target) |", "missed the latency bound at half of its own maximum (12.00 ms): " + cannotJudge} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
 
 	// An error in any trial fails the latency target, however fast.
 	r.rows[0] = row("gateway", []int{300, 300}, trials(150, time.Millisecond, time.Millisecond, time.Millisecond))

@@ -200,6 +200,11 @@ func (r report) markdown() string {
 		if openErrs > 0 {
 			p("\nThe gateway's open loop had %d errors (e.g. %s), so its latency target is not met.\n", openErrs, firstErr)
 		}
+		if bareP99 >= targetP99 {
+			// Said in words, not left to the reader of the table: a miss
+			// here is the machine's before it is the code's.
+			p("\nThe bare handler, which does nothing, missed the latency bound at half of its own maximum (%s): on this machine the gateway's latency target cannot be judged. See the wake-up cost under Machine and the stolen time of each open loop.\n", ms(bareP99))
+		}
 		p("\n")
 	}
 
