@@ -352,7 +352,7 @@ func (StrictQuery) Resolve(ctx huma.Context) []error {
 		case value == "":
 			valueFault[name] = "given without a value"
 		default:
-			valueFault[name] = notPlainWhole(param, value)
+			valueFault[name] = wholeNumberFault(param, value)
 		}
 	}
 	// A parameter is named once: given twice, that is its fault, whatever
@@ -400,13 +400,13 @@ func queryParam(op *huma.Operation, name string) *huma.Param {
 	return nil
 }
 
-// notPlainWhole says what is wrong with an integer parameter's value
+// wholeNumberFault says what is wrong with an integer parameter's value
 // written other than as plain digits ("+2", "0001", "1e3"), which strconv
 // would read leniently or refuse as an "invalid integer", or out of its
-// range; "" when it is fine. huma checks the range too, but in words of
+// range; "" when it is fine, or when p is not an integer. huma checks the range too, but in words of
 // its own ("expected number <= 100"): said here, every fault of the
 // parameter reads the same, and huma's finding is dropped (newError).
-func notPlainWhole(p *huma.Param, value string) string {
+func wholeNumberFault(p *huma.Param, value string) string {
 	if p.Schema == nil || p.Schema.Type != huma.TypeInteger {
 		return ""
 	}
