@@ -55,12 +55,10 @@ const loadGeneratorName = "load generator (bench)"
 
 // openLoopConns is how many keep-alive connections carry an open loop: a
 // partner's client pool, not a connection per request. 128 hold every
-// request in flight at half of either target's maximum here (rate x
-// latency is under 30); when a target is slower, requests wait for a
+// request in flight at half of either target's maximum (rate x mean
+// latency stays below 128); when a target is slower, requests wait for a
 // connection and that wait counts against the target. Far more connections
-// measured worse for both targets (p99 of a bare handler: 6 ms with 128,
-// 22 to 86 ms with 1024), from the cost of so many sockets, not of the
-// code under test.
+// would measure the cost of so many sockets, not the code under test.
 const openLoopConns = 128
 
 // openLoadFractions are the open-loop loads, as fractions of a target's

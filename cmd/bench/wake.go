@@ -13,9 +13,9 @@ import (
 
 // wakeCost is what this machine charges for waking a thread that is
 // blocked waiting for another. Every hop between two of the platform's
-// processes pays it when the other end is idle, and the same code has
-// measured p99 at half of the maximum from 9 to 45 ms on hosts of the same
-// size (docs/decisions.md): the figure says how much of that is the host.
+// processes pays it when the other end is idle, so the same code's latency
+// differs widely between hosts of the same size: the figure says how much
+// of a latency figure is the host.
 type wakeCost struct {
 	// crossCore is a round trip between threads pinned to two different
 	// cores: each read sleeps, and each write wakes the other core. Zero

@@ -290,18 +290,15 @@ func (u SecretURL) MarshalText() ([]byte, error) { return []byte(u.String()), ni
 type Runtime struct {
 	// GCPercent is how far the heap may grow past what the last collection
 	// kept before the next one starts. A service keeps a few megabytes live
-	// and allocates per request, so at Go's default of 100 the gateway
-	// collected every 35 ms at 11,000 requests a second, each collection
-	// taking a share of the two cores from requests for 2 to 4 ms; at 400
-	// it collects a quarter as often, for about 20 MB more peak memory, and
-	// the benchmark's maximum rose by about a tenth (docs/decisions.md).
+	// and allocates per request, so at 400 it collects a quarter as often as
+	// at Go's 100, leaving more CPU to requests for about 20 MB more peak
+	// memory.
 	GCPercent GCPercent `env:"GOGC, default=400"`
 	// MemoryLimit is a soft cap on the runtime's memory (GOMEMLIMIT): near
 	// it the collector runs as often as it must, whatever GOGC says. The
-	// charts set it under the container's limit. GOGC=400 alone sizes the
-	// heap by what is live: an auditor holding 2,500 slow connections took
-	// a process to 370 MiB (156 MiB at GOGC=100), past the charts' 256 MiB
-	// limit, where the kernel kills the pod instead. Unset or off: no cap.
+	// charts set it under the container's limit: GOGC=400 alone sizes the
+	// heap by what is live, and many slow connections could take a process
+	// past that limit, where the kernel kills the pod. Unset or off: no cap.
 	MemoryLimit MemoryLimit `env:"GOMEMLIMIT"`
 }
 

@@ -287,9 +287,9 @@ const CloseBudget = time.Second
 
 // Close closes pool once the service has stopped serving, waiting at most
 // CloseBudget. pgx waits for every connection to be released and gives
-// each up to 15 s to close; with the database hung that overran the pod's
-// grace period, and the kubelet's SIGKILL then lost the final flush of
-// telemetry. The process is exiting: whatever is still open, the kernel
+// each up to 15 s to close; with the database hung that would overrun the
+// pod's grace period, and the kubelet's SIGKILL would lose the final flush
+// of telemetry. The process is exiting: whatever is still open, the kernel
 // closes.
 func Close(pool *pgxpool.Pool) error {
 	closed := make(chan struct{})

@@ -74,17 +74,15 @@ const (
 	MaxPageLimit     = 100
 	// DefaultKeyPageLimit is ListKeys' page size when the caller names
 	// none: the largest page, so that an account's keys, revoked ones of
-	// past rotations included, come back in one answer as they did before
-	// ListKeys was paginated.
+	// past rotations included, come back in one answer.
 	DefaultKeyPageLimit = MaxPageLimit
 	// MaxPage bounds paging, as in the catalogue: Postgres reads and
 	// discards every row before an OFFSET, so an unbounded page (up to
 	// MaxInt32 on the wire) is a costly request for an empty answer.
 	MaxPage = 10000
 	// MaxRateLimitPerMinute bounds an account's rate limit: a million
-	// requests a minute per key is about 16,700 a second, more than a whole
-	// gateway deployment serves today (its measured maximum is some 15,000
-	// to 18,000 a second). Anything larger is a typo or an attempt at
+	// requests a minute per key is about 16,700 a second, beyond what a
+	// gateway replica serves. Anything larger is a typo or an attempt at
 	// "unlimited", which the platform does not offer, and an allowance
 	// near MaxInt32 would make the gateway's GCRA interval (60 s / limit)
 	// a few nanoseconds.

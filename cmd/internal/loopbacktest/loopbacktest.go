@@ -12,12 +12,12 @@ import (
 )
 
 // FreeAddr returns a loopback address whose port was free a moment ago,
-// chosen below the kernel's ephemeral range. A port the kernel hands out
-// for ":0" was taken, in one CI run, by another test package's server in
-// the moment between this check and the platform's service binding it;
-// that server then answered the service's readiness probe. Ports below the
-// range are never handed out that way, so only another FreeAddr could take
-// one, and each draws at random from thousands.
+// chosen below the kernel's ephemeral range: a port the kernel hands out
+// for ":0" can be taken by another test package's server between this
+// check and the service binding it, and that server would then answer the
+// service's readiness probe. Ports below the range are never handed out
+// that way, so only another FreeAddr could take one, drawn at random from
+// thousands.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	low := ephemeralLow()

@@ -313,7 +313,7 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 
 	// Revoked after the new key exists, so a failure here still leaves a
 	// working key.
-	// Every page: a start that died before this step left its key active,
+	// Every page: a start that dies before this step leaves its key active,
 	// and a hundred starts later it is no longer on the first.
 	var stale []string
 	for page, seen := int32(1), 0; ; page++ {

@@ -27,12 +27,11 @@ import (
 
 // Connect opens a client with short timeouts: Redis sits on the request
 // path, and a slow or dead Redis must degrade the gateway, not stall it.
-// go-redis's defaults would make every command against a dead Redis wait
-// about half a second (five dial attempts 100 ms apart, then a retry after
-// a 10 to 20 ms backoff), and the requests behind it with it. Here a
-// command dials once and retries once at once: enough to replace a pooled
-// connection that Redis closed, and a refused connection fails in
-// microseconds, so the caller falls back straight away.
+// go-redis's defaults (five dial attempts 100 ms apart, then a retry after
+// a backoff) would make every command against a dead Redis, and the
+// requests behind it, wait. Here a command dials once and retries once at
+// once: enough to replace a pooled connection that Redis closed, while a
+// refused connection fails at once and the caller falls back.
 func Connect(redisURL string) (*goredis.Client, error) {
 	goredis.SetLogger(slogLogger{})
 	opts, err := ParseURL(redisURL)
@@ -42,15 +41,12 @@ func Connect(redisURL string) (*goredis.Client, error) {
 	opts.DialTimeout = commandTimeout
 	opts.ReadTimeout = commandTimeout
 	opts.WriteTimeout = commandTimeout
-	// A hung Redis (one that accepts connections and never answers) holds
-	// every pooled connection for a read timeout; callers queued for one
-	// would otherwise wait go-redis's default of a read timeout plus a
-	// second for their turn, and lookups of distinct keys behind a pool of
-	// 20 waited 2.5 s.
+	// A hung Redis holds every pooled connection for a read timeout; a
+	// caller waits for a free one no longer than for any other step.
 	opts.PoolTimeout = commandTimeout
 	// Callers bound a whole call with one deadline (see RateLimiter.Allow
-	// and AuthCache); without this go-redis keeps a read going for its own
-	// timeout past it, so a call that got a connection late took two.
+	// and AuthCache); with this go-redis stops a read at that deadline
+	// rather than run its own timeout past it.
 	opts.ContextTimeoutEnabled = true
 	opts.DialerRetries = 1
 	opts.MaxRetries = 1
@@ -88,15 +84,13 @@ type RateLimiter struct {
 
 // rateChecksInFlight is how many Redis calls for rate limits one gateway
 // keeps outstanding; checks beyond them queue and share the next call.
-// One: at moderate load a call per request costs the machine more than the
-// short wait for the call ahead, since each call wakes Redis and then the
-// gateway (docs/decisions.md, Performance).
+// One: each call wakes Redis and then the gateway, which at moderate load
+// costs more than the short wait for the call ahead.
 const rateChecksInFlight = 1
 
 // maxRateChecksPerCall bounds one batch, and so one script run, which
-// Redis runs to the end before anything else: 128 is far above the 2 to 9
-// checks a call carried on average in `make bench` (one call in flight),
-// and keeps a burst from making one call of thousands.
+// Redis runs to the end before anything else: 128 leaves ordinary batches
+// whole and keeps a burst from making one call of thousands.
 const maxRateChecksPerCall = 128
 
 type rateCheck struct {
@@ -146,12 +140,10 @@ func NewRateLimiter(client *goredis.Client, observe coalesce.Observer) *RateLimi
 
 // Allow implements gateway.RateLimiter.
 func (l *RateLimiter) Allow(ctx context.Context, key string, perMinute int) (gateway.RateDecision, error) {
-	// A queued check waits for the calls ahead of it. Against a hung Redis
-	// each of those takes a read timeout and frees its slot for another
-	// batch that hangs in turn, so without a bound of its own a check
-	// queued behind a few thousand others waited seconds. Bounded, it
-	// fails in one timeout and the caller limits locally; a batch it
-	// queued in is not sent for it once it has given up.
+	// A queued check waits for the calls ahead of it, each of which can
+	// take a read timeout against a hung Redis; bounded from when it is
+	// made, it fails within one timeout and the caller limits locally. A
+	// batch it queued in is not sent for it once it has given up.
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	out, err := l.checks.Do(ctx, rateCheck{key: key, perMinute: perMinute})
@@ -355,10 +347,10 @@ func (c *AuthCache) Put(ctx context.Context, keyHash string, p *gateway.Principa
 
 // putUntil sets KEYS[1] to ARGV[1] for at most ARGV[2] ms from when Redis
 // runs it and never past the Unix time ARGV[3] (ms). A SET with a TTL alone
-// starts the TTL when Redis applies it: a write sent while Redis was
-// stalled (a pause, a long fork) is applied when it recovers, seconds
-// after the client gave up on it, and kept a key's answer, perhaps
-// revoked since, for a whole TTL more. A write whose deadline has passed
+// starts the TTL when Redis applies it: a write sent while Redis is
+// stalled (a pause, a long fork) is applied when it recovers, after the
+// client gave up on it, and would keep a key's answer, perhaps revoked
+// since, for a whole TTL more. A write whose deadline has passed
 // is dropped.
 var putUntil = goredis.NewScript(`
 local t = redis.call("TIME")

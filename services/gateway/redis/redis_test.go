@@ -328,9 +328,7 @@ func TestRedisClientLogsAreJSON(t *testing.T) {
 
 // Each allowed check of a batch reports when the allowance is back in full
 // after its own request, as separate calls would: with 60 a minute, one
-// second per request taken. Every check used to report the reset after
-// the whole batch, up to 127 emission intervals late (over 6 s at the
-// default 1,200 a minute).
+// second per request taken, not the reset after the whole batch.
 func TestRateLimiterBatchReportsEachChecksOwnReset(t *testing.T) {
 	l := redis.NewRateLimiter(connect(t, redistest.URL()), nil)
 	key := uniqueKey()

@@ -53,8 +53,8 @@ const maxServiceTimeout = (httpserver.WriteTimeout - 10*time.Second) / 2
 // maxRateLimitPerMinute bounds the default limit's arithmetic, not the
 // traffic: a billion a minute is beyond any deployment (make bench sets it
 // to stay out of the way), and keeps the GCRA's interval (60 s / limit) and
-// the RateLimit-* headers far inside their ranges; near MaxInt64 the
-// RateLimit-Remaining header went negative.
+// the RateLimit-* headers far inside their ranges, so RateLimit-Remaining
+// cannot overflow negative.
 const maxRateLimitPerMinute = 1_000_000_000
 
 // maxAuthCacheTTL keeps a revocation, which lands within 1.5 x the TTL,

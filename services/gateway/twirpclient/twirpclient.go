@@ -105,10 +105,9 @@ const maxPlansPerGet = 100
 
 // PlanCallsInFlight is how many GetPlans calls one gateway keeps
 // outstanding. Lookups beyond them queue and go out together in the next
-// call; fewer slots make bigger batches, more make shorter waits. One
-// measured best at half of the gateway's maximum, where every call saved
-// is a wake-up of the catalogue and of Postgres saved (docs/decisions.md,
-// Performance).
+// call; fewer slots make bigger batches, more make shorter waits. One,
+// since every call saved is a wake-up of the catalogue and of Postgres
+// saved, which at moderate load costs more than the wait.
 const PlanCallsInFlight = 1
 
 // NewCatalogue returns a client of the catalogue service at baseURL.

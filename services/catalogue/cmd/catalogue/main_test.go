@@ -60,8 +60,7 @@ func TestRunRejectsBadStarts(t *testing.T) {
 	}{
 		"no database": {[]string{"catalogue"}, nil, "DATABASE_URL"},
 		"arguments":   {[]string{"catalogue", "--seed"}, map[string]string{"DATABASE_URL": "postgres://x/y"}, "--seed"},
-		// Both at once, the password masked: the database URL used to be
-		// refused alone, once the service was connecting.
+		// Both at once, before connecting, the password masked.
 		"bad database url and address": {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "HTTP_ADDR": ":80a"},
 			"DATABASE_URL: want postgres://user:password@host:5432/database (cannot parse `postgres://u:xxxxx@h:port/x`: invalid port)\n" +
 				`HTTP_ADDR ":80a": want [host]:port`},

@@ -80,9 +80,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		// The message counts the bytes and never shows them.
 		"short auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": "hunter2hunter2"},
 			[]string{"AUTH_CACHE_SECRET: 14 bytes; want at least 32"}},
-		// Every bad setting at once, REDIS_URL's password masked: each used
-		// to be found alone, REDIS_URL's and HTTP_ADDR's only once the
-		// gateway was starting.
+		// Every bad setting at once, before anything starts, REDIS_URL's
+		// password masked.
 		"everything bad at once": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "RATE_LIMIT_PER_MINUTE": "-4",
 			"REDIS_URL": "x://u:hunter2@h", "HTTP_ADDR": "nonsense", "METRICS_ADDR": ":99999"},
 			[]string{"RATE_LIMIT_PER_MINUTE -4", "REDIS_URL x://u:xxxxx@h: want redis://", "redis: invalid URL scheme: x",
