@@ -11,7 +11,13 @@ PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 main_dirs = $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard $(1)/main.go)))))
 SERVICES := $(call main_dirs,services/*/cmd/*)
 COMMANDS := $(call main_dirs,cmd/*)
-TOOLS_BIN := $(CURDIR)/.bin
+# Pinned tools are built once per machine, into a cache outside the clone
+# keyed by what pins them, so a fresh clone's `make test` and `make verify`
+# spend their time on tests. .bin links to this clone's set.
+ESIM_TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/esim-tools
+export ESIM_TOOLS_CACHE
+TOOLS_KEY := $(shell cat tools/go.mod tools/go.sum | sha256sum | cut -c1-16)-$(shell go env GOVERSION)
+TOOLS_BIN := $(ESIM_TOOLS_CACHE)/tools-$(TOOLS_KEY)
 export PATH := $(TOOLS_BIN):$(PATH)
 
 .PHONY: help
@@ -20,13 +26,20 @@ help: ## list the targets
 
 # Developer tools are pinned in tools/go.mod (Go `tool` directives) and built
 # outside the workspace so their dependencies never leak into the services.
-$(TOOLS_BIN)/.stamp: tools/go.mod tools/go.sum
-	@echo "==> building pinned tools into .bin (first time takes a few minutes)"
-	cd tools && GOWORK=off GOBIN=$(TOOLS_BIN) go install tool
-	@touch $@
+$(TOOLS_BIN)/.stamp:
+	@echo "==> building pinned tools into $(TOOLS_BIN) (once per machine; takes a few minutes)"
+	cd tools && GOWORK=off GOBIN=$(TOOLS_BIN).tmp go install tool
+	@rm -rf $(TOOLS_BIN) && mv $(TOOLS_BIN).tmp $(TOOLS_BIN) && touch $@
 
 .PHONY: tools
-tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools into .bin/
+tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools (once per machine) and link them at .bin/
+	@ln -sfn $(TOOLS_BIN) .bin
+
+# helm, as the charts tests and the Tiltfile run it (tilt/helm.sh), built
+# once per machine before the tests need it.
+.PHONY: helm
+helm:
+	@tilt/helm.sh version --short >/dev/null
 
 # The generated files record the protoc that made them (`// protoc v3.21.12`),
 # so another version would rewrite every .pb.go and `make verify` would call
@@ -45,11 +58,13 @@ protoc:
 	  echo "Install $(PROTOC_VERSION) (Debian bookworm: apt-get install protobuf-compiler) ahead of it on PATH." >&2; exit 1; }
 
 .PHONY: generate
-generate: tools protoc ## regenerate Twirp/protobuf and sqlc code
+generate: tools protoc ## regenerate Twirp/protobuf and sqlc code, and what follows services.yaml
 	@echo "==> protoc"
 	# Generated files are written afresh, so one whose source is gone goes too
 	# (and `make verify` reports it) instead of lingering and compiling.
 	find proto \( -name '*.pb.go' -o -name '*.twirp.go' \) -delete
+	@echo "==> services.yaml"
+	cd cmd && go run ./internal/servicesgen
 	# protoc-gen-twirp takes one protobuf package per invocation.
 	cd proto && for dir in $$(find . -name '*.proto' -exec dirname {} \; | sort -u); do \
 	  protoc -I . -I /usr/include \
@@ -62,7 +77,8 @@ generate: tools protoc ## regenerate Twirp/protobuf and sqlc code
 # Checksums of every generated file before and after regenerating: any
 # difference (changed, added or removed file) means the committed code is
 # stale. Works on a dirty tree too, unlike a plain git diff.
-GENERATED = { find proto -name '*.pb.go' -o -name '*.twirp.go'; find services -path '*/postgres/db/*.go'; } | sort | xargs sha256sum
+GENERATED = { find proto -name '*.pb.go' -o -name '*.twirp.go'; find services -path '*/postgres/db/*.go'; \
+  echo go.work charts/go.mod charts/go.sum charts/services_gen_test.go k8s/postgres-init.yaml | tr ' ' '\n'; } | sort | xargs sha256sum
 
 .PHONY: verify
 verify: ## fail when generated code (Twirp/protobuf, sqlc) is stale
@@ -101,8 +117,11 @@ build: ## build every binary into bin/
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: ## run every test, with the race detector, against the local Postgres and Redis
-	go test -race -count=1 $(PACKAGES)
+test: helm ## run every test, with the race detector, against the local Postgres and Redis
+	@mkdir -p .run
+	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
+	@echo "==> time per package, slowest first (all of it: .run/test.log)"
+	@awk '$$1 == "ok" && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%8.1fs  %s\n", t, $$2 }' .run/test.log | sort -rn | head -15
 
 .PHONY: run
 run: build ## start the whole platform on loopback

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"context"
+
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -52,35 +52,8 @@ import (
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
-	accounts "github.com/esimplatform/esim/services/accounts/server"
-	catalogue "github.com/esimplatform/esim/services/catalogue/server"
 	gatewayredis "github.com/esimplatform/esim/services/gateway/redis"
-	gateway "github.com/esimplatform/esim/services/gateway/server"
 )
-
-// services lists every application chart with the environment variables its
-// service reads. A chart folder without an entry here fails
-// TestEveryChartIsListed, so a new service cannot ship an unchecked chart.
-var services = map[string][]string{
-	"accounts":  config.EnvVars(accounts.Config{}),
-	"catalogue": config.EnvVars(catalogue.Config{}),
-	"gateway":   config.EnvVars(gateway.Config{}),
-}
-
-// parsers read a chart's rendered environment the way its service does at
-// start, so values that would make the service refuse to start fail here.
-var parsers = map[string]func(config.Getenv) error{
-	"accounts":  parseAs[accounts.Config],
-	"catalogue": parseAs[catalogue.Config],
-	"gateway":   parseAs[gateway.Config],
-}
-
-// parseAs parses as the service's run does; config.Parse also runs the
-// configuration's Validate.
-func parseAs[C any](getenv config.Getenv) error {
-	var cfg C
-	return config.Parse(context.Background(), getenv, &cfg)
-}
 
 // valuesFiles are the two ways each chart is deployed: values.yaml alone
 // (production-like) and values-dev.yaml layered over it (kind/Tilt).
@@ -283,14 +256,53 @@ func decodeRendered(t *testing.T, out map[string]string) []rendered {
 
 func TestEveryChartIsListed(t *testing.T) {
 	got := applicationCharts(t)
-	want := make([]string, 0, len(services))
-	for s := range services {
-		want = append(want, s)
+	var want []string
+	for _, s := range declared(t) {
+		want = append(want, s.Name)
 	}
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
-		t.Fatalf("chart folders %v, services listed in charts_test.go %v", got, want)
+		t.Fatalf("chart folders %v, services in services.yaml %v", got, want)
 	}
+	if generated := slices.Sorted(maps.Keys(services)); !slices.Equal(generated, want) {
+		t.Fatalf("services_gen_test.go lists %v, services.yaml %v: run make generate", generated, want)
+	}
+}
+
+// declaredService is an entry of services.yaml, as far as the charts need it.
+type declaredService struct {
+	Name     string   `json:"name"`
+	Database bool     `json:"database"`
+	Redis    bool     `json:"redis"`
+	Public   bool     `json:"public"`
+	Calls    []string `json:"calls"`
+}
+
+// declared reads services.yaml, the one list of services.
+func declared(t *testing.T) []declaredService {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "services.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Services []declaredService `json:"services"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatalf("services.yaml: %v", err)
+	}
+	return file.Services
+}
+
+// callersOf lists the services that call name.
+func callersOf(t *testing.T, name string) []string {
+	var callers []string
+	for _, s := range declared(t) {
+		if slices.Contains(s.Calls, name) {
+			callers = append(callers, s.Name)
+		}
+	}
+	return callers
 }
 
 // TestLintStrict is `helm lint --strict -f FILE` for every chart: warnings
@@ -800,6 +812,17 @@ func checkNetworkPolicies(t *testing.T, chartName string, d *appsv1.Deployment, 
 				}
 			}
 		}
+		if internal && len(np.Spec.Ingress) > 0 {
+			for _, caller := range callersOf(t, chartName) {
+				if !slices.ContainsFunc(np.Spec.Ingress, func(rule networkingv1.NetworkPolicyIngressRule) bool {
+					return admitsPort(rule, "http", ports["http"]) && slices.ContainsFunc(rule.From, func(peer networkingv1.NetworkPolicyPeer) bool {
+						return peer.NamespaceSelector == nil && selects(peer.PodSelector, labels.Set{"app.kubernetes.io/name": caller})
+					})
+				}) {
+					t.Errorf("NetworkPolicy %s does not admit %s, which calls %s (services.yaml), to the http port", np.Name, caller, chartName)
+				}
+			}
+		}
 		if metricsAdmitted != scraped {
 			t.Errorf("NetworkPolicy %s: metrics port admitted %v, pods scraped %v: want both or neither", np.Name, metricsAdmitted, scraped)
 		}
@@ -910,6 +933,7 @@ func checkShutdownBudget(t *testing.T, ps corev1.PodSpec, c corev1.Container) {
 // service checks the form of.
 var secretStandIns = map[string]string{
 	"DATABASE_URL": "postgres://stand-in:stand-in@db.example.com:5432/stand-in",
+	"CALLERS":      "operator:" + strings.Repeat("0", 64),
 	"REDIS_URL":    "redis://:stand-in@redis.example.com:6379/0",
 }
 
@@ -1677,19 +1701,24 @@ func parseListeners(t *testing.T, key, v string) map[string]string {
 
 // tiltServices reads the SERVICES dict of the Tiltfile: service name -> the
 // resources it waits for.
+// tiltServices is the Tiltfile's SERVICES: each service of services.yaml
+// with the resources it waits for, as the Tiltfile's resource_deps makes
+// them (Postgres, Redis, the services it calls).
 func tiltServices(t *testing.T, tiltfile string) map[string][]string {
 	t.Helper()
-	block := regexp.MustCompile(`(?s)\nSERVICES = \{(.*?)\n\}`).FindStringSubmatch(tiltfile)
-	if block == nil {
-		t.Fatal("Tiltfile: no SERVICES = {...} block")
+	if !strings.Contains(tiltfile, "read_yaml('services.yaml')") {
+		t.Fatal("Tiltfile: SERVICES is not read from services.yaml")
 	}
 	out := map[string][]string{}
-	for _, m := range regexp.MustCompile(`'([\w-]+)':\s*\[([^\]]*)\]`).FindAllStringSubmatch(block[1], -1) {
+	for _, s := range declared(t) {
 		deps := []string{}
-		for _, d := range regexp.MustCompile(`'([\w-]+)'`).FindAllStringSubmatch(m[2], -1) {
-			deps = append(deps, d[1])
+		if s.Database {
+			deps = append(deps, "postgres")
 		}
-		out[m[1]] = deps
+		if s.Redis {
+			deps = append(deps, "redis")
+		}
+		out[s.Name] = append(deps, s.Calls...)
 	}
 	return out
 }

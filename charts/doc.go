@@ -11,7 +11,7 @@
 // charts and that the helm it runs (../tilt/helm.sh, the helm module version
 // pinned in go.mod) renders what the tests validated.
 //
-// Adding a service: copy a chart folder, adjust its values, add the
-// service's server.Config to services in charts_test.go and the service to
-// SERVICES in the Tiltfile.
+// Adding a service: copy a chart folder and adjust its values, declare the
+// service in ../services.yaml and run `make generate`, which lists its
+// server.Config in services_gen_test.go (docs/conventions.md).
 package charts

@@ -33,12 +33,18 @@ require (
 )
 
 require (
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
@@ -94,3 +100,5 @@ replace github.com/esimplatform/esim/libs/money => ../libs/money
 replace github.com/esimplatform/esim/services/gateway => ../services/gateway
 
 replace github.com/esimplatform/esim/libs/coalesce => ../libs/coalesce
+
+replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # helm, as the Tiltfile runs it: the version pinned in charts/go.mod (the
-# library the charts tests render and lint with), built into .bin/helm on
-# first use. Tilt's helm() builtin would take whatever helm is on PATH, and
-# `make tools` installs none.
+# library the charts tests render and lint with), built once per machine
+# into $ESIM_TOOLS_CACHE (~/.cache/esim-tools) on first use. Tilt's helm()
+# builtin would take whatever helm is on PATH, and `make tools` installs
+# none.
 #
 # usage: tilt/helm.sh ARGS...   (any helm command, e.g. template NAME CHART)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin="$PWD/.bin/helm"
 # GOWORK=off: the charts module alone pins helm and its dependencies; the
 # workspace's other modules must not pull its build list around.
 mod() { (cd charts && GOWORK=off go list -m -f '{{.Version}}' "$1"); }
@@ -23,13 +23,16 @@ for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
   ldflags="$ldflags -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$kube_minor"
 done
 
-# go build leaves an up-to-date binary alone, so this costs little after the
-# first build (which takes a minute or two).
-mkdir -p .bin
+# One build per helm version, Kubernetes minor and Go release, shared by
+# every clone on the machine.
+cache="${ESIM_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/esim-tools}"
+bin="$cache/helm-$helm_version-k8s1.$kube_minor-$(go env GOVERSION)/helm"
 if [ ! -x "$bin" ]; then
-  echo "building helm $helm_version into .bin/helm (first time only)" >&2
+  echo "building helm $helm_version into $bin (once per machine; a minute or two)" >&2
+  mkdir -p "$(dirname "$bin")"
+  (cd charts && GOWORK=off go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" helm.sh/helm/v3/cmd/helm)
+  mv "$bin.tmp" "$bin"
 fi
-(cd charts && GOWORK=off go build -trimpath -ldflags "$ldflags" -o "$bin" helm.sh/helm/v3/cmd/helm)
 
 # Each chart's charts/library is a symlink to the shared library chart; helm
 # logs every one it follows, which is noise here.

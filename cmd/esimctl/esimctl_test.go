@@ -12,7 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
@@ -29,7 +32,12 @@ type cliResult struct {
 func esimctl(t *testing.T, env map[string]string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	getenv := func(k string) string { return env[k] }
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != operator.TokenEnv {
+			return v
+		}
+		return internalauthtest.Token(internalauth.Operator)
+	}
 	code := run(context.Background(), args, getenv, &stdout, &stderr)
 	return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
@@ -100,7 +108,7 @@ func newTelemetry(t *testing.T, name string) *telemetry.Telemetry {
 // startAccounts runs the real accounts service on its own fresh database.
 func startAccounts(t *testing.T) string {
 	t.Helper()
-	srv, err := accountsserver.New(context.Background(), accountsserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t))}, newTelemetry(t, "accounts"))
+	srv, err := accountsserver.New(context.Background(), accountsserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), Callers: internalauthtest.Callers()}, newTelemetry(t, "accounts"))
 	if err != nil {
 		t.Fatalf("accounts server: %v", err)
 	}

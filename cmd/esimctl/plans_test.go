@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 )
@@ -17,7 +18,7 @@ import (
 func startCatalogue(t *testing.T) string {
 	t.Helper()
 	srv, err := catalogueserver.New(context.Background(),
-		catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true}, newTelemetry(t, "catalogue"))
+		catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true, Callers: internalauthtest.Callers()}, newTelemetry(t, "catalogue"))
 	if err != nil {
 		t.Fatalf("catalogue server: %v", err)
 	}

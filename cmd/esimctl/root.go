@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/internalauth"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 )
@@ -45,6 +47,13 @@ type cli struct {
 	catalogueURL string
 	timeout      time.Duration
 	json         bool
+
+	// tokenFile holds the operator credential unless ESIM_OPERATOR_TOKEN
+	// does; token and tokenSource are what action found, and where.
+	tokenFile   string
+	envToken    string
+	token       string
+	tokenSource string
 }
 
 // run executes one esimctl invocation and returns the process exit code:
@@ -84,7 +93,10 @@ func (c *cli) rootCommand(getenv func(string) string) *cobra.Command {
 		Long: `esimctl operates the eSIM platform over the services' internal APIs.
 
 Service addresses default to those of ` + "`make run`" + ` and can be set with flags or
-ESIM_ACCOUNTS_URL and ESIM_CATALOGUE_URL. With --json every command prints
+ESIM_ACCOUNTS_URL and ESIM_CATALOGUE_URL. Every call carries the operator
+credential: ESIM_OPERATOR_TOKEN, or the file named by --token-file
+(ESIM_OPERATOR_TOKEN_FILE), by default ~/.config/esim/operator-token, where
+` + "`make run`" + ` writes the token of the platform it started. With --json every command prints
 exactly one JSON object on stdout ({"data": ...}); errors always go to stderr
 with a non-zero exit status (1: the operation failed, 2: usage error).`,
 		Args:          noSubcommand,
@@ -97,6 +109,9 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf.StringVar(&c.accountsURL, "accounts-url", envOr("ESIM_ACCOUNTS_URL", defaultAccountsURL), "accounts service base URL (env ESIM_ACCOUNTS_URL)")
 	pf.StringVar(&c.catalogueURL, "catalogue-url", envOr("ESIM_CATALOGUE_URL", defaultCatalogueURL), "catalogue service base URL (env ESIM_CATALOGUE_URL)")
 	pf.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a service call after this long")
+	c.envToken = getenv(operator.TokenEnv)
+	pf.StringVar(&c.tokenFile, "token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
+		"`file` holding the operator credential, used unless ESIM_OPERATOR_TOKEN is set (env "+operator.TokenFileEnv+")")
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand())
@@ -229,6 +244,9 @@ func (c *cli) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 		if err := validText(cmd, args); err != nil {
 			return err
 		}
+		if err := c.operatorToken(); err != nil {
+			return err
+		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 		defer cancel()
 		err := fn(ctx, cmd, args)
@@ -297,12 +315,39 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
+// operatorToken finds the operator credential every call carries: a usage
+// error (exit 2) when there is none, as for a missing flag.
+func (c *cli) operatorToken() error {
+	if c.envToken != "" {
+		c.token, c.tokenSource = c.envToken, operator.TokenEnv
+		return nil
+	}
+	if c.tokenFile == "" {
+		return usagef("no operator credential: set %s, or --token-file (%s)", operator.TokenEnv, operator.TokenFileEnv)
+	}
+	token, err := operator.ReadToken(c.tokenFile)
+	if errors.Is(err, operator.ErrNoToken) {
+		return usagef("no operator credential: %s does not exist; start the platform with `make run` (it writes the token there), or set %s or --token-file",
+			c.tokenFile, operator.TokenEnv)
+	}
+	if err != nil {
+		return usagef("%v", err)
+	}
+	c.token, c.tokenSource = token, c.tokenFile
+	return nil
+}
+
+// client is an HTTP client that sends the operator credential.
+func (c *cli) client() *http.Client {
+	return internalauth.Client(&http.Client{}, c.token)
+}
+
 func (c *cli) accounts() accountsv1.Accounts {
-	return accountsv1.NewAccountsProtobufClient(c.accountsURL, &http.Client{})
+	return accountsv1.NewAccountsProtobufClient(c.accountsURL, c.client())
 }
 
 func (c *cli) catalogue() cataloguev1.Catalogue {
-	return cataloguev1.NewCatalogueProtobufClient(c.catalogueURL, &http.Client{})
+	return cataloguev1.NewCatalogueProtobufClient(c.catalogueURL, c.client())
 }
 
 // callFailed words a failed service call for an operator: what was being
@@ -339,6 +384,15 @@ func (c *cli) callFailed(what, service string, err error) error {
 		}
 		return &failure{msg: fmt.Sprintf("%s: the call to the %s service at %s failed (%v); check %s / %s%s",
 			what, service, base, urlErr.Err, flag, env, unknownOutcome(what))}
+	}
+	if errors.As(err, &twerr) && twerr.Meta("http_error_from_intermediary") == "" {
+		switch twerr.Code() {
+		case twirp.Unauthenticated:
+			return &failure{msg: fmt.Sprintf("%s: the %s service at %s refused the operator credential from %s (a token of another platform, or of an earlier `make run`?)",
+				what, service, base, c.tokenSource)}
+		case twirp.PermissionDenied:
+			return &failure{msg: fmt.Sprintf("%s: the %s service at %s does not let the credential from %s do this: %s", what, service, base, c.tokenSource, twerr.Msg())}
+		}
 	}
 	if errors.As(err, &twerr) && twerr.Code() == twirp.InvalidArgument {
 		// Every argument comes from the command line, so an argument the

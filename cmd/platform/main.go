@@ -10,9 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/platform"
 )
 
@@ -40,13 +42,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var opts platform.Options
 	fs.StringVar(&opts.PGURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL); the services' databases are created on it")
 	fs.StringVar(&opts.RedisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
-	fs.StringVar(&opts.GatewayAddr, "gateway-addr", platform.DefaultGatewayAddr, "gateway listen `address`")
-	fs.StringVar(&opts.AccountsAddr, "accounts-addr", platform.DefaultAccountsAddr, "accounts listen `address`")
-	fs.StringVar(&opts.CatalogueAddr, "catalogue-addr", platform.DefaultCatalogueAddr, "catalogue listen `address`")
+	opts.Addrs = map[string]string{}
+	fs.Func("addr", "`service=host:port`: where a service listens instead of its port in services.yaml (repeatable)", func(v string) error {
+		name, addr, ok := strings.Cut(v, "=")
+		if !ok || name == "" || addr == "" {
+			return fmt.Errorf("want service=host:port, such as gateway=127.0.0.1:9080")
+		}
+		opts.Addrs[name] = addr
+		return nil
+	})
 	fs.StringVar(&opts.RunDir, "run-dir", ".run", "`directory` for logs/<service>.log")
 	fs.StringVar(&opts.DatabasePrefix, "db-prefix", "esim_", "`prefix` of the services' database names (<prefix>accounts, <prefix>catalogue)")
 	fs.StringVar(&opts.KeyName, "key-name", platform.DefaultKeyName, "`name` of the sandbox key minted at start; earlier active keys of that name are revoked")
 	fs.StringVar(&opts.BinDir, "bin-dir", "", "`directory` of the service binaries (default: next to this executable)")
+	fs.StringVar(&opts.OperatorTokenFile, "operator-token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
+		"`file` to write this start's operator credential to, where esimctl reads it (env "+operator.TokenFileEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	// 3. Tell the developer what is where.
-	printSummary(stdout, p)
+	printSummary(stdout, p, operator.DefaultTokenFile(getenv))
 
 	// 4. Stay up until asked to stop or until a service dies.
 	var exitErr error
@@ -90,24 +100,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return exitErr
 }
 
-func printSummary(w io.Writer, p *platform.Platform) {
+func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 	fmt.Fprintf(w, "\nThe eSIM platform is running.\n\n")
 	fmt.Fprintf(w, "  API base URL:  %s\n", p.APIBaseURL)
 	fmt.Fprintf(w, "  OpenAPI:       %s/openapi.json\n", p.APIBaseURL)
 	for _, s := range p.Services() {
 		fmt.Fprintf(w, "  %-14s %s (pid %d)\n", s.Name+":", s.URL, s.PID)
 	}
+	fmt.Fprintf(w, "  operator token: %s (esimctl reads it)\n", p.OperatorTokenFile)
 	fmt.Fprintf(w, "  demo account:  %s (USD)\n", p.DemoAccountID)
 	fmt.Fprintf(w, "  logs:          %s/<service>.log\n\n", p.LogDir)
 	// Kept exactly in this form: scripts and docs grep for it.
 	fmt.Fprintf(w, "sandbox key: %s\n\n", p.SandboxKey)
 	fmt.Fprintf(w, "The key is shown once; every start prints a new one and revokes the previous.\n")
 	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n\n", p.SandboxKey, p.APIBaseURL)
-	// esimctl's defaults are the default addresses; name the service when
-	// -accounts-addr moved it, or the hint would ask a stranger (or nobody).
+	// esimctl's defaults are the default addresses and token file; name
+	// what -addr or -operator-token-file moved, or the hint would ask a
+	// stranger (or nobody).
 	esimctl := "./bin/esimctl"
-	if p.AccountsURL != "http://"+platform.DefaultAccountsAddr {
-		esimctl += " --accounts-url " + p.AccountsURL
+	if p.URL(platform.Accounts) != "http://127.0.0.1:8081" {
+		esimctl += " --accounts-url " + p.URL(platform.Accounts)
+	}
+	if p.OperatorTokenFile != defaultTokenFile {
+		esimctl += " --token-file " + p.OperatorTokenFile
 	}
 	fmt.Fprintf(w, "Operator CLI: %s accounts get %s\n", esimctl, p.DemoAccountID)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
+	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/platform"
 	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
+	"github.com/esimplatform/esim/cmd/internal/services/servicestest"
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
@@ -32,20 +34,18 @@ func TestRejectsStrayArguments(t *testing.T) {
 // makes run return nil after stopping everything.
 func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	bin := t.TempDir()
-	for _, pkg := range []string{"./services/accounts/cmd/accounts", "./services/catalogue/cmd/catalogue", "./services/gateway/cmd/gateway", "./cmd/esimctl"} {
-		svc := filepath.Base(pkg)
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, svc), pkg)
-		build.Dir = "../.."
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", svc, err, out)
-		}
-	}
-	gateway, accounts := loopbacktest.FreeAddr(t), loopbacktest.FreeAddr(t)
-	// Its own key name, so a developer's running `make run` key survives.
+	declared := servicestest.Build(t, bin, "./cmd/esimctl")
+	addrs := servicestest.FreeAddrs(t, declared)
+	gateway := addrs[platform.Gateway]
+	// Its own key name, so a developer's running `make run` key survives;
+	// its own token file, so a developer's esimctl keeps theirs.
 	const keyName = "platform main test"
-	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-gateway-addr", gateway,
-		"-db-prefix", pgtest.DatabasePrefix(t, "accounts", "catalogue"), "-pg-url", pgtest.AdminURL(), "-redis-url", redistest.URL(),
-		"-accounts-addr", accounts, "-catalogue-addr", loopbacktest.FreeAddr(t)}
+	tokenFile := filepath.Join(t.TempDir(), "operator-token")
+	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-operator-token-file", tokenFile,
+		"-db-prefix", pgtest.DatabasePrefix(t, servicestest.Databases(declared)...), "-pg-url", pgtest.AdminURL(), "-redis-url", redistest.URL()}
+	for name, addr := range addrs {
+		args = append(args, "-addr", name+"="+addr)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -111,7 +111,11 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	}
 
 	// Leave no working test key behind in the shared demo account.
-	client := accountsv1.NewAccountsProtobufClient("http://"+accounts, http.DefaultClient)
+	token, err := operator.ReadToken(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := accountsv1.NewAccountsProtobufClient("http://"+addrs[platform.Accounts], internalauth.Client(http.DefaultClient, token))
 	keys, err := client.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: platform.DemoAccountID})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/esimplatform/esim/proto/limits"
+
 	"github.com/google/uuid"
 
 	"github.com/esimplatform/esim/libs/input"
@@ -69,17 +71,15 @@ func (e Environment) SecretPrefix() string {
 
 // Limits on what callers may store.
 const (
-	MaxNameLength    = 120
-	DefaultPageLimit = 20
-	MaxPageLimit     = 100
+	MaxNameLength = 120
+	// Paging, as every list of the platform pages (proto/limits).
+	DefaultPageLimit = limits.DefaultPageLimit
+	MaxPageLimit     = limits.MaxPageLimit
 	// DefaultKeyPageLimit is ListKeys' page size when the caller names
 	// none: the largest page, so that an account's keys, revoked ones of
 	// past rotations included, come back in one answer.
 	DefaultKeyPageLimit = MaxPageLimit
-	// MaxPage bounds paging, as in the catalogue: Postgres reads and
-	// discards every row before an OFFSET, so an unbounded page (up to
-	// MaxInt32 on the wire) is a costly request for an empty answer.
-	MaxPage = 10000
+	MaxPage             = limits.MaxPage
 	// MaxRateLimitPerMinute bounds an account's rate limit: a million
 	// requests a minute per key is about 16,700 a second, beyond what a
 	// gateway replica serves. Anything larger is a typo or an attempt at

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/esimplatform/esim/proto/limits"
+
 	"github.com/google/uuid"
 
 	"github.com/esimplatform/esim/libs/input"
@@ -125,13 +127,12 @@ const (
 	// MaxTotalBytes is 1 TiB, some fifty times the largest plan of the
 	// seed (20 GB): no travel eSIM sells more, and byte counts stay exact
 	// as JSON numbers read as doubles.
-	MaxTotalBytes    = 1 << 40
-	MaxUpsertBatch   = 1000
-	DefaultPageLimit = 20
-	MaxPageLimit     = 100
-	// MaxPage bounds paging: Postgres reads and discards every row before
-	// an OFFSET, and the wire carries a page as an int32.
-	MaxPage = 10000
+	MaxTotalBytes  = 1 << 40
+	MaxUpsertBatch = 1000
+	// Paging, as every list of the platform pages (proto/limits).
+	DefaultPageLimit = limits.DefaultPageLimit
+	MaxPageLimit     = limits.MaxPageLimit
+	MaxPage          = limits.MaxPage
 )
 
 // normalized returns p with the ordering the catalogue promises (countries
@@ -460,8 +461,8 @@ func (s *Service) GetPlan(ctx context.Context, id uuid.UUID, includeRetired bool
 }
 
 // MaxPlansPerGet bounds one GetPlans call: one query, one answer of a
-// bounded size.
-const MaxPlansPerGet = 100
+// bounded size. Callers that batch lookups read the same bound.
+const MaxPlansPerGet = limits.MaxPlansPerGet
 
 // GetPlans is GetPlan for many ids at once: it returns the plans GetPlan
 // would return, in any order, and leaves out the ids GetPlan would answer

@@ -42,6 +42,7 @@ require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -97,3 +98,5 @@ replace github.com/esimplatform/esim/libs/input => ../../libs/input
 replace github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
 
 replace github.com/esimplatform/esim/libs/money => ../../libs/money
+
+replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalauth

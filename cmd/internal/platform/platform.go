@@ -13,22 +13,28 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/cmd/internal/operator"
+	"github.com/esimplatform/esim/cmd/internal/services"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
 
-// Service names, which are also the binary names in bin/ and the log file
-// names.
+// The services the launcher itself talks to, besides starting them all:
+// accounts for the demo partner, the gateway as the partner API. Every
+// service's name is also its binary's in bin/ and its log file's.
 const (
 	Accounts  = "accounts"
 	Catalogue = "catalogue"
@@ -42,15 +48,11 @@ const DemoAccountID = "de300000-0000-4000-8000-00000000d3e0"
 // demoAccountName is the display name of the demo partner.
 const demoAccountName = "Demo Partner"
 
-// Defaults of Options. The ports are those every document and the esimctl
-// defaults assume.
+// Defaults of Options.
 const (
-	DefaultPGURL         = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	DefaultRedisURL      = "redis://127.0.0.1:6379/0"
-	DefaultGatewayAddr   = "127.0.0.1:8080"
-	DefaultAccountsAddr  = "127.0.0.1:8081"
-	DefaultCatalogueAddr = "127.0.0.1:8082"
-	DefaultKeyName       = "make run"
+	DefaultPGURL    = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	DefaultRedisURL = "redis://127.0.0.1:6379/0"
+	DefaultKeyName  = "make run"
 )
 
 // Options configure Start. The zero value starts the platform of `make run`.
@@ -58,10 +60,14 @@ type Options struct {
 	// PGURL is the Postgres server (any database on it): the services'
 	// databases are created next to it.
 	PGURL string
-	// RedisURL is the Redis the gateway uses for rate limits and its cache.
+	// RedisURL is the Redis of the services that use one.
 	RedisURL string
-	// Listen addresses of the services; loopback by default.
-	GatewayAddr, AccountsAddr, CatalogueAddr string
+	// Services are what to start; by default services.yaml, found from
+	// the working directory up.
+	Services services.Platform
+	// Addrs are listen addresses by service name, over the default of
+	// 127.0.0.1 and the port services.yaml gives.
+	Addrs map[string]string
 	// BinDir holds the service binaries; by default the directory of the
 	// running executable, since `make build` puts every binary in bin/.
 	BinDir string
@@ -77,6 +83,9 @@ type Options struct {
 	// KeyName names the sandbox key created at every start; earlier active
 	// keys of the demo account with this name are revoked.
 	KeyName string
+	// OperatorTokenFile receives the operator credential of this start,
+	// where esimctl reads it; <RunDir>/operator-token by default.
+	OperatorTokenFile string
 	// ReadyTimeout bounds the wait for each service's /readyz. The first
 	// start migrates and seeds, so it is generous by default (90 s).
 	ReadyTimeout time.Duration
@@ -99,12 +108,30 @@ func (o *Options) defaults() error {
 	}
 	set(&o.PGURL, DefaultPGURL)
 	set(&o.RedisURL, DefaultRedisURL)
-	set(&o.GatewayAddr, DefaultGatewayAddr)
-	set(&o.AccountsAddr, DefaultAccountsAddr)
-	set(&o.CatalogueAddr, DefaultCatalogueAddr)
 	set(&o.RunDir, ".run")
 	set(&o.DatabasePrefix, "esim_")
 	set(&o.KeyName, DefaultKeyName)
+	set(&o.OperatorTokenFile, filepath.Join(o.RunDir, "operator-token"))
+	if o.Services == nil {
+		path, err := services.Find(".")
+		if err != nil {
+			return err
+		}
+		if o.Services, err = services.Load(path); err != nil {
+			return err
+		}
+	}
+	addrs := map[string]string{}
+	for _, s := range o.Services {
+		addrs[s.Name] = fmt.Sprintf("127.0.0.1:%d", s.Port)
+	}
+	for name, addr := range o.Addrs {
+		if _, ok := addrs[name]; !ok {
+			return fmt.Errorf("an address for %q, which is no service (%s)", name, strings.Join(o.Services.Names(), ", "))
+		}
+		addrs[name] = addr
+	}
+	o.Addrs = addrs
 	if o.BinDir == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -133,8 +160,8 @@ func (o *Options) defaults() error {
 // Service describes one running child.
 type Service struct {
 	Name string
-	// URL is the service's base URL (Twirp base URL for accounts and
-	// catalogue).
+	// URL is the service's base URL (its Twirp base URL, but for the
+	// gateway's).
 	URL string
 	PID int
 }
@@ -142,21 +169,27 @@ type Service struct {
 // Platform is a started platform. Stop it with Stop.
 type Platform struct {
 	// APIBaseURL is the public API, e.g. http://127.0.0.1:8080/v1.
-	APIBaseURL   string
-	AccountsURL  string
-	CatalogueURL string
+	APIBaseURL string
 	// DemoAccountID is the demo partner's account.
 	DemoAccountID string
 	// SandboxKey is a fresh secret of the demo partner, created by this start.
 	SandboxKey string
 	// SandboxKeyID identifies SandboxKey (for revocation).
 	SandboxKeyID string
-	LogDir       string
+	// OperatorToken is this start's operator credential, written to
+	// OperatorTokenFile for esimctl.
+	OperatorToken     string
+	OperatorTokenFile string
+	LogDir            string
 
-	children []*child // in start order: accounts, catalogue, gateway
+	urls     map[string]string
+	children []*child // in start order
 	grace    time.Duration
 	exited   chan error
 }
+
+// URL is the base URL of the named service ("" for none).
+func (p *Platform) URL(name string) string { return p.urls[name] }
 
 // Services lists the running children in start order.
 func (p *Platform) Services() []Service {
@@ -171,6 +204,12 @@ func (p *Platform) Services() []Service {
 // caller that stays up (make run) does not keep advertising a dead platform.
 func (p *Platform) Exited() <-chan error { return p.exited }
 
+// operatorClient is an HTTP client with the operator credential, as
+// esimctl calls.
+func (p *Platform) operatorClient() *http.Client {
+	return internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken)
+}
+
 // Start brings the platform up. On error nothing it started is left running.
 func Start(ctx context.Context, opts Options) (*Platform, error) {
 	if err := opts.defaults(); err != nil {
@@ -180,70 +219,36 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 
 	// Everything that can be checked before starting a process is checked
 	// first, so a missing dependency gives one clear message instead of
-	// three services failing their readiness probes.
+	// every service failing its readiness probe.
 	say("checking Postgres at %s and Redis at %s", postgres.Redact(opts.PGURL), redactRedis(opts.RedisURL))
 	if err := preflight(ctx, opts); err != nil {
 		return nil, err
-	}
-
-	accountsDB, err := databaseURL(opts.PGURL, opts.DatabasePrefix+"accounts")
-	if err != nil {
-		return nil, err
-	}
-	catalogueDB, err := databaseURL(opts.PGURL, opts.DatabasePrefix+"catalogue")
-	if err != nil {
-		return nil, err
-	}
-	for _, db := range []string{accountsDB, catalogueDB} {
-		if err := postgres.EnsureDatabase(ctx, db); err != nil {
-			return nil, fmt.Errorf("create database: %w", err)
-		}
 	}
 
 	logDir := filepath.Join(opts.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
-
-	accountsURL := "http://" + opts.AccountsAddr
-	catalogueURL := "http://" + opts.CatalogueAddr
-	gatewayURL := "http://" + opts.GatewayAddr
-	// SHUTDOWN_TIMEOUT is below StopGrace so a service drains on its own
-	// before Stop resorts to SIGKILL.
-	shutdown := (opts.StopGrace * 2 / 3).String()
-	// METRICS_ADDR is cleared: one exported in the shell would send all
-	// three services to the same port. Here /metrics shares each
-	// service's own port.
-	common := []string{"SHUTDOWN_TIMEOUT=" + shutdown, "LOG_LEVEL=info", "METRICS_ADDR="}
-	specs := []childSpec{
-		{name: Accounts, addr: opts.AccountsAddr, env: append(append([]string{}, common...),
-			"HTTP_ADDR="+opts.AccountsAddr, "DATABASE_URL="+accountsDB)},
-		{name: Catalogue, addr: opts.CatalogueAddr, env: append(append([]string{}, common...),
-			"HTTP_ADDR="+opts.CatalogueAddr, "DATABASE_URL="+catalogueDB, "SEED_CATALOGUE=true")},
-		// A new cache secret every start: the gateway's auth cache lives
-		// seconds, and one replica needs no secret shared with another.
-		{name: Gateway, addr: opts.GatewayAddr, env: append(append([]string{}, common...),
-			"HTTP_ADDR="+opts.GatewayAddr, "ACCOUNTS_URL="+accountsURL, "CATALOGUE_URL="+catalogueURL,
-			"REDIS_URL="+opts.RedisURL, "AUTH_CACHE_SECRET="+newSecret())},
-	}
-	for i := range specs {
-		specs[i].bin = filepath.Join(opts.BinDir, specs[i].name)
-		specs[i].logPath = filepath.Join(logDir, specs[i].name+".log")
-		specs[i].url = "http://" + specs[i].addr
-		specs[i].env = append(specs[i].env, opts.Env[specs[i].name]...)
-		if _, err := os.Stat(specs[i].bin); err != nil {
-			return nil, fmt.Errorf("service binary %s not found (build it with `make build`): %w", specs[i].bin, err)
-		}
-	}
-
 	p := &Platform{
-		APIBaseURL:   gatewayURL + "/v1",
-		AccountsURL:  accountsURL,
-		CatalogueURL: catalogueURL,
-		LogDir:       logDir,
-		grace:        opts.StopGrace,
-		exited:       make(chan error, len(specs)),
+		APIBaseURL:        "http://" + opts.Addrs[opts.Services.Public().Name] + "/v1",
+		OperatorToken:     internalauth.NewToken(),
+		OperatorTokenFile: opts.OperatorTokenFile,
+		LogDir:            logDir,
+		urls:              map[string]string{},
+		grace:             opts.StopGrace,
+		exited:            make(chan error, len(opts.Services)),
 	}
+	for name, addr := range opts.Addrs {
+		p.urls[name] = "http://" + addr
+	}
+	specs, err := p.childSpecs(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := operator.WriteToken(opts.OperatorTokenFile, p.OperatorToken); err != nil {
+		return nil, err
+	}
+
 	fail := func(err error) (*Platform, error) {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.StopGrace+5*time.Second)
 		defer cancel()
@@ -252,23 +257,26 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 		return nil, errors.Join(err, p.Stop(stopCtx))
 	}
 
-	// Accounts and catalogue first: the gateway's readiness depends on them,
-	// and migrations on a first start take a while.
-	for _, group := range [][]childSpec{specs[:2], specs[2:]} {
+	// A service starts once those it calls are ready: their readiness does
+	// not depend on it, and migrations on a first start take a while.
+	for _, group := range opts.Services.StartOrder() {
+		started := make([]*child, 0, len(group))
 		for _, s := range group {
-			say("starting %s on %s (log: %s)", s.name, s.addr, s.logPath)
-			c, err := startChild(s, p.exited)
+			spec := specs[s.Name]
+			say("starting %s on %s (log: %s)", s.Name, spec.addr, spec.logPath)
+			c, err := startChild(spec, p.exited)
 			if err != nil {
 				return fail(err)
 			}
 			p.children = append(p.children, c)
+			started = append(started, c)
 		}
-		errs := make(chan error, len(group))
-		for _, c := range p.children[len(p.children)-len(group):] {
+		errs := make(chan error, len(started))
+		for _, c := range started {
 			go func() { errs <- c.waitReady(ctx, opts.ReadyTimeout) }()
 		}
 		var all []error
-		for range group {
+		for range started {
 			all = append(all, <-errs)
 		}
 		if err := errors.Join(all...); err != nil {
@@ -277,12 +285,81 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	}
 
 	say("ensuring demo partner %s and a fresh sandbox key", DemoAccountID)
-	httpClient := &http.Client{Timeout: 10 * time.Second}
-	accounts := accountsv1.NewAccountsProtobufClient(accountsURL, httpClient)
+	accounts := accountsv1.NewAccountsProtobufClient(p.URL(Accounts), p.operatorClient())
 	if err := p.ensureDemo(ctx, accounts, opts.KeyName); err != nil {
 		return fail(err)
 	}
 	return p, nil
+}
+
+// childSpecs makes every service's settings from the declaration: its
+// address, its database (created here), Redis, the URLs and credential to
+// call others, the credentials it accepts, fresh secrets and its own
+// settings, then Options.Env over them.
+func (p *Platform) childSpecs(ctx context.Context, opts Options) (map[string]childSpec, error) {
+	// SHUTDOWN_TIMEOUT is below StopGrace so a service drains on its own
+	// before Stop resorts to SIGKILL. METRICS_ADDR is cleared: one exported
+	// in the shell would send every service to the same port; here
+	// /metrics shares each service's own port.
+	common := []string{"SHUTDOWN_TIMEOUT=" + (opts.StopGrace * 2 / 3).String(), "LOG_LEVEL=info", "METRICS_ADDR="}
+	// A token for every service that calls another, new at every start:
+	// nothing outlives the processes that hold it.
+	tokens := map[string]string{}
+	for _, s := range opts.Services {
+		if len(s.Calls) > 0 {
+			tokens[s.Name] = internalauth.NewToken()
+		}
+	}
+	specs := map[string]childSpec{}
+	for _, s := range opts.Services {
+		env := append(slices.Clone(common), "HTTP_ADDR="+opts.Addrs[s.Name])
+		if s.Database {
+			db, err := databaseURL(opts.PGURL, opts.DatabasePrefix+s.Name)
+			if err != nil {
+				return nil, err
+			}
+			if err := postgres.EnsureDatabase(ctx, db); err != nil {
+				return nil, fmt.Errorf("create database: %w", err)
+			}
+			env = append(env, "DATABASE_URL="+db)
+		}
+		if s.Redis {
+			env = append(env, "REDIS_URL="+opts.RedisURL)
+		}
+		for _, callee := range s.Calls {
+			c, _ := opts.Services.Get(callee)
+			env = append(env, c.URLVar()+"="+p.URL(callee))
+		}
+		if token, ok := tokens[s.Name]; ok {
+			env = append(env, "INTERNAL_TOKEN="+token)
+		}
+		if !s.Public {
+			callers := []string{internalauth.Entry(internalauth.Operator, p.OperatorToken)}
+			for _, caller := range opts.Services.CallersOf(s.Name) {
+				callers = append(callers, internalauth.Entry(internalauth.Caller(caller), tokens[caller]))
+			}
+			env = append(env, "CALLERS="+strings.Join(callers, ","))
+		}
+		for _, name := range s.Secrets {
+			env = append(env, name+"="+newSecret())
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+			env = append(env, name+"="+os.Expand(s.Env[name], p.URL))
+		}
+		spec := childSpec{
+			name:    s.Name,
+			addr:    opts.Addrs[s.Name],
+			url:     p.URL(s.Name),
+			bin:     filepath.Join(opts.BinDir, s.Name),
+			logPath: filepath.Join(p.LogDir, s.Name+".log"),
+			env:     append(env, opts.Env[s.Name]...),
+		}
+		if _, err := os.Stat(spec.bin); err != nil {
+			return nil, fmt.Errorf("service binary %s not found (build it with `make build`): %w", spec.bin, err)
+		}
+		specs[s.Name] = spec
+	}
+	return specs, nil
 }
 
 // ensureDemo makes the demo partner exist and gives it a new sandbox key.
@@ -341,7 +418,7 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 // RevokeSandboxKey revokes the key this start minted, for callers (the
 // benchmark) whose key must not outlive them.
 func (p *Platform) RevokeSandboxKey(ctx context.Context) error {
-	accounts := accountsv1.NewAccountsProtobufClient(p.AccountsURL, &http.Client{Timeout: 10 * time.Second})
+	accounts := accountsv1.NewAccountsProtobufClient(p.URL(Accounts), p.operatorClient())
 	if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: p.DemoAccountID, KeyId: p.SandboxKeyID}); err != nil {
 		return fmt.Errorf("revoke sandbox key %s: %w", p.SandboxKeyID, err)
 	}

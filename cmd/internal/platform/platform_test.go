@@ -21,6 +21,8 @@ import (
 
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/cmd/internal/platform/redistest"
+	"github.com/esimplatform/esim/cmd/internal/services/servicestest"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 )
@@ -32,15 +34,15 @@ func TestPreflightNamesEachMissingDependencyAndHowToStartIt(t *testing.T) {
 	}
 	defer busy.Close()
 
+	addrs := servicestest.FreeAddrs(t, servicestest.Load(t))
+	addrs[Gateway] = busy.Addr().String()
 	_, err = Start(context.Background(), Options{
-		PGURL:         "postgres://postgres:hunter2@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2",
-		RedisURL:      "redis://127.0.0.1:1/0",
-		GatewayAddr:   busy.Addr().String(),
-		AccountsAddr:  loopbacktest.FreeAddr(t),
-		CatalogueAddr: loopbacktest.FreeAddr(t),
-		BinDir:        t.TempDir(),
-		RunDir:        t.TempDir(),
-		install:       fakeInstall([]string{"pg_ctlcluster", "redis-server"}, "15 main 5432 online\n16 main 1 down\n"),
+		PGURL:    "postgres://postgres:hunter2@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2",
+		RedisURL: "redis://127.0.0.1:1/0",
+		Addrs:    addrs,
+		BinDir:   t.TempDir(),
+		RunDir:   t.TempDir(),
+		install:  fakeInstall([]string{"pg_ctlcluster", "redis-server"}, "15 main 5432 online\n16 main 1 down\n"),
 	})
 	if err == nil {
 		t.Fatal("Start succeeded without Postgres and Redis")
@@ -71,7 +73,7 @@ func preflightError(t *testing.T, pgURL, redisURL string) string {
 	t.Helper()
 	_, err := Start(context.Background(), Options{
 		PGURL: pgURL, RedisURL: redisURL,
-		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
+		Addrs:  servicestest.FreeAddrs(t, servicestest.Load(t)),
 		BinDir: t.TempDir(), RunDir: t.TempDir(),
 	})
 	if err == nil || !strings.Contains(err.Error(), "preflight failed") {
@@ -401,11 +403,11 @@ func TestStartReportsTheLogOfAServiceThatDies(t *testing.T) {
 	bin := t.TempDir()
 	// Stand-ins that behave like a service failing at start (accounts) and
 	// like services that never become ready: what Start must explain.
-	scripts := map[string]string{
-		Accounts:  "#!/bin/sh\necho 'config: DATABASE_URL is broken' >&2\nexit 3\n",
-		Catalogue: "#!/bin/sh\nexec sleep 60\n",
-		Gateway:   "#!/bin/sh\nexec sleep 60\n",
+	scripts := map[string]string{}
+	for _, name := range servicestest.Load(t).Names() {
+		scripts[name] = "#!/bin/sh\nexec sleep 60\n"
 	}
+	scripts[Accounts] = "#!/bin/sh\necho 'config: DATABASE_URL is broken' >&2\nexit 3\n"
 	for name, script := range scripts {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -414,11 +416,11 @@ func TestStartReportsTheLogOfAServiceThatDies(t *testing.T) {
 	start := time.Now()
 	_, err := Start(context.Background(), Options{
 		PGURL: pgtest.AdminURL(), RedisURL: redistest.URL(),
-		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
+		Addrs:  servicestest.FreeAddrs(t, servicestest.Load(t)),
 		BinDir: bin, RunDir: t.TempDir(), ReadyTimeout: 3 * time.Second, StopGrace: time.Second,
 		// Start creates the services' databases before it runs them: these
 		// are dropped at the end, unlike a developer's esim_ ones.
-		DatabasePrefix: pgtest.DatabasePrefix(t, "accounts", "catalogue"),
+		DatabasePrefix: pgtest.DatabasePrefix(t, servicestest.Databases(servicestest.Load(t))...),
 	})
 	if err == nil {
 		t.Fatal("Start succeeded with a dying accounts service")
@@ -441,23 +443,13 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	// services to one port; Start clears it for them.
 	t.Setenv("METRICS_ADDR", loopbacktest.FreeAddr(t))
 	bin := t.TempDir()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, svc := range []string{Accounts, Catalogue, Gateway} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, svc), "./services/"+svc+"/cmd/"+svc)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", svc, err, out)
-		}
-	}
+	declared := servicestest.Build(t, bin)
 	opts := Options{
 		PGURL: pgtest.AdminURL(), RedisURL: redistest.URL(),
-		GatewayAddr: loopbacktest.FreeAddr(t), AccountsAddr: loopbacktest.FreeAddr(t), CatalogueAddr: loopbacktest.FreeAddr(t),
+		Addrs:  servicestest.FreeAddrs(t, declared),
 		BinDir: bin, RunDir: t.TempDir(), KeyName: "platform test",
 		// Databases of its own: a developer's `make run` data stays untouched.
-		DatabasePrefix: pgtest.DatabasePrefix(t, "accounts", "catalogue"),
+		DatabasePrefix: pgtest.DatabasePrefix(t, servicestest.Databases(declared)...),
 	}
 	ctx := context.Background()
 
@@ -472,7 +464,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	wantStatus(t, first.APIBaseURL+"/plans?limit=1", "sk_sandbox_wrong", http.StatusUnauthorized)
 	// A hundred newer keys push the first start's key off the first page
 	// of the demo account's keys: the rerun must still find it.
-	accounts := accountsv1.NewAccountsProtobufClient("http://"+opts.AccountsAddr, http.DefaultClient)
+	accounts := accountsv1.NewAccountsProtobufClient(first.URL(Accounts), internalauth.Client(http.DefaultClient, first.OperatorToken))
 	for range 100 {
 		if _, err := accounts.CreateKey(ctx, &accountsv1.CreateKeyRequest{
 			AccountId: DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Name: "filler",

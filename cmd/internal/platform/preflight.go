@@ -30,10 +30,8 @@ func preflight(ctx context.Context, opts Options) error {
 	if err := checkRedis(ctx, opts.RedisURL, opts.install); err != nil {
 		errs = append(errs, err)
 	}
-	for _, s := range []struct{ name, addr string }{
-		{Gateway, opts.GatewayAddr}, {Accounts, opts.AccountsAddr}, {Catalogue, opts.CatalogueAddr},
-	} {
-		if err := checkPortFree(s.name, s.addr); err != nil {
+	for _, s := range opts.Services {
+		if err := checkPortFree(s.Name, opts.Addrs[s.Name]); err != nil {
 			errs = append(errs, err)
 		}
 	}

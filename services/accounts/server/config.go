@@ -6,6 +6,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -21,7 +22,10 @@ type Config struct {
 	AllowedHosts []string `env:"ALLOWED_HOSTS"`
 	// DatabaseURL is a postgres:// URL; its password never shows.
 	DatabaseURL config.SecretURL `env:"DATABASE_URL, required"`
-	Telemetry   telemetry.Config
+	// Callers are the tokens the Twirp API accepts, as
+	// name:sha256-hex entries (libs/internalauth).
+	Callers   internalauth.Callers `env:"CALLERS, required"`
+	Telemetry telemetry.Config
 }
 
 // Validate checks what the types alone cannot; config.Parse runs it, and

@@ -12,15 +12,23 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts/server"
 )
+
+// client calls the service at ts as caller.
+func client(ts *httptest.Server, caller internalauth.Caller) accountsv1.Accounts {
+	return accountsv1.NewAccountsProtobufClient(ts.URL, internalauthtest.As(ts.Client(), caller))
+}
 
 // start assembles the service exactly as run and the gateway's tests do.
 func start(t *testing.T) (*server.Server, *httptest.Server, *telemetrytest.LogBuffer) {
@@ -40,7 +48,7 @@ func startWithDatabase(t *testing.T) (*server.Server, *httptest.Server, *telemet
 	}
 	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 	dbURL := pgtest.NewDatabase(t)
-	srv, err := server.New(ctx, server.Config{DatabaseURL: config.NewSecretURL(dbURL)}, tel)
+	srv, err := server.New(ctx, server.Config{DatabaseURL: config.NewSecretURL(dbURL), Callers: internalauthtest.Callers()}, tel)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -60,7 +68,7 @@ func TestServerServesAPIAndProbes(t *testing.T) {
 		}
 	}
 
-	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	c := client(ts, internalauth.Operator)
 	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
@@ -69,7 +77,7 @@ func TestServerServesAPIAndProbes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}
-	auth, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: key.GetSecret()})
+	auth, err := client(ts, internalauth.Gateway).Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: key.GetSecret()})
 	if err != nil || auth.GetAccountId() != a.GetId() {
 		t.Fatalf("Authenticate = %v, %v", auth, err)
 	}
@@ -81,7 +89,7 @@ func TestServerServesAPIAndProbes(t *testing.T) {
 func TestServerLogsInternalErrorsWithRequestID(t *testing.T) {
 	ctx := context.Background()
 	srv, ts, logs := start(t)
-	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	c := client(ts, internalauth.Operator)
 	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +104,7 @@ func TestServerLogsInternalErrorsWithRequestID(t *testing.T) {
 		strings.NewReader(`{"id":"`+a.GetId()+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(telemetry.RequestIDHeader, "req_test_outage")
-	resp, err := ts.Client().Do(req)
+	resp, err := internalauthtest.As(ts.Client(), internalauth.Operator).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +155,7 @@ func TestNewFailsWithoutDatabase(t *testing.T) {
 func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
 	ctx := context.Background()
 	_, ts, logs, dbURL := startWithDatabase(t)
-	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	c := client(ts, internalauth.Operator)
 	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +214,7 @@ func TestCallerThatGivesUpIsNotAnError(t *testing.T) {
 func TestSecretsStayOutOfDebugLogs(t *testing.T) {
 	ctx := context.Background()
 	srv, ts, logs := start(t)
-	c := accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client())
+	c := client(ts, internalauth.Operator)
 	a, err := c.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
 	if err != nil {
 		t.Fatal(err)
@@ -230,14 +238,14 @@ func TestSecretsStayOutOfDebugLogs(t *testing.T) {
 	}
 	swapped := "sk_live_" + strings.TrimPrefix(sandbox, "sk_sandbox_")
 	for _, s := range []string{revoked, swapped, sandbox + " ", strings.ToUpper(live)} {
-		if _, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: s}); err == nil {
+		if _, err := client(ts, internalauth.Gateway).Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: s}); err == nil {
 			t.Errorf("Authenticate(a mangled secret) succeeded")
 		}
 	}
 	// Bodies that do not decode, with the secret in them: the decoder's
 	// error stays inside the server, and the answer does not echo it.
 	for _, body := range []string{`{"secret":` + live + `}`, `{"secret":"` + live + `"`, `{"secret":"` + live + `\ud800"}`} {
-		resp, err := ts.Client().Post(ts.URL+accountsv1.AccountsPathPrefix+"Authenticate", "application/json", strings.NewReader(body))
+		resp, err := internalauthtest.As(ts.Client(), internalauth.Gateway).Post(ts.URL+accountsv1.AccountsPathPrefix+"Authenticate", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +258,7 @@ func TestSecretsStayOutOfDebugLogs(t *testing.T) {
 
 	// An outage: the internal error and its cause are logged.
 	srv.Close()
-	if _, err := c.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: live}); err == nil {
+	if _, err := client(ts, internalauth.Gateway).Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: live}); err == nil {
 		t.Fatal("Authenticate answered without a database")
 	}
 	if !strings.Contains(logs.String(), `"twirp internal error"`) || !strings.Contains(logs.String(), `"level":"DEBUG"`) {
@@ -262,5 +270,49 @@ func TestSecretsStayOutOfDebugLogs(t *testing.T) {
 		if strings.Contains(logs.String(), random[6:]) {
 			t.Errorf("a secret appears in the logs:\n%s", logs)
 		}
+	}
+}
+
+// TestInternalCallsNeedACredential: the API answers only callers with a
+// valid token, each only for what Policy lets it do, and a refused call
+// changes nothing.
+func TestInternalCallsNeedACredential(t *testing.T) {
+	ctx := context.Background()
+	_, ts, _ := start(t)
+	operator := client(ts, internalauth.Operator)
+	a, err := operator.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		name   string
+		client accountsv1.Accounts
+		code   twirp.ErrorCode
+	}{
+		{"no credential", accountsv1.NewAccountsProtobufClient(ts.URL, ts.Client()), twirp.Unauthenticated},
+		{"a wrong token", accountsv1.NewAccountsProtobufClient(ts.URL, internalauth.Client(ts.Client(), internalauth.NewToken())), twirp.Unauthenticated},
+		{"the gateway, creating", client(ts, internalauth.Gateway), twirp.PermissionDenied},
+		{"ordering, creating", client(ts, internalauth.Ordering), twirp.PermissionDenied},
+	}
+	for _, tc := range refused {
+		_, err := tc.client.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: a.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_LIVE})
+		if twerr, ok := err.(twirp.Error); !ok || twerr.Code() != tc.code {
+			t.Errorf("%s: CreateKey = %v, want %s", tc.name, err, tc.code)
+		}
+		if _, err := tc.client.CreateAccount(ctx, &accountsv1.CreateAccountRequest{Name: "Intruder"}); err == nil {
+			t.Errorf("%s: CreateAccount succeeded", tc.name)
+		}
+	}
+	// The operator may not authenticate partners' keys: that is the gateway's.
+	if _, err := operator.Authenticate(ctx, &accountsv1.AuthenticateRequest{Secret: "sk_live_x"}); err == nil || err.(twirp.Error).Code() != twirp.PermissionDenied {
+		t.Errorf("operator Authenticate = %v, want permission_denied", err)
+	}
+	keys, err := operator.ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: a.GetId()})
+	if err != nil || keys.GetTotal() != 0 {
+		t.Errorf("after refused calls: %d keys (%v), want none", keys.GetTotal(), err)
+	}
+	accounts, err := operator.ListAccounts(ctx, &accountsv1.ListAccountsRequest{})
+	if err != nil || accounts.GetTotal() != 1 {
+		t.Errorf("after refused calls: %d accounts (%v), want 1", accounts.GetTotal(), err)
 	}
 }

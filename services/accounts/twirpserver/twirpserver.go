@@ -13,6 +13,7 @@ import (
 	"github.com/twitchtv/twirp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/twirperr"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts"
@@ -31,12 +32,14 @@ func New(svc *accounts.Service) *Server {
 }
 
 // Handler returns the Twirp HTTP handler of the Accounts service, mounted
-// at its default path prefix (/twirp/esim.accounts.v1.Accounts/). Its hooks
-// log internal errors and calls cut short, whose causes callers never see.
-// Causes come from storage and never contain secrets: the domain hashes a
-// secret before it reaches storage.
-func Handler(svc *accounts.Service, log *slog.Logger) http.Handler {
-	return accountsv1.NewAccountsServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
+// at its default path prefix (/twirp/esim.accounts.v1.Accounts/), serving
+// only the callers Policy admits. Its hooks log internal errors and calls
+// cut short, whose causes callers never see. Causes come from storage and
+// never contain secrets: the domain hashes a secret before it reaches
+// storage.
+func Handler(svc *accounts.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
+	twirpHandler := accountsv1.NewAccountsServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
+	return internalauth.Protect(twirpHandler, callers, Policy, log)
 }
 
 // CreateAccount implements accountsv1.Accounts.

@@ -581,3 +581,14 @@ func TestOutOfRangeInputIsInvalidAndChangesNothing(t *testing.T) {
 		t.Errorf("ListKeys after a rejected CreateKey = %v, %v; want none", keys, err)
 	}
 }
+
+func TestPolicyCoversEveryMethod(t *testing.T) {
+	var methods []string
+	service := accountsv1.File_accounts_v1_accounts_proto.Services().ByName("Accounts")
+	for i := range service.Methods().Len() {
+		methods = append(methods, string(service.Methods().Get(i).Name()))
+	}
+	if err := twirpserver.Policy.Check(methods); err != nil {
+		t.Fatal(err)
+	}
+}

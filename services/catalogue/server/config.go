@@ -6,6 +6,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -21,6 +22,9 @@ type Config struct {
 	AllowedHosts []string `env:"ALLOWED_HOSTS"`
 	// DatabaseURL is a postgres:// URL; its password never shows.
 	DatabaseURL config.SecretURL `env:"DATABASE_URL, required"`
+	// Callers are the tokens the Twirp API accepts, as
+	// name:sha256-hex entries (libs/internalauth).
+	Callers internalauth.Callers `env:"CALLERS, required"`
 	// SeedCatalogue upserts the bundled catalogue at start. Idempotent: plan
 	// ids are stable, so restarts never duplicate plans.
 	SeedCatalogue bool `env:"SEED_CATALOGUE, default=false"`

@@ -64,7 +64,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		pool: pool,
 		log:  tel.Logger,
 		handler: httpserver.Handler(httpserver.Routes{
-			App:       twirpserver.Handler(svc, tel.Logger),
+			App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
 			Telemetry: tel,
 			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
 			// Unauthenticated: only names that point inside (see

@@ -16,6 +16,8 @@ import (
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -31,6 +33,9 @@ func start(t *testing.T, cfg server.Config) *httptest.Server {
 	tel, err := telemetry.Setup(ctx, "catalogue", telemetry.Config{LogLevel: "info"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(cfg.Callers.Names()) == 0 {
+		cfg.Callers = internalauthtest.Callers()
 	}
 	srv, err := server.New(ctx, cfg, tel)
 	if err != nil {
@@ -59,7 +64,7 @@ func TestServerServesSeededCatalogueAcrossRestarts(t *testing.T) {
 			t.Fatalf("GET %s: %d", path, resp.StatusCode)
 		}
 	}
-	client := cataloguev1.NewCatalogueProtobufClient(first.URL, first.Client())
+	client := cataloguev1.NewCatalogueProtobufClient(first.URL, internalauthtest.As(first.Client(), internalauth.Operator))
 	id := catalogue.SeedPlanID("jp-5gb-30d").String()
 	plan, err := client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
 	if err != nil {
@@ -72,7 +77,7 @@ func TestServerServesSeededCatalogueAcrossRestarts(t *testing.T) {
 	// A restart re-seeds the same database: nothing is duplicated, and the
 	// retired plan stays retired with its original creation time.
 	second := start(t, cfg)
-	client = cataloguev1.NewCatalogueProtobufClient(second.URL, second.Client())
+	client = cataloguev1.NewCatalogueProtobufClient(second.URL, internalauthtest.As(second.Client(), internalauth.Operator))
 	list, err := client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +129,7 @@ func TestNewFailsOnUnreachableDatabase(t *testing.T) {
 func TestTheLargestUpsertFitsTheBodyCap(t *testing.T) {
 	ctx := context.Background()
 	hs := start(t, server.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true})
-	client := cataloguev1.NewCatalogueJSONClient(hs.URL, hs.Client())
+	client := cataloguev1.NewCatalogueJSONClient(hs.URL, internalauthtest.As(hs.Client(), internalauth.Operator))
 	var widest catalogue.Plan
 	for _, p := range catalogue.SeedPlans() {
 		if len(p.Countries) > len(widest.Countries) {
@@ -161,5 +166,40 @@ func TestTheLargestUpsertFitsTheBodyCap(t *testing.T) {
 	_, err = client.UpsertPlans(ctx, &cataloguev1.UpsertPlansRequest{Plans: []*cataloguev1.Plan{huge}})
 	if twerr, ok := err.(twirp.Error); !ok || twerr.Code() != twirp.Malformed {
 		t.Fatalf("a body past the cap: %v, want a malformed error", err)
+	}
+}
+
+// TestInternalCallsNeedACredential: only callers with a valid token are
+// served, each only what Policy lets it do, and a refused call changes
+// nothing.
+func TestInternalCallsNeedACredential(t *testing.T) {
+	ctx := context.Background()
+	hs := start(t, server.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true})
+	client := func(hc *http.Client) cataloguev1.Catalogue { return cataloguev1.NewCatalogueProtobufClient(hs.URL, hc) }
+	operator := client(internalauthtest.As(hs.Client(), internalauth.Operator))
+	plans, err := operator.ListPlans(ctx, &cataloguev1.ListPlansRequest{Limit: 1})
+	if err != nil || len(plans.GetPlans()) != 1 {
+		t.Fatalf("ListPlans as operator: %v", err)
+	}
+	id := plans.GetPlans()[0].GetId()
+	for name, tc := range map[string]struct {
+		hc   *http.Client
+		code twirp.ErrorCode
+	}{
+		"no credential":         {hs.Client(), twirp.Unauthenticated},
+		"a wrong token":         {internalauth.Client(hs.Client(), internalauth.NewToken()), twirp.Unauthenticated},
+		"the gateway, retiring": {internalauthtest.As(hs.Client(), internalauth.Gateway), twirp.PermissionDenied},
+		"ordering, retiring":    {internalauthtest.As(hs.Client(), internalauth.Ordering), twirp.PermissionDenied},
+	} {
+		_, err := client(tc.hc).RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: id})
+		if twerr, ok := err.(twirp.Error); !ok || twerr.Code() != tc.code {
+			t.Errorf("%s: RetirePlan = %v, want %s", name, err, tc.code)
+		}
+	}
+	for _, reader := range []internalauth.Caller{internalauth.Gateway, internalauth.Ordering} {
+		plan, err := client(internalauthtest.As(hs.Client(), reader)).GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})
+		if err != nil || plan.GetStatus() != cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE {
+			t.Errorf("GetPlan as %s after refused retirements = %v, %v; want the plan, still active", reader, plan.GetStatus(), err)
+		}
 	}
 }

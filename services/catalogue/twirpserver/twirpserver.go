@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twitchtv/twirp"
 
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/twirperr"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/catalogue"
@@ -30,11 +31,12 @@ func New(svc *catalogue.Service, log *slog.Logger) *Server {
 }
 
 // Handler returns the Twirp HTTP handler of the Catalogue service, mounted
-// at its default path prefix (/twirp/esim.catalogue.v1.Catalogue/). Its
-// hooks log internal errors and calls cut short, whose causes callers
-// never see.
-func Handler(svc *catalogue.Service, log *slog.Logger) http.Handler {
-	return cataloguev1.NewCatalogueServer(New(svc, log), twirp.WithServerHooks(twirperr.ServerHooks(log)))
+// at its default path prefix (/twirp/esim.catalogue.v1.Catalogue/),
+// serving only the callers Policy admits. Its hooks log internal errors
+// and calls cut short, whose causes callers never see.
+func Handler(svc *catalogue.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
+	twirpHandler := cataloguev1.NewCatalogueServer(New(svc, log), twirp.WithServerHooks(twirperr.ServerHooks(log)))
+	return internalauth.Protect(twirpHandler, callers, Policy, log)
 }
 
 // ListPlans implements cataloguev1.Catalogue.

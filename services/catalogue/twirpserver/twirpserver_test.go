@@ -19,6 +19,8 @@ import (
 	"github.com/twitchtv/twirp"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
@@ -334,7 +336,7 @@ func newFixtureWithContext(t *testing.T, reqCtx func(context.Context) context.Co
 		t.Fatalf("seed: %v", err)
 	}
 	logs := &telemetrytest.LogBuffer{}
-	h := twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	h := twirpserver.Handler(svc, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), internalauthtest.Callers())
 	if reqCtx != nil {
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -343,7 +345,7 @@ func newFixtureWithContext(t *testing.T, reqCtx func(context.Context) context.Co
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, srv.Client()), pool: pool, logs: logs}
+	return fixture{client: cataloguev1.NewCatalogueProtobufClient(srv.URL, internalauthtest.As(srv.Client(), internalauth.Operator)), pool: pool, logs: logs}
 }
 
 // logRecords are the JSON log lines written so far.
@@ -572,5 +574,16 @@ func TestUpsertKeepsStatusAndTrimsBeforeMeasuring(t *testing.T) {
 	got, err := f.client.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id, IncludeRetired: true})
 	if err != nil || got.Name != name || got.Status != cataloguev1.PlanStatus_PLAN_STATUS_RETIRED {
 		t.Fatalf("stored %v, %v; want the trimmed name, still retired", got, err)
+	}
+}
+
+func TestPolicyCoversEveryMethod(t *testing.T) {
+	var methods []string
+	service := cataloguev1.File_catalogue_v1_catalogue_proto.Services().ByName("Catalogue")
+	for i := range service.Methods().Len() {
+		methods = append(methods, string(service.Methods().Get(i).Name()))
+	}
+	if err := twirpserver.Policy.Check(methods); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,7 +87,7 @@ func config() huma.Config {
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
-	c.OnAddOperation = append(c.OnAddOperation, documentResponses)
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds)
 	return c
 }
 

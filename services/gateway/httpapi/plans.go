@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/esimplatform/esim/proto/limits"
+
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
@@ -68,14 +70,53 @@ type ListEnvelope[T any] struct {
 	Pagination Pagination `json:"pagination"`
 }
 
-// PageParams are the paging query parameters of every list.
+// PageParams are the paging query parameters of every list. Their bounds
+// and defaults are the services' (proto/limits), set by pagingBounds: a
+// struct tag cannot name a constant.
 type PageParams struct {
-	Page  int `query:"page" minimum:"1" maximum:"10000" default:"1" doc:"1-based page number, 1 to 10000."`
-	Limit int `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Items per page, 1 to 100."`
+	Page  int `query:"page"`
+	Limit int `query:"limit"`
+}
+
+// orDefaults is p with the defaults of what the request left out.
+func (p PageParams) orDefaults() PageParams {
+	if p.Page == 0 {
+		p.Page = 1
+	}
+	if p.Limit == 0 {
+		p.Limit = limits.DefaultPageLimit
+	}
+	return p
 }
 
 func (p PageParams) pagination(total int) Pagination {
+	p = p.orDefaults()
 	return Pagination{Page: p.Page, Limit: p.Limit, Total: total, HasMore: p.Page*p.Limit < total}
+}
+
+// pagingBounds gives every operation's page and limit parameters the
+// bounds, defaults and descriptions of proto/limits, for the document and
+// for huma's and StrictQuery's checks alike.
+func pagingBounds(_ *huma.OpenAPI, op *huma.Operation) {
+	for _, p := range op.Parameters {
+		if p.In != "query" || p.Schema == nil {
+			continue
+		}
+		switch p.Name {
+		case "page":
+			bound(p, limits.MaxPage, 1, fmt.Sprintf("1-based page number, 1 to %d.", limits.MaxPage))
+		case "limit":
+			bound(p, limits.MaxPageLimit, limits.DefaultPageLimit, fmt.Sprintf("Items per page, 1 to %d.", limits.MaxPageLimit))
+		}
+	}
+}
+
+func bound(p *huma.Param, maximum, def int, doc string) {
+	lowest, highest := 1.0, float64(maximum)
+	p.Schema.Minimum, p.Schema.Maximum, p.Schema.Default = &lowest, &highest, def
+	p.Schema.Description, p.Description = doc, doc
+	// huma words its checks when a schema is built; these bounds came later.
+	p.Schema.PrecomputeMessages()
 }
 
 type listPlansInput struct {
@@ -159,8 +200,8 @@ func (a *handlers) listPlans(ctx context.Context, in *listPlansInput) (*listPlan
 		Country:  strings.ToUpper(in.Country),
 		Type:     gateway.PlanType(in.Type),
 		Currency: principalFrom(ctx).Currency,
-		Page:     in.Page,
-		Limit:    in.Limit,
+		Page:     in.orDefaults().Page,
+		Limit:    in.orDefaults().Limit,
 	})
 	if err != nil {
 		return nil, a.problem(ctx, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/gateway/redis"
 )
@@ -37,7 +38,10 @@ type Config struct {
 	// (and spend another partner's balance). Every replica needs the
 	// same one.
 	AuthCacheSecret config.Secret `env:"AUTH_CACHE_SECRET, required"`
-	Telemetry       telemetry.Config
+	// InternalToken is the gateway's credential for the services it calls
+	// (libs/internalauth); they hold its SHA-256 in their CALLERS.
+	InternalToken config.Secret `env:"INTERNAL_TOKEN, required"`
+	Telemetry     telemetry.Config
 }
 
 // minAuthCacheSecret is the shortest AUTH_CACHE_SECRET accepted, in
@@ -75,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if n := len(c.AuthCacheSecret.Reveal()); n < minAuthCacheSecret {
 		errs = append(errs, fmt.Errorf("AUTH_CACHE_SECRET: %d bytes; want at least %d, such as `openssl rand -base64 32` prints", n, minAuthCacheSecret))
+	}
+	if n := len(c.InternalToken.Reveal()); n < internalauth.MinTokenLength {
+		errs = append(errs, fmt.Errorf("INTERNAL_TOKEN: %d bytes; want at least %d, such as `openssl rand -base64 32` prints", n, internalauth.MinTokenLength))
 	}
 	if c.RateLimitPerMinute <= 0 || c.RateLimitPerMinute > maxRateLimitPerMinute {
 		errs = append(errs, fmt.Errorf("RATE_LIMIT_PER_MINUTE %d: must be from 1 to %d", c.RateLimitPerMinute, maxRateLimitPerMinute))

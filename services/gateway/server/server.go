@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/httpapi"
@@ -44,7 +45,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 
 	// 2. The services the gateway fronts, over Twirp.
-	hc := tel.HTTPClient(cfg.ServiceTimeout)
+	hc := internalauth.Client(tel.HTTPClient(cfg.ServiceTimeout), string(cfg.InternalToken.Reveal()))
 	accounts := &gateway.CachedAccounts{
 		Accounts: twirpclient.NewAccounts(string(cfg.AccountsURL), hc),
 		Cache:    redis.NewAuthCache(rdb, cfg.AuthCacheSecret.Reveal(), log),

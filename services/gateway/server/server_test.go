@@ -28,6 +28,8 @@ import (
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
@@ -90,7 +92,7 @@ func start(t testing.TB, opt options) *platform {
 		t.Fatal(err)
 	}
 
-	acc, err := accountsserver.New(ctx, accountsserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t))}, tel)
+	acc, err := accountsserver.New(ctx, accountsserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), Callers: internalauthtest.Callers()}, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func start(t testing.TB, opt options) *platform {
 	accSrv := httptest.NewServer(acc.Handler())
 	t.Cleanup(accSrv.Close)
 
-	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true}, tel)
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true, Callers: internalauthtest.Callers()}, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +129,7 @@ func start(t testing.TB, opt options) *platform {
 			RateLimitPerMinute: opt.defaultRateLimit,
 			AuthCacheTTL:       opt.authCacheTTL,
 			AuthCacheSecret:    testAuthCacheSecret,
+			InternalToken:      config.NewSecret(internalauthtest.Token(internalauth.Gateway)),
 		}, tel)
 		if err != nil {
 			t.Fatal(err)
@@ -141,8 +144,8 @@ func start(t testing.TB, opt options) *platform {
 		t:         t,
 		gateway:   startGateway(),
 		replica:   startGateway,
-		accounts:  accountsv1.NewAccountsProtobufClient(accSrv.URL, http.DefaultClient),
-		catalogue: cataloguev1.NewCatalogueProtobufClient(catSrv.URL, http.DefaultClient),
+		accounts:  accountsv1.NewAccountsProtobufClient(accSrv.URL, internalauthtest.Client(internalauth.Operator)),
+		catalogue: cataloguev1.NewCatalogueProtobufClient(catSrv.URL, internalauthtest.Client(internalauth.Operator)),
 		metrics:   tel.MetricsHandler,
 	}
 	p.loadSpec()

@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
@@ -47,7 +49,7 @@ func startCatalogue(t *testing.T) *gatedCatalogue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true}, tel)
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), SeedCatalogue: true, Callers: internalauthtest.Callers()}, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func startCatalogue(t *testing.T) *gatedCatalogue {
 	}))
 	t.Cleanup(srv.Close)
 	g.url = srv.URL
-	g.admin = cataloguev1.NewCatalogueProtobufClient(srv.URL, http.DefaultClient)
+	g.admin = cataloguev1.NewCatalogueProtobufClient(srv.URL, internalauthtest.Client(internalauth.Operator))
 	return g
 }
 
@@ -90,7 +92,7 @@ func TestConcurrentPlanLookupsShareCatalogueCalls(t *testing.T) {
 	if _, err := cat.admin.RetirePlan(ctx, &cataloguev1.RetirePlanRequest{Id: retired}); err != nil {
 		t.Fatal(err)
 	}
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second, nil)
+	client := twirpclient.NewCatalogue(cat.url, internalauthtest.As(&http.Client{Timeout: 10 * time.Second}, internalauth.Gateway), 10*time.Second, nil)
 
 	// Idle: one lookup, one call of its own.
 	jp := catalogue.SeedPlanID("jp-unlimited-day").String()
@@ -214,7 +216,7 @@ func TestSharedCallLinksEveryCallersSpan(t *testing.T) {
 	cat := startCatalogue(t)
 	spans := tracetest.NewInMemoryExporter()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)).Tracer("test")
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second, nil)
+	client := twirpclient.NewCatalogue(cat.url, internalauthtest.As(&http.Client{Timeout: 10 * time.Second}, internalauth.Gateway), 10*time.Second, nil)
 	id := catalogue.SeedPlanID("jp-unlimited-day").String()
 
 	gate := cat.hold()
@@ -300,7 +302,7 @@ func TestAccountAndCatalogueCurrenciesAreTheSame(t *testing.T) {
 func TestGetPlanPricesInTheAskedCurrency(t *testing.T) {
 	cat := startCatalogue(t)
 	ctx := context.Background()
-	client := twirpclient.NewCatalogue(cat.url, &http.Client{Timeout: 10 * time.Second}, 10*time.Second, nil)
+	client := twirpclient.NewCatalogue(cat.url, internalauthtest.As(&http.Client{Timeout: 10 * time.Second}, internalauth.Gateway), 10*time.Second, nil)
 	for _, slug := range []string{"jp-unlimited-day", "jp-1gb-7d", "fr-5gb-30d"} {
 		id := catalogue.SeedPlanID(slug).String()
 		plan, err := cat.admin.GetPlan(ctx, &cataloguev1.GetPlanRequest{Id: id})

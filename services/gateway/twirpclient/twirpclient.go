@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/esimplatform/esim/proto/limits"
+
 	"github.com/twitchtv/twirp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -100,9 +102,6 @@ type planLookup struct {
 // several lookups.
 const CoalescedGetPlansSpan = "catalogue.GetPlans coalesced"
 
-// maxPlansPerGet is the catalogue's bound on one GetPlans call.
-const maxPlansPerGet = 100
-
 // PlanCallsInFlight is how many GetPlans calls one gateway keeps
 // outstanding. Lookups beyond them queue and go out together in the next
 // call; fewer slots make bigger batches, more make shorter waits. One,
@@ -126,7 +125,7 @@ const PlanCallsInFlight = 1
 // observe, when not nil, hears of every GetPlans call the lookups share.
 func NewCatalogue(baseURL string, hc *http.Client, timeout time.Duration, observe coalesce.Observer) *Catalogue {
 	c := &Catalogue{client: cataloguev1.NewCatalogueProtobufClient(baseURL, hc), timeout: timeout}
-	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: maxPlansPerGet, MaxInFlight: PlanCallsInFlight, Observe: observe})
+	c.plans = coalesce.New(c.getPlans, coalesce.Options{MaxBatch: limits.MaxPlansPerGet, MaxInFlight: PlanCallsInFlight, Observe: observe})
 	return c
 }
 

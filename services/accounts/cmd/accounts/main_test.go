@@ -9,12 +9,19 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
+// env serves vars, with a valid CALLERS unless vars sets one.
 func env(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
+	return func(k string) string {
+		if v, ok := vars[k]; ok || k != "CALLERS" {
+			return v
+		}
+		return internalauthtest.CallersEnv()
+	}
 }
 
 // TestRunServesUntilCancelled runs the program as a process would, on
@@ -74,11 +81,13 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		vars map[string]string
 		want string
 	}{
-		"no database":   {[]string{"accounts"}, nil, "DATABASE_URL"},
+		"no database": {[]string{"accounts"}, nil, "DATABASE_URL"},
+		"no callers":  {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "CALLERS": ""}, "CALLERS"},
+		"a caller without its token's hash": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "CALLERS": "gateway"},
+			"CALLERS: entry 1: want name:sha256-hex"},
 		"bad log level": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		"arguments":     {[]string{"accounts", "--port=1"}, nil, "--port=1"},
-		// Both at once, the password masked: the database URL used to be
-		// refused alone, once the service was connecting.
+		// Both at once, before connecting, the password masked.
 		"bad database url and address": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "HTTP_ADDR": "accounts"},
 			"DATABASE_URL: want postgres://user:password@host:5432/database (cannot parse `postgres://u:xxxxx@h:port/x`: invalid port)\n" +
 				`HTTP_ADDR "accounts": want [host]:port`},

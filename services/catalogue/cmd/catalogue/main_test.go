@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
-	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "SEED_CATALOGUE": "true"}
+	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "SEED_CATALOGUE": "true", "CALLERS": internalauthtest.CallersEnv()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -59,6 +60,7 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		want string
 	}{
 		"no database": {[]string{"catalogue"}, nil, "DATABASE_URL"},
+		"no callers":  {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://x/y", "CALLERS": ""}, "CALLERS"},
 		"arguments":   {[]string{"catalogue", "--seed"}, map[string]string{"DATABASE_URL": "postgres://x/y"}, "--seed"},
 		// Both at once, before connecting, the password masked.
 		"bad database url and address": {[]string{"catalogue"}, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "HTTP_ADDR": ":80a"},
@@ -69,7 +71,13 @@ func TestRunRejectsBadStarts(t *testing.T) {
 			`SEED_CATALOGUE: strconv.ParseBool: parsing "yes-please"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := run(context.Background(), tc.args, func(k string) string { return tc.vars[k] }, io.Discard)
+			getenv := func(k string) string {
+				if v, ok := tc.vars[k]; ok || k != "CALLERS" {
+					return v
+				}
+				return internalauthtest.CallersEnv()
+			}
+			err := run(context.Background(), tc.args, getenv, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("run: %v, want an error naming %s", err, tc.want)
 			}

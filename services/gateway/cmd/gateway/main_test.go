@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 )
@@ -22,7 +24,7 @@ import (
 func TestRunServesUntilCancelled(t *testing.T) {
 	// The gateway starts without its peers: they are called per request.
 	// /metrics has a port of its own, as the charts run it.
-	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret,
+	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret, "INTERNAL_TOKEN": testInternalToken,
 		"ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -78,6 +80,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			[]string{`ACCOUNTS_URL: "127.0.0.1:8081" is not an http://`, `CATALOGUE_URL: "http://catalogue?xxxxx" is not an http://`}},
 		"no auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": ""}, []string{"AUTH_CACHE_SECRET is required"}},
 		// The message counts the bytes and never shows them.
+		"no internal token": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "INTERNAL_TOKEN": ""}, []string{"INTERNAL_TOKEN is required"}},
+		"short internal token": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "INTERNAL_TOKEN": "hunter2hunter2"},
+			[]string{"INTERNAL_TOKEN: 14 bytes; want at least 32"}},
 		"short auth cache secret": {map[string]string{"ACCOUNTS_URL": "http://x", "CATALOGUE_URL": "http://x", "AUTH_CACHE_SECRET": "hunter2hunter2"},
 			[]string{"AUTH_CACHE_SECRET: 14 bytes; want at least 32"}},
 		// Every bad setting at once, before anything starts, REDIS_URL's
@@ -121,7 +126,7 @@ func runRefused(t *testing.T, args []string, env map[string]string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	defaults := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret}
+	defaults := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret, "INTERNAL_TOKEN": testInternalToken}
 	return run(ctx, args, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
@@ -132,6 +137,9 @@ func runRefused(t *testing.T, args []string, env map[string]string) error {
 
 // testAuthCacheSecret is AUTH_CACHE_SECRET wherever a test does not set it.
 const testAuthCacheSecret = "test-auth-cache-secret-0123456789abcdef"
+
+// testInternalToken is INTERNAL_TOKEN wherever a test does not set it.
+var testInternalToken = internalauthtest.Token(internalauth.Gateway)
 
 // TestMain runs the real main instead of the tests when asked to, so a test
 // can start the gateway as a process of its own and signal it.
@@ -176,7 +184,7 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 	// LOG_LEVEL would hide the lines the test waits for.
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=info", "OTEL_EXPORTER_OTLP_ENDPOINT=",
 		"ACCOUNTS_URL=http://"+hung.Addr().String(), "CATALOGUE_URL=http://"+hung.Addr().String(),
-		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=25s", "SHUTDOWN_TIMEOUT=10s", "AUTH_CACHE_SECRET="+testAuthCacheSecret)
+		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=25s", "SHUTDOWN_TIMEOUT=10s", "AUTH_CACHE_SECRET="+testAuthCacheSecret, "INTERNAL_TOKEN="+testInternalToken)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
