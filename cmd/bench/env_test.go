@@ -7,49 +7,37 @@ import (
 
 	"github.com/esimplatform/esim/cmd/internal/platform"
 	libconfig "github.com/esimplatform/esim/libs/config"
-	accounts "github.com/esimplatform/esim/services/accounts/server"
-	catalogue "github.com/esimplatform/esim/services/catalogue/server"
+	"github.com/esimplatform/esim/libs/telemetry"
 	gateway "github.com/esimplatform/esim/services/gateway/server"
 )
 
 // Every setting the benchmark adds is one its service accepts: a gateway
-// that refused its rate limit stopped `make bench` at start, and no other
-// test starts the platform the way the benchmark does.
+// that refused its rate limit would stop `make bench` at start, and no
+// other test starts the platform the way the benchmark does.
 func TestBenchSettingsAreAcceptedByTheServices(t *testing.T) {
-	// What the launcher sets itself, so that the configs are whole.
-	launcher := map[string]string{
-		"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/esim_accounts", "ACCOUNTS_URL": "http://127.0.0.1:8081",
-		"CATALOGUE_URL": "http://127.0.0.1:8082", "AUTH_CACHE_SECRET": strings.Repeat("s", 32),
-	}
-	parse := map[string]func(libconfig.Getenv) error{
-		platform.Gateway: func(g libconfig.Getenv) error {
-			var c gateway.Config
-			return libconfig.Parse(context.Background(), g, &c)
-		},
-		platform.Accounts: func(g libconfig.Getenv) error {
-			var c accounts.Config
-			return libconfig.Parse(context.Background(), g, &c)
-		},
-		platform.Catalogue: func(g libconfig.Getenv) error {
-			var c catalogue.Config
-			return libconfig.Parse(context.Background(), g, &c)
-		},
-	}
-	for svc, settings := range benchEnv {
-		env := map[string]string{}
+	env := benchEnv([]string{platform.Accounts, platform.Gateway})
+	getenv := func(settings []string, launcher map[string]string) libconfig.Getenv {
+		vars := map[string]string{}
 		for k, v := range launcher {
-			env[k] = v
+			vars[k] = v
 		}
 		for _, kv := range settings {
 			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
+			vars[k] = v
 		}
-		p, ok := parse[svc]
-		if !ok {
-			t.Fatalf("no parser for %s", svc)
-		}
-		if err := p(func(k string) string { return env[k] }); err != nil {
-			t.Errorf("%s refuses the benchmark's settings %q: %v", svc, settings, err)
-		}
+		return func(k string) string { return vars[k] }
+	}
+	// What the launcher sets itself, so that the gateway's config is whole.
+	launcher := map[string]string{
+		"ACCOUNTS_URL": "http://127.0.0.1:8081", "CATALOGUE_URL": "http://127.0.0.1:8082", "ORDERING_URL": "http://127.0.0.1:8084",
+		"WALLET_URL": "http://127.0.0.1:8083", "AUTH_CACHE_SECRET": strings.Repeat("s", 32), "INTERNAL_TOKEN": strings.Repeat("t", 32),
+	}
+	var gw gateway.Config
+	if err := libconfig.Parse(context.Background(), getenv(env[platform.Gateway], launcher), &gw); err != nil {
+		t.Errorf("the gateway refuses the benchmark's settings %q: %v", env[platform.Gateway], err)
+	}
+	var tel telemetry.Config
+	if err := libconfig.Parse(context.Background(), getenv(env[platform.Accounts], nil), &tel); err != nil || tel.LogLevel != "warn" {
+		t.Errorf("the benchmark's settings %q: log level %q, %v", env[platform.Accounts], tel.LogLevel, err)
 	}
 }

@@ -22,16 +22,26 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/cmd/internal/platform"
+	"github.com/esimplatform/esim/cmd/internal/services"
 )
 
-// benchEnv is what the benchmark sets beyond what `make run` does: the
-// rate limit far above anything two cores can produce, so the limiter is
-// exercised but never rejects, and quiet logs, so logging does not
-// dominate. A test parses it as each service does.
-var benchEnv = map[string][]string{
-	platform.Gateway:   {"RATE_LIMIT_PER_MINUTE=1000000000", "LOG_LEVEL=warn"},
-	platform.Accounts:  {"LOG_LEVEL=warn"},
-	platform.Catalogue: {"LOG_LEVEL=warn"},
+// gatewayBenchEnv is what the benchmark sets on the gateway beyond what
+// `make run` does: the rate limit far above anything two cores can
+// produce, so the limiter is exercised but never rejects. A test parses it
+// as the gateway does.
+var gatewayBenchEnv = []string{"RATE_LIMIT_PER_MINUTE=1000000000"}
+
+// quietLogs keeps logging from dominating what is measured.
+const quietLogs = "LOG_LEVEL=warn"
+
+// benchEnv is every declared service's settings beyond `make run`'s.
+func benchEnv(names []string) map[string][]string {
+	env := map[string][]string{}
+	for _, name := range names {
+		env[name] = []string{quietLogs}
+	}
+	env[platform.Gateway] = append(env[platform.Gateway], gatewayBenchEnv...)
+	return env
 }
 
 func main() {
@@ -140,12 +150,21 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	}
 
 	// 1. The platform as `make run` starts it, with benchEnv.
+	declared, err := services.Find(".")
+	if err != nil {
+		return err
+	}
+	svcs, err := services.Load(declared)
+	if err != nil {
+		return err
+	}
 	p, err := platform.Start(ctx, platform.Options{
 		PGURL:    cfg.pgURL,
 		RedisURL: cfg.redisURL,
+		Services: svcs,
 		RunDir:   filepath.Join(".run", "bench"),
 		KeyName:  "bench",
-		Env:      benchEnv,
+		Env:      benchEnv(svcs.Names()),
 		Progress: stderr,
 	})
 	if err != nil {

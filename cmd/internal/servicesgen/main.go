@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/format"
@@ -58,21 +59,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	// 2. The modules that import the services require them, replaced by
-	// their folders, so that they build outside the workspace too.
-	for _, m := range importers {
-		if err := requireServices(ctx, filepath.Join(root, m), p, stdout); err != nil {
-			return err
-		}
-	}
-
-	// 3. The charts tests' table.
+	// 2. The charts tests' table, which step 3's tidying reads.
 	src, err := table(p)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(root, "charts", "services_gen_test.go"), src, 0o644); err != nil {
 		return err
+	}
+
+	// 3. The modules that import the services require them, and replace
+	// every module of the workspace by its folder (a replace applies only in
+	// the module that states it), so that they build outside the workspace
+	// too.
+	workspace, err := workspaceModules(ctx, root)
+	if err != nil {
+		return err
+	}
+	for _, m := range importers {
+		if err := requireServices(ctx, filepath.Join(root, m), p, workspace, stdout); err != nil {
+			return err
+		}
 	}
 
 	// 4. A database in the dev cluster's Postgres for each service that owns one.
@@ -102,30 +109,53 @@ data:
 {{- end}}{{end}}
 `))
 
-// requireServices adds the services the module at dir does not require yet,
-// and tidies it when it added any.
-func requireServices(ctx context.Context, dir string, p services.Platform, stdout io.Writer) error {
+// workspaceModules lists the folders of go.work's modules, relative to root.
+func workspaceModules(ctx context.Context, root string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "go", "work", "edit", "-json")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go work edit -json: %w", err)
+	}
+	var work struct{ Use []struct{ DiskPath string } }
+	if err := json.Unmarshal(out, &work); err != nil {
+		return nil, err
+	}
+	dirs := make([]string, len(work.Use))
+	for i, u := range work.Use {
+		dirs[i] = filepath.Clean(u.DiskPath)
+	}
+	return dirs, nil
+}
+
+// requireServices makes the module at dir require every service and
+// replace every workspace module by its folder, and tidies it when that
+// changed anything.
+func requireServices(ctx context.Context, dir string, p services.Platform, workspace []string, stdout io.Writer) error {
 	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return err
 	}
-	rel, err := filepath.Rel(dir, filepath.Dir(dir))
-	if err != nil {
-		return err
-	}
 	edit := []string{"mod", "edit"}
-	for _, s := range p {
-		path := module + "/services/" + s.Name
-		if bytes.Contains(gomod, []byte(path+" =>")) {
+	for _, m := range workspace {
+		path := module + "/" + filepath.ToSlash(m)
+		_, declared := p.Get(strings.TrimPrefix(m, "services/"))
+		needed := strings.HasPrefix(m, "libs/") || m == "proto" || (strings.HasPrefix(m, "services/") && declared)
+		if !needed || bytes.Contains(gomod, []byte(path+" =>")) {
 			continue
 		}
-		edit = append(edit, "-require="+path+"@v0.0.0-00010101000000-000000000000",
-			"-replace="+path+"="+filepath.ToSlash(filepath.Join(rel, "services", s.Name)))
+		edit = append(edit, "-replace="+path+"="+filepath.ToSlash(filepath.Join("..", m)))
+	}
+	for _, s := range p {
+		path := module + "/services/" + s.Name
+		if !bytes.Contains(gomod, []byte("\t"+path+" v")) {
+			edit = append(edit, "-require="+path+"@v0.0.0-00010101000000-000000000000")
+		}
 	}
 	if len(edit) == 2 {
 		return nil
 	}
-	fmt.Fprintf(stdout, "servicesgen: adding services to %s/go.mod and tidying it\n", filepath.Base(dir))
+	fmt.Fprintf(stdout, "servicesgen: adding services or modules to %s/go.mod and tidying it\n", filepath.Base(dir))
 	if err := gocmd(ctx, dir, edit...); err != nil {
 		return err
 	}
