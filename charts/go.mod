@@ -29,9 +29,11 @@ require (
 
 require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
 )
 
 require (
@@ -63,6 +65,8 @@ require (
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/evanphx/json-patch v5.9.11+incompatible // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
@@ -201,3 +205,9 @@ replace github.com/esimplatform/esim/libs/input => ../libs/input
 replace github.com/esimplatform/esim/libs/twirperr => ../libs/twirperr
 
 replace github.com/esimplatform/esim/libs/money => ../libs/money
+
+replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth
+
+replace github.com/esimplatform/esim/services/wallet => ../services/wallet
+
+replace github.com/esimplatform/esim/services/ordering => ../services/ordering

@@ -9,6 +9,8 @@ import (
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 	gatewayserver "github.com/esimplatform/esim/services/gateway/server"
+	orderingserver "github.com/esimplatform/esim/services/ordering/server"
+	walletserver "github.com/esimplatform/esim/services/wallet/server"
 )
 
 // services lists every declared service with the environment variables
@@ -16,6 +18,8 @@ import (
 var services = map[string][]string{
 	"accounts":  config.EnvVars(accountsserver.Config{}),
 	"catalogue": config.EnvVars(catalogueserver.Config{}),
+	"wallet":    config.EnvVars(walletserver.Config{}),
+	"ordering":  config.EnvVars(orderingserver.Config{}),
 	"gateway":   config.EnvVars(gatewayserver.Config{}),
 }
 
@@ -29,6 +33,14 @@ var parsers = map[string]func(config.Getenv) error{
 	},
 	"catalogue": func(getenv config.Getenv) error {
 		var cfg catalogueserver.Config
+		return config.Parse(context.Background(), getenv, &cfg)
+	},
+	"wallet": func(getenv config.Getenv) error {
+		var cfg walletserver.Config
+		return config.Parse(context.Background(), getenv, &cfg)
+	},
+	"ordering": func(getenv config.Getenv) error {
+		var cfg orderingserver.Config
 		return config.Parse(context.Background(), getenv, &cfg)
 	},
 	"gateway": func(getenv config.Getenv) error {

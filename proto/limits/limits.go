@@ -19,3 +19,13 @@ const (
 
 // MaxPlansPerGet bounds one catalogue GetPlans call: one query, one answer.
 const MaxPlansPerGet = 100
+
+// An order's bounds (spec section 8): ordering enforces them, the
+// gateway's OpenAPI document states them.
+const (
+	MaxQuantity       = 50
+	MaxDays           = 365
+	MaxCustomerText   = 120 // customer.name and customer.reference, in characters
+	MaxEmailLength    = 255
+	MaxIdempotencyKey = 255 // printable ASCII characters
+)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
+)
+
+// valid is a configuration that starts, but for DATABASE_URL; the
+// catalogue and the wallet are never called when nothing is ordered.
+func valid() map[string]string {
+	return map[string]string{
+		"DATABASE_URL":   "postgres://x/y",
+		"CALLERS":        internalauthtest.CallersEnv(),
+		"INTERNAL_TOKEN": internalauthtest.Token(internalauth.Ordering),
+		"CATALOGUE_URL":  "http://127.0.0.1:1",
+		"WALLET_URL":     "http://127.0.0.1:1",
+		"QR_BASE_URL":    "http://127.0.0.1:8080/qr",
+	}
+}
+
+// env serves valid() with vars over it; a var set to "-" is unset.
+func env(vars map[string]string) func(string) string {
+	all := valid()
+	for k, v := range vars {
+		all[k] = v
+		if v == "-" {
+			delete(all, k)
+		}
+	}
+	return func(k string) string { return all[k] }
+}
+
+// TestRunServesUntilCancelled runs the program as a process would, on
+// free ports, with /metrics on a port of its own as the charts run it, and
+// stops it the way SIGTERM does.
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs, listeners := telemetrytest.Listening()
+
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"ordering"}, env(map[string]string{
+			"DATABASE_URL":      pgtest.NewDatabase(t),
+			"HTTP_ADDR":         "127.0.0.1:0",
+			"METRICS_ADDR":      "127.0.0.1:0",
+			"RECOVERY_INTERVAL": "50ms",
+		}), logs)
+		logs.Close()
+	}()
+
+	api, metrics := listeners.Wait(t, done, true)
+	for url, want := range map[string]int{
+		"http://" + api + "/readyz":      http.StatusOK,
+		"http://" + api + "/metrics":     http.StatusNotFound,
+		"http://" + metrics + "/metrics": http.StatusOK,
+	} {
+		if code, _ := httpservertest.Get(t, url); code != want {
+			t.Errorf("GET %s = %d, want %d", url, code, want)
+		}
+	}
+	// The Twirp API answers only callers with a token.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+api+"/twirp/esim.ordering.v1.Ordering/ListOrders", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	if code, _ := httpservertest.Do(t, req); code != http.StatusUnauthorized {
+		t.Errorf("ListOrders without a token = %d, want 401", code)
+	}
+
+	cancel()
+	httpservertest.Returned(t, done, 30*time.Second)
+}
+
+func TestRunRejectsBadStarts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		vars map[string]string
+		want []string
+	}{
+		"arguments":        {[]string{"ordering", "--port=1"}, nil, []string{"--port=1"}},
+		"no database":      {nil, map[string]string{"DATABASE_URL": "-"}, []string{"DATABASE_URL is required"}},
+		"no callers":       {nil, map[string]string{"CALLERS": "-"}, []string{"CALLERS is required"}},
+		"callers mangled":  {nil, map[string]string{"CALLERS": "gateway"}, []string{"CALLERS: entry 1: want name:sha256-hex"}},
+		"no token":         {nil, map[string]string{"INTERNAL_TOKEN": "-"}, []string{"INTERNAL_TOKEN is required"}},
+		"a short token":    {nil, map[string]string{"INTERNAL_TOKEN": "hunter2"}, []string{"INTERNAL_TOKEN: 7 bytes; want at least 32"}},
+		"no catalogue":     {nil, map[string]string{"CATALOGUE_URL": "-"}, []string{"CATALOGUE_URL is required"}},
+		"no wallet":        {nil, map[string]string{"WALLET_URL": "-"}, []string{"WALLET_URL is required"}},
+		"no QR base":       {nil, map[string]string{"QR_BASE_URL": "-"}, []string{"QR_BASE_URL is required"}},
+		"a bare host":      {nil, map[string]string{"WALLET_URL": "wallet:8083"}, []string{"WALLET_URL", "is not an http:// or https:// base URL"}},
+		"a QR base query":  {nil, map[string]string{"QR_BASE_URL": "http://x/qr?token=1"}, []string{"QR_BASE_URL"}},
+		"order timeout 0":  {nil, map[string]string{"ORDER_TIMEOUT": "0s"}, []string{"ORDER_TIMEOUT 0s: must be above 0 and at most 50s"}},
+		"order timeout 2m": {nil, map[string]string{"ORDER_TIMEOUT": "2m"}, []string{"ORDER_TIMEOUT 2m0s"}},
+		"service timeout past the order's": {nil, map[string]string{"SERVICE_TIMEOUT": "10s", "ORDER_TIMEOUT": "5s"},
+			[]string{"SERVICE_TIMEOUT 10s: must be above 0 and at most ORDER_TIMEOUT (5s)"}},
+		"recovery interval 0":   {nil, map[string]string{"RECOVERY_INTERVAL": "0s"}, []string{"RECOVERY_INTERVAL 0s: must be positive"}},
+		"recovery after <0":     {nil, map[string]string{"RECOVERY_AFTER": "-1s"}, []string{"RECOVERY_AFTER -1s: must be positive"}},
+		"a $ in the SM-DP+":     {nil, map[string]string{"SANDBOX_SMDP_ADDRESS": "smdp$x.invalid"}, []string{`SANDBOX_SMDP_ADDRESS "smdp$x.invalid": want a lower-case DNS name`}},
+		"an SM-DP+ URL":         {nil, map[string]string{"SANDBOX_SMDP_ADDRESS": "https://smdp.example.com"}, []string{"SANDBOX_SMDP_ADDRESS"}},
+		"a single-label SM-DP+": {nil, map[string]string{"SANDBOX_SMDP_ADDRESS": "smdp"}, []string{"SANDBOX_SMDP_ADDRESS"}},
+		"a live provider":       {nil, map[string]string{"LIVE_PROVIDER": "es2plus"}, []string{`LIVE_PROVIDER "es2plus": unknown`}},
+		"everything bad at once": {nil, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "INTERNAL_TOKEN": "short",
+			"ORDER_TIMEOUT": "0s", "RECOVERY_INTERVAL": "-1s", "LIVE_PROVIDER": "x", "SANDBOX_SMDP_ADDRESS": "-x-", "HTTP_ADDR": "ordering"},
+			[]string{"DATABASE_URL", "INTERNAL_TOKEN", "ORDER_TIMEOUT", "SERVICE_TIMEOUT", "RECOVERY_INTERVAL", "LIVE_PROVIDER", "SANDBOX_SMDP_ADDRESS", "HTTP_ADDR"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := tc.args
+			if args == nil {
+				args = []string{"ordering"}
+			}
+			err := run(context.Background(), args, env(tc.vars), io.Discard)
+			if err == nil {
+				t.Fatal("run succeeded")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("run = %v\nwant it to mention %s", err, want)
+				}
+			}
+			for _, secret := range []string{"hunter2", internalauthtest.Token(internalauth.Ordering)} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("run's error reveals a secret: %v", err)
+				}
+			}
+		})
+	}
+}

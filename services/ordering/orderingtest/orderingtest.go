@@ -1,0 +1,373 @@
+// Package orderingtest starts the ordering service for tests the way the
+// platform runs it: over real HTTP, on a database of its own, calling the
+// real catalogue (seeded) and the real wallet, started in-process, each
+// with the platform's internal credentials. It also checks that money was
+// conserved, from the wallet's ledger and ordering's orders.
+package orderingtest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/libs/telemetry"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
+	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
+	"github.com/esimplatform/esim/services/ordering/server"
+	walletserver "github.com/esimplatform/esim/services/wallet/server"
+)
+
+// Deps are the services ordering calls, running in-process.
+type Deps struct {
+	CatalogueURL string
+	WalletURL    string
+	// Wallet calls the wallet as an operator: top-ups and ledgers.
+	Wallet walletv1.Wallet
+}
+
+// quietTelemetry is a service's telemetry for a test: warnings and errors
+// only, to the test's log when verbose.
+func quietTelemetry(t testing.TB, service string) *telemetry.Telemetry {
+	t.Helper()
+	var out io.Writer = io.Discard
+	if testing.Verbose() {
+		out = testWriter{t}
+	}
+	tel, err := telemetry.Setup(context.Background(), service, telemetry.Config{LogLevel: "warn"}, out)
+	if err != nil {
+		t.Fatalf("%s telemetry: %v", service, err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	return tel
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// StartDeps starts the catalogue, seeded with the bundled plans, and the
+// wallet, each on a fresh database and an HTTP server of its own, both
+// closed when the test ends. wrapWallet, when not nil, wraps the wallet's
+// handler: a test's way to act at a precise moment of a call to it.
+func StartDeps(t testing.TB, wrapWallet func(http.Handler) http.Handler) *Deps {
+	t.Helper()
+	ctx := context.Background()
+
+	cat, err := catalogueserver.New(ctx, catalogueserver.Config{
+		DatabaseURL:   config.NewSecretURL(pgtest.NewDatabase(t)),
+		SeedCatalogue: true,
+		Callers:       internalauthtest.Callers(),
+	}, quietTelemetry(t, "catalogue"))
+	if err != nil {
+		t.Fatalf("catalogue: %v", err)
+	}
+	t.Cleanup(cat.Close)
+	catTS := httptest.NewServer(cat.Handler())
+	t.Cleanup(catTS.Close)
+
+	wal, err := walletserver.New(ctx, walletserver.Config{
+		DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)),
+		Callers:     internalauthtest.Callers(),
+	}, quietTelemetry(t, "wallet"))
+	if err != nil {
+		t.Fatalf("wallet: %v", err)
+	}
+	t.Cleanup(wal.Close)
+	h := wal.Handler()
+	if wrapWallet != nil {
+		h = wrapWallet(h)
+	}
+	walTS := httptest.NewServer(h)
+	t.Cleanup(walTS.Close)
+
+	return &Deps{
+		CatalogueURL: catTS.URL,
+		WalletURL:    walTS.URL,
+		Wallet:       walletv1.NewWalletProtobufClient(walTS.URL, internalauthtest.Client(internalauth.Operator)),
+	}
+}
+
+// WalletCall is a Debit or Refund call ordering makes to the wallet.
+type WalletCall struct {
+	// Method is "Debit" or "Refund".
+	Method string
+	// Reference is the debit's reference, the order id, for both.
+	Reference string
+	AccountID string
+}
+
+// WrapWallet returns a StartDeps wrapper that shows each Debit and Refund
+// call to before, which may answer it in the wallet's stead (returning
+// true: the wallet never sees it), and then, once the wallet answered and
+// before the answer leaves, to after with the answer's HTTP status. A
+// test's way to fail a call, or to crash ordering right after the wallet
+// moved money. nil hooks are skipped.
+func WrapWallet(before func(WalletCall, http.ResponseWriter) bool, after func(WalletCall, int)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			call, ok := walletCall(r)
+			if !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if before != nil && before(call, w) {
+				return
+			}
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+			next.ServeHTTP(rec, r)
+			if after != nil {
+				after(call, rec.status)
+			}
+		})
+	}
+}
+
+// walletCall decodes a Debit or Refund request (ordering's client sends
+// protobuf), leaving the body for the wallet to read again.
+func walletCall(r *http.Request) (WalletCall, bool) {
+	method := path.Base(r.URL.Path)
+	if method != "Debit" && method != "Refund" {
+		return WalletCall{}, false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return WalletCall{}, false
+	}
+	call := WalletCall{Method: method}
+	if method == "Debit" {
+		var req walletv1.DebitRequest
+		if proto.Unmarshal(body, &req) != nil {
+			return WalletCall{}, false
+		}
+		call.Reference, call.AccountID = req.GetReference(), req.GetAccountId()
+	} else {
+		var req walletv1.RefundRequest
+		if proto.Unmarshal(body, &req) != nil {
+			return WalletCall{}, false
+		}
+		call.Reference, call.AccountID = req.GetDebitReference(), req.GetAccountId()
+	}
+	return call, true
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+// Unavailable answers a call as a wallet that is down would: 503, which
+// leaves ordering not knowing whether money moved.
+func Unavailable(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusServiceUnavailable)
+}
+
+// Config is ordering's configuration against d, on a fresh database, as
+// the platform sets it, with the test tokens: the recovery loop waits an
+// hour before it takes an order, so that only tests that mean to see it
+// at work (and shorten RecoveryAfter) do.
+func (d *Deps) Config(t testing.TB) server.Config {
+	t.Helper()
+	callers, err := internalauth.ParseCallers(internalauthtest.CallersEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server.Config{
+		DatabaseURL:        config.NewSecretURL(smallPool(t, pgtest.NewDatabase(t))),
+		Callers:            callers,
+		InternalToken:      config.NewSecret(internalauthtest.Token(internalauth.Ordering)),
+		CatalogueURL:       config.BaseURL(d.CatalogueURL),
+		WalletURL:          config.BaseURL(d.WalletURL),
+		ServiceTimeout:     5 * time.Second,
+		QRBaseURL:          "http://127.0.0.1:8080/qr",
+		SandboxSMDPAddress: "smdp.sandbox.esim.invalid",
+		OrderTimeout:       30 * time.Second,
+		RecoveryInterval:   time.Hour,
+		RecoveryAfter:      time.Hour,
+	}
+}
+
+// smallPool caps the pool of a test's ordering at 10 connections, half
+// the service's default: the tests of several packages, each starting
+// three services, share one Postgres and its max_connections.
+func smallPool(t testing.TB, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "10")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Env is Config as the ordering process reads it, for tests that run the
+// binary: DATABASE_URL and HTTP_ADDR are the caller's to add.
+func (d *Deps) Env() map[string]string {
+	return map[string]string{
+		"CALLERS":        internalauthtest.CallersEnv(),
+		"INTERNAL_TOKEN": internalauthtest.Token(internalauth.Ordering),
+		"CATALOGUE_URL":  d.CatalogueURL,
+		"WALLET_URL":     d.WalletURL,
+		"QR_BASE_URL":    "http://127.0.0.1:8080/qr",
+		"LOG_LEVEL":      "info",
+	}
+}
+
+// Start starts ordering with cfg in-process and returns it and its URL;
+// both are closed when the test ends.
+func Start(t testing.TB, cfg server.Config) (*server.Server, string) {
+	t.Helper()
+	srv, err := server.New(context.Background(), cfg, quietTelemetry(t, "ordering"))
+	if err != nil {
+		t.Fatalf("ordering: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return srv, ts.URL
+}
+
+// Client calls ordering at url as caller.
+func Client(url string, caller internalauth.Caller) orderingv1.Ordering {
+	return orderingv1.NewOrderingProtobufClient(url, internalauthtest.Client(caller))
+}
+
+// TopUp credits amount to the balance of account in env, creating it in
+// currency on its first top-up.
+func (d *Deps) TopUp(t testing.TB, account string, env accountsv1.Environment, currency string, amount int64, reference string) {
+	t.Helper()
+	_, err := d.Wallet.TopUp(context.Background(), &walletv1.TopUpRequest{
+		AccountId: account, Environment: env, Currency: currency, AmountMinor: amount, Reference: reference, Note: "test",
+	})
+	if err != nil {
+		t.Fatalf("top up %d: %v", amount, err)
+	}
+}
+
+// Ledger is what a balance's ledger adds up to.
+type Ledger struct {
+	TopUps, Debits, Refunds int64
+	// Balance is the wallet's balance, read separately.
+	Balance int64
+	// DebitsOf and RefundsOf count the entries of each reference (an
+	// order id).
+	DebitsOf, RefundsOf map[string]int
+	// DebitAmount is each debit's amount by reference.
+	DebitAmount map[string]int64
+}
+
+// Ledger reads the whole ledger of account in env, and its balance.
+func (d *Deps) Ledger(t testing.TB, account string, env accountsv1.Environment, currency string) Ledger {
+	t.Helper()
+	ctx := context.Background()
+	l := Ledger{DebitsOf: map[string]int{}, RefundsOf: map[string]int{}, DebitAmount: map[string]int64{}}
+	for page := int32(1); ; page++ {
+		res, err := d.Wallet.ListLedger(ctx, &walletv1.ListLedgerRequest{AccountId: account, Environment: env, Page: page, Limit: 100})
+		if err != nil {
+			t.Fatalf("ledger page %d: %v", page, err)
+		}
+		for _, e := range res.GetEntries() {
+			switch e.GetKind() {
+			case walletv1.EntryKind_ENTRY_KIND_TOP_UP:
+				l.TopUps += e.GetAmountMinor()
+			case walletv1.EntryKind_ENTRY_KIND_DEBIT:
+				l.Debits += e.GetAmountMinor()
+				l.DebitsOf[e.GetReference()]++
+				l.DebitAmount[e.GetReference()] = e.GetAmountMinor()
+			case walletv1.EntryKind_ENTRY_KIND_REFUND:
+				l.Refunds += e.GetAmountMinor()
+				l.RefundsOf[e.GetReference()]++
+			default:
+				t.Fatalf("ledger entry of kind %s", e.GetKind())
+			}
+		}
+		if len(res.GetEntries()) < 100 {
+			break
+		}
+	}
+	b, err := d.Wallet.GetBalance(ctx, &walletv1.GetBalanceRequest{AccountId: account, Environment: env, Currency: currency})
+	if err != nil {
+		t.Fatalf("balance: %v", err)
+	}
+	l.Balance = b.GetAmountMinor()
+	return l
+}
+
+// CheckMoney fails the test unless money was conserved for account in env:
+// the ledger adds up to the balance; every completed order was debited
+// exactly once, its total, and never refunded; every failed one debited
+// once and refunded once; nothing else was debited; and so debits minus
+// refunds are the totals of the completed orders. It returns the orders.
+func (d *Deps) CheckMoney(t testing.TB, orders orderingv1.Ordering, account string, env accountsv1.Environment, currency string) []*orderingv1.Order {
+	t.Helper()
+	l := d.Ledger(t, account, env, currency)
+	if l.TopUps-l.Debits+l.Refunds != l.Balance {
+		t.Errorf("ledger of %s %s: top-ups %d - debits %d + refunds %d != balance %d", account, env.ShortName(), l.TopUps, l.Debits, l.Refunds, l.Balance)
+	}
+	var all []*orderingv1.Order
+	scope := &orderingv1.Scope{AccountId: account, Environment: env}
+	for page := int32(1); ; page++ {
+		res, err := orders.ListOrders(context.Background(), &orderingv1.ListOrdersRequest{Scope: scope, Page: page, Limit: 100})
+		if err != nil {
+			t.Fatalf("orders page %d: %v", page, err)
+		}
+		all = append(all, res.GetOrders()...)
+		if len(res.GetOrders()) < 100 {
+			break
+		}
+	}
+	var completed int64
+	known := map[string]bool{}
+	for _, o := range all {
+		id := o.GetId()
+		known[id] = true
+		switch o.GetStatus() {
+		case orderingv1.OrderStatus_ORDER_STATUS_COMPLETED:
+			completed += o.GetPrice().GetTotalMinor()
+			if l.DebitsOf[id] != 1 || l.DebitAmount[id] != o.GetPrice().GetTotalMinor() || l.RefundsOf[id] != 0 || len(o.GetEsims()) != int(o.GetQuantity()) {
+				t.Errorf("completed order %s: %d debits (%d), %d refunds, %d eSIMs; want one debit of %d, no refund, %d eSIMs",
+					id, l.DebitsOf[id], l.DebitAmount[id], l.RefundsOf[id], len(o.GetEsims()), o.GetPrice().GetTotalMinor(), o.GetQuantity())
+			}
+		case orderingv1.OrderStatus_ORDER_STATUS_FAILED:
+			if l.DebitsOf[id] != 1 || l.RefundsOf[id] != 1 || len(o.GetEsims()) != 0 || o.GetError().GetCode() != "provider_error" {
+				t.Errorf("failed order %s: %d debits, %d refunds, %d eSIMs, error %v; want refunded once, no eSIMs, a provider_error",
+					id, l.DebitsOf[id], l.RefundsOf[id], len(o.GetEsims()), o.GetError())
+			}
+		default:
+			t.Errorf("order %s is %s: neither completed nor failed", id, o.GetStatus())
+		}
+	}
+	for ref := range l.DebitsOf {
+		if !known[ref] {
+			t.Errorf("debit %s is no order's", ref)
+		}
+	}
+	if l.Debits-l.Refunds != completed {
+		t.Errorf("%s %s: debits %d - refunds %d != %d, the totals of the completed orders", account, env.ShortName(), l.Debits, l.Refunds, completed)
+	}
+	return all
+}

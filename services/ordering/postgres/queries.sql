@@ -1,0 +1,130 @@
+-- name: AdvisoryLock :exec
+-- A session lock, held until unlocked or the session ends: the order's
+-- processing spans calls to other services, which no transaction should.
+SELECT pg_advisory_lock(hashtextextended(sqlc.arg(key)::text, 0));
+
+-- name: AdvisoryTryLock :one
+SELECT pg_try_advisory_lock(hashtextextended(sqlc.arg(key)::text, 0));
+
+-- name: AdvisoryUnlock :one
+SELECT pg_advisory_unlock(hashtextextended(sqlc.arg(key)::text, 0));
+
+-- name: InsertOrder :execrows
+-- A taken id or idempotency key inserts nothing (0 rows), which the store
+-- reports as a conflict without parsing constraint errors.
+INSERT INTO orders (
+    id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day,
+    unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor,
+    customer_name, customer_email, customer_reference, status, created_at, updated_at
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'pending', $20, $20
+)
+ON CONFLICT DO NOTHING;
+
+-- name: OrderByKey :one
+SELECT * FROM orders
+WHERE account_id = $1 AND environment = $2 AND idempotency_key = sqlc.arg(idempotency_key)::text;
+
+-- name: OrderByID :one
+SELECT * FROM orders WHERE id = $1;
+
+-- name: OrderInScope :one
+SELECT * FROM orders
+WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
+    OR (account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text));
+
+-- name: DeletePendingOrder :execrows
+DELETE FROM orders WHERE id = $1 AND status = 'pending';
+
+-- name: MarkOrderFailing :execrows
+UPDATE orders
+SET status = 'failing', error_code = sqlc.arg(error_code)::text, error_message = sqlc.arg(error_message)::text,
+    updated_at = now()
+WHERE id = sqlc.arg(id) AND status = 'pending';
+
+-- name: MarkOrderFailed :execrows
+UPDATE orders SET status = 'failed', updated_at = now() WHERE id = $1 AND status = 'failing';
+
+-- name: MarkOrderCompleted :execrows
+UPDATE orders SET status = 'completed', updated_at = now() WHERE id = $1 AND status = 'pending';
+
+-- name: InsertEsims :copyfrom
+INSERT INTO esims (
+    id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address,
+    qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17);
+
+-- name: EsimsOfOrders :many
+SELECT * FROM esims WHERE order_id = ANY(sqlc.arg(order_ids)::uuid[]) ORDER BY order_id, position;
+
+-- name: ListOrdersInScope :many
+-- An empty statuses or reference filters nothing. id breaks ties between
+-- orders created in the same microsecond, so a page boundary never splits
+-- them differently from one call to the next.
+SELECT * FROM orders
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
+  AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text)
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: CountOrdersInScope :one
+SELECT count(*) FROM orders
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
+  AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text);
+
+-- name: ListAllOrders :many
+-- Operators' view, across accounts and environments.
+SELECT * FROM orders
+WHERE (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
+  AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text)
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: CountAllOrders :one
+SELECT count(*) FROM orders
+WHERE (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
+  AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text);
+
+-- name: EsimInScope :one
+SELECT * FROM esims
+WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
+    OR (account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text));
+
+-- name: EsimByQRToken :one
+SELECT * FROM esims WHERE qr_token = $1;
+
+-- name: ListEsimsInScope :many
+-- The nil UUID and an empty ICCID filter nothing.
+SELECT * FROM esims
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
+  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text)
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: CountEsimsInScope :one
+SELECT count(*) FROM esims
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
+  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text);
+
+-- name: ListAllEsims :many
+SELECT * FROM esims
+WHERE (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
+  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text)
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: CountAllEsims :one
+SELECT count(*) FROM esims
+WHERE (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
+  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text);
+
+-- name: UnfinishedOrders :many
+-- Oldest first: the longest wait is finished first.
+SELECT * FROM orders
+WHERE status IN ('pending', 'failing') AND created_at < sqlc.arg(created_before)::timestamptz
+ORDER BY created_at, id
+LIMIT sqlc.arg(row_limit)::integer;

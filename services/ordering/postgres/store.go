@@ -1,0 +1,544 @@
+// Package postgres is the ordering Store over Postgres (pgx/v5), with its
+// queries written in SQL and compiled by sqlc into package db. It also
+// keeps the sandbox provider's allocations (sandbox.Store).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/postgres/db"
+	"github.com/esimplatform/esim/services/ordering/sandbox"
+)
+
+// Store implements ordering.Store and sandbox.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	q    *db.Queries
+}
+
+var (
+	_ ordering.Store = (*Store)(nil)
+	_ sandbox.Store  = (*Store)(nil)
+)
+
+// NewStore returns a Store over pool; the pool stays the caller's to close.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, q: db.New(pool)}
+}
+
+// DefaultMaxConns is the pool size WithPoolDefaults sets where the
+// database URL sets none (pool_max_conns). An order holds a connection,
+// the one its lock lives on, for its whole processing, calls to the
+// wallet and the catalogue included, and so does every call waiting for
+// the lock of the same idempotency key: the pool bounds the orders a
+// replica has in flight. pgx's own default, max(4, CPUs), would cap it at
+// four on a small node.
+const DefaultMaxConns = 20
+
+// keepalive settings a session starts with unless the URL names them.
+// An advisory lock lives as long as the session holding it. A replica
+// killed outright closes its sockets and Postgres ends its sessions at
+// once; a node that vanishes from the network does not, and with Linux's
+// defaults its sessions, and the locks of the orders it was processing,
+// would linger for over two hours before recovery could take them.
+// These end them within about a minute.
+var keepalive = map[string]string{
+	"tcp_keepalives_idle":     "30",
+	"tcp_keepalives_interval": "10",
+	"tcp_keepalives_count":    "3",
+}
+
+// WithPoolDefaults sizes the pool for locks (DefaultMaxConns) and makes
+// the server notice a vanished replica, each unless the database URL says
+// otherwise.
+func WithPoolDefaults() libpostgres.Option {
+	return func(cfg *pgxpool.Config) {
+		if !strings.Contains(cfg.ConnString(), "pool_max_conns") {
+			cfg.MaxConns = DefaultMaxConns
+		}
+		for name, value := range keepalive {
+			if _, set := cfg.ConnConfig.RuntimeParams[name]; !set {
+				cfg.ConnConfig.RuntimeParams[name] = value
+			}
+		}
+	}
+}
+
+// unlockBudget bounds the release of a lock, which runs whatever happened
+// to the caller's context.
+const unlockBudget = 5 * time.Second
+
+// lockConn is the context key of a lock holder's connection.
+type lockConn struct{}
+
+// WithLock implements ordering.Store with a Postgres session advisory lock
+// (pg_advisory_lock on a 64-bit hash of key) on a connection of its own,
+// which every statement of fn runs on: fn's Locked and, through the
+// context, the sandbox provider's allocations. A holder therefore never
+// waits for the pool, which the callers waiting for the same lock may
+// have emptied, each holding a connection.
+func (s *Store) WithLock(ctx context.Context, key string, fn func(context.Context, ordering.Locked) error) error {
+	_, err := s.withLock(ctx, key, true, fn)
+	return err
+}
+
+// WithTryLock implements ordering.Store with pg_try_advisory_lock.
+func (s *Store) WithTryLock(ctx context.Context, key string, fn func(context.Context, ordering.Locked) error) (bool, error) {
+	return s.withLock(ctx, key, false, fn)
+}
+
+func (s *Store) withLock(ctx context.Context, key string, wait bool, fn func(context.Context, ordering.Locked) error) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("acquire a connection to lock: %w", err)
+	}
+	q := db.New(conn)
+	locked := true
+	if wait {
+		err = q.AdvisoryLock(ctx, key)
+	} else {
+		locked, err = q.AdvisoryTryLock(ctx, key)
+	}
+	if err != nil {
+		// The wait may have been cut short just as the server granted
+		// the lock: ending the session releases whatever it holds.
+		discard(conn)
+		return false, fmt.Errorf("lock: %w", err)
+	}
+	if !locked {
+		conn.Release()
+		return false, nil
+	}
+	defer unlock(conn, key)
+	return true, fn(context.WithValue(ctx, lockConn{}, conn), &lockHolder{conn: conn, q: q})
+}
+
+// unlock releases the lock and returns the connection to the pool, or,
+// when the lock cannot be seen released, closes the connection: a pooled
+// connection still holding the lock would hand it to its next user, and
+// keep the order from everyone else.
+func unlock(conn *pgxpool.Conn, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), unlockBudget)
+	defer cancel()
+	released, err := db.New(conn).AdvisoryUnlock(ctx, key)
+	if err != nil || !released {
+		discard(conn)
+		return
+	}
+	conn.Release()
+}
+
+// discard takes conn out of the pool and closes it, which ends its session.
+func discard(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), unlockBudget)
+	defer cancel()
+	_ = conn.Hijack().Close(ctx) // the session ends either way once the socket closes
+}
+
+// queries runs on the lock holder's connection when ctx carries one, and
+// on the pool otherwise.
+func (s *Store) queries(ctx context.Context) *db.Queries {
+	if conn, ok := ctx.Value(lockConn{}).(*pgxpool.Conn); ok {
+		return db.New(conn)
+	}
+	return s.q
+}
+
+// lockHolder implements ordering.Locked on the lock's connection.
+type lockHolder struct {
+	conn *pgxpool.Conn
+	q    *db.Queries
+}
+
+// OrderByKey implements ordering.Locked.
+func (l *lockHolder) OrderByKey(ctx context.Context, scope ordering.Scope, key string) (ordering.Order, error) {
+	row, err := l.q.OrderByKey(ctx, db.OrderByKeyParams{AccountID: scope.AccountID, Environment: string(scope.Environment), IdempotencyKey: key})
+	if err != nil {
+		return ordering.Order{}, notFound(err, "select order by key")
+	}
+	return withEsims(ctx, l.q, row)
+}
+
+// OrderByID implements ordering.Locked.
+func (l *lockHolder) OrderByID(ctx context.Context, id uuid.UUID) (ordering.Order, error) {
+	row, err := l.q.OrderByID(ctx, id)
+	if err != nil {
+		return ordering.Order{}, notFound(err, "select order")
+	}
+	return withEsims(ctx, l.q, row)
+}
+
+// InsertOrder implements ordering.Locked.
+func (l *lockHolder) InsertOrder(ctx context.Context, o ordering.Order) error {
+	var key *string
+	if o.IdempotencyKey != "" {
+		key = &o.IdempotencyKey
+	}
+	n, err := l.q.InsertOrder(ctx, db.InsertOrderParams{
+		ID:                o.ID,
+		AccountID:         o.Scope.AccountID,
+		Environment:       string(o.Scope.Environment),
+		IdempotencyKey:    key,
+		Fingerprint:       o.Fingerprint,
+		PlanID:            o.PlanID,
+		PlanName:          o.PlanName,
+		PerDay:            o.PerDay,
+		Unlimited:         o.Unlimited,
+		TotalBytes:        o.TotalBytes,
+		ValidityDays:      o.ValidityDays,
+		Quantity:          o.Quantity,
+		Days:              o.Days,
+		Currency:          string(o.Currency),
+		UnitMinor:         o.UnitMinor,
+		TotalMinor:        o.TotalMinor,
+		CustomerName:      o.Customer.Name,
+		CustomerEmail:     o.Customer.Email,
+		CustomerReference: o.Customer.Reference,
+		CreatedAt:         o.CreatedAt,
+	})
+	if err != nil {
+		return fmt.Errorf("insert order: %w", err)
+	}
+	if n == 0 {
+		return ordering.ErrConflict
+	}
+	return nil
+}
+
+// DeletePending implements ordering.Locked.
+func (l *lockHolder) DeletePending(ctx context.Context, id uuid.UUID) error {
+	return oneRow(l.q.DeletePendingOrder(ctx, id))("delete pending order")
+}
+
+// MarkFailing implements ordering.Locked.
+func (l *lockHolder) MarkFailing(ctx context.Context, id uuid.UUID, e ordering.OrderError) error {
+	return oneRow(l.q.MarkOrderFailing(ctx, db.MarkOrderFailingParams{ID: id, ErrorCode: e.Code, ErrorMessage: e.Message}))("mark order failing")
+}
+
+// MarkFailed implements ordering.Locked.
+func (l *lockHolder) MarkFailed(ctx context.Context, id uuid.UUID) error {
+	return oneRow(l.q.MarkOrderFailed(ctx, id))("mark order failed")
+}
+
+// Complete implements ordering.Locked: the eSIMs and the status in one
+// transaction, so an order is never completed without its eSIMs nor has
+// eSIMs without being completed (the schema checks both at commit).
+func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []ordering.Esim) error {
+	return pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
+		q := l.q.WithTx(tx)
+		row, err := q.OrderByID(ctx, id)
+		if err != nil {
+			return notFound(err, "select order to complete")
+		}
+		params := make([]db.InsertEsimsParams, len(esims))
+		for i, e := range esims {
+			params[i] = db.InsertEsimsParams{
+				ID:            e.ID,
+				OrderID:       id,
+				AccountID:     row.AccountID,
+				Environment:   row.Environment,
+				Position:      e.Position,
+				PlanName:      e.PlanName,
+				Iccid:         e.ICCID,
+				MatchingID:    e.MatchingID,
+				SmdpAddress:   e.SMDPAddress,
+				QrToken:       e.QRToken,
+				Status:        e.Status,
+				ValidityDays:  e.ValidityDays,
+				Unlimited:     e.Data.Unlimited,
+				TotalBytes:    e.Data.TotalBytes,
+				UsedBytes:     e.Data.UsedBytes,
+				DataUpdatedAt: e.Data.UpdatedAt,
+				CreatedAt:     e.CreatedAt,
+			}
+		}
+		if _, err := q.InsertEsims(ctx, params); err != nil {
+			return fmt.Errorf("insert eSIMs: %w", err)
+		}
+		return oneRow(q.MarkOrderCompleted(ctx, id))("mark order completed")
+	})
+}
+
+// errStatusMoved is an internal failure, never an answer to a caller: under
+// the order's lock nothing else moves it.
+var errStatusMoved = errors.New("the order is not in the status this step expects")
+
+// oneRow turns a statement's row count into an error unless it changed
+// exactly one row: the order was not in the status the statement expects.
+func oneRow(n int64, err error) func(doing string) error {
+	return func(doing string) error {
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", doing, err)
+		case n != 1:
+			return fmt.Errorf("%s: %w", doing, errStatusMoved)
+		}
+		return nil
+	}
+}
+
+// AllocateSandboxProfiles implements sandbox.Store, on the lock holder's
+// connection when ctx carries one.
+func (s *Store) AllocateSandboxProfiles(ctx context.Context, orderID uuid.UUID, matchingIDs []string) ([]sandbox.Allocation, error) {
+	q := s.queries(ctx)
+	if err := q.AllocateSandboxProfiles(ctx, db.AllocateSandboxProfilesParams{OrderID: orderID, MatchingIds: matchingIDs}); err != nil {
+		return nil, fmt.Errorf("allocate sandbox profiles: %w", err)
+	}
+	rows, err := q.SandboxProfiles(ctx, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("select sandbox profiles: %w", err)
+	}
+	out := make([]sandbox.Allocation, len(rows))
+	for i, r := range rows {
+		out[i] = sandbox.Allocation{Position: r.Position, Serial: r.Serial, MatchingID: r.MatchingID}
+	}
+	return out, nil
+}
+
+// Order implements ordering.Store. Only a completed order has eSIMs, and
+// they were committed with its status: an order read as completed finds
+// them all, with no snapshot needed.
+func (s *Store) Order(ctx context.Context, scope *ordering.Scope, id uuid.UUID) (ordering.Order, error) {
+	p := db.OrderInScopeParams{ID: id, AnyScope: scope == nil}
+	if scope != nil {
+		p.AccountID, p.Environment = scope.AccountID, string(scope.Environment)
+	}
+	row, err := s.q.OrderInScope(ctx, p)
+	if err != nil {
+		return ordering.Order{}, notFound(err, "select order")
+	}
+	return withEsims(ctx, s.q, row)
+}
+
+// withEsims returns the order of row with its eSIMs.
+func withEsims(ctx context.Context, q *db.Queries, row db.Order) (ordering.Order, error) {
+	o := order(row)
+	if o.Status != ordering.StatusCompleted {
+		return o, nil
+	}
+	rows, err := q.EsimsOfOrders(ctx, []uuid.UUID{o.ID})
+	if err != nil {
+		return ordering.Order{}, fmt.Errorf("select eSIMs of order: %w", err)
+	}
+	for _, r := range rows {
+		o.Esims = append(o.Esims, esim(r))
+	}
+	return o, nil
+}
+
+// checkPage refuses a page the domain would never ask for, as accounts'
+// store does: failing loudly rather than reading an unbounded page.
+func checkPage(limit int32, offset int64) error {
+	if limit < 1 || limit > ordering.MaxPageLimit || offset < 0 {
+		return fmt.Errorf("page of %d rows at offset %d is out of range (limit 1..%d, offset >= 0)", limit, offset, ordering.MaxPageLimit)
+	}
+	return nil
+}
+
+// ListOrders implements ordering.Store: the page, its total and the
+// page's eSIMs in one snapshot.
+func (s *Store) ListOrders(ctx context.Context, oq ordering.OrderQuery) ([]ordering.Order, int64, error) {
+	if err := checkPage(oq.Limit, oq.Offset); err != nil {
+		return nil, 0, err
+	}
+	statuses := []string{}
+	switch oq.Status {
+	case "":
+	case ordering.StatusPending:
+		// Being refunded is still being processed, to a partner.
+		statuses = []string{string(ordering.StatusPending), string(ordering.StatusFailing)}
+	default:
+		statuses = []string{string(oq.Status)}
+	}
+	var orders []ordering.Order
+	var total int64
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var rows []db.Order
+		var err error
+		if oq.Scope != nil {
+			scoped := db.ListOrdersInScopeParams{AccountID: oq.Scope.AccountID, Environment: string(oq.Scope.Environment),
+				Statuses: statuses, Reference: oq.Reference, RowLimit: oq.Limit, RowOffset: oq.Offset}
+			if rows, err = q.ListOrdersInScope(ctx, scoped); err == nil {
+				total, err = q.CountOrdersInScope(ctx, db.CountOrdersInScopeParams{AccountID: scoped.AccountID,
+					Environment: scoped.Environment, Statuses: statuses, Reference: oq.Reference})
+			}
+		} else {
+			if rows, err = q.ListAllOrders(ctx, db.ListAllOrdersParams{Statuses: statuses, Reference: oq.Reference,
+				RowLimit: oq.Limit, RowOffset: oq.Offset}); err == nil {
+				total, err = q.CountAllOrders(ctx, db.CountAllOrdersParams{Statuses: statuses, Reference: oq.Reference})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("select orders: %w", err)
+		}
+		orders = make([]ordering.Order, len(rows))
+		var completed []uuid.UUID
+		index := make(map[uuid.UUID]int, len(rows))
+		for i, r := range rows {
+			orders[i] = order(r)
+			index[r.ID] = i
+			if orders[i].Status == ordering.StatusCompleted {
+				completed = append(completed, r.ID)
+			}
+		}
+		if len(completed) == 0 {
+			return nil
+		}
+		esims, err := q.EsimsOfOrders(ctx, completed)
+		if err != nil {
+			return fmt.Errorf("select eSIMs of orders: %w", err)
+		}
+		for _, e := range esims {
+			i := index[e.OrderID]
+			orders[i].Esims = append(orders[i].Esims, esim(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list orders: %w", err)
+	}
+	return orders, total, nil
+}
+
+// Esim implements ordering.Store.
+func (s *Store) Esim(ctx context.Context, scope *ordering.Scope, id uuid.UUID) (ordering.Esim, error) {
+	p := db.EsimInScopeParams{ID: id, AnyScope: scope == nil}
+	if scope != nil {
+		p.AccountID, p.Environment = scope.AccountID, string(scope.Environment)
+	}
+	row, err := s.q.EsimInScope(ctx, p)
+	if err != nil {
+		return ordering.Esim{}, notFound(err, "select eSIM")
+	}
+	return esim(row), nil
+}
+
+// ListEsims implements ordering.Store.
+func (s *Store) ListEsims(ctx context.Context, eq ordering.EsimQuery) ([]ordering.Esim, int64, error) {
+	if err := checkPage(eq.Limit, eq.Offset); err != nil {
+		return nil, 0, err
+	}
+	var rows []db.Esim
+	var total int64
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if eq.Scope != nil {
+			p := db.ListEsimsInScopeParams{AccountID: eq.Scope.AccountID, Environment: string(eq.Scope.Environment),
+				OrderID: eq.OrderID, Iccid: eq.ICCID, RowLimit: eq.Limit, RowOffset: eq.Offset}
+			if rows, err = q.ListEsimsInScope(ctx, p); err == nil {
+				total, err = q.CountEsimsInScope(ctx, db.CountEsimsInScopeParams{AccountID: p.AccountID,
+					Environment: p.Environment, OrderID: p.OrderID, Iccid: p.Iccid})
+			}
+		} else {
+			if rows, err = q.ListAllEsims(ctx, db.ListAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID,
+				RowLimit: eq.Limit, RowOffset: eq.Offset}); err == nil {
+				total, err = q.CountAllEsims(ctx, db.CountAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID})
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list eSIMs: %w", err)
+	}
+	esims := make([]ordering.Esim, len(rows))
+	for i, r := range rows {
+		esims[i] = esim(r)
+	}
+	return esims, total, nil
+}
+
+// EsimByQRToken implements ordering.Store.
+func (s *Store) EsimByQRToken(ctx context.Context, token string) (ordering.Esim, error) {
+	row, err := s.q.EsimByQRToken(ctx, token)
+	if err != nil {
+		return ordering.Esim{}, notFound(err, "select eSIM by QR token")
+	}
+	return esim(row), nil
+}
+
+// UnfinishedOrders implements ordering.Store.
+func (s *Store) UnfinishedOrders(ctx context.Context, createdBefore time.Time, limit int32) ([]ordering.Order, error) {
+	rows, err := s.q.UnfinishedOrders(ctx, db.UnfinishedOrdersParams{CreatedBefore: createdBefore, RowLimit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("select unfinished orders: %w", err)
+	}
+	orders := make([]ordering.Order, len(rows))
+	for i, r := range rows {
+		orders[i] = order(r)
+	}
+	return orders, nil
+}
+
+// notFound turns "no row" into the domain's ErrNotFound and wraps anything
+// else with what was being done.
+func notFound(err error, doing string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ordering.ErrNotFound
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
+
+func order(r db.Order) ordering.Order {
+	o := ordering.Order{
+		ID:           r.ID,
+		Scope:        ordering.Scope{AccountID: r.AccountID, Environment: ordering.Environment(r.Environment)},
+		Fingerprint:  r.Fingerprint,
+		PlanID:       r.PlanID,
+		PlanName:     r.PlanName,
+		PerDay:       r.PerDay,
+		Unlimited:    r.Unlimited,
+		TotalBytes:   r.TotalBytes,
+		ValidityDays: r.ValidityDays,
+		Quantity:     r.Quantity,
+		Days:         r.Days,
+		Currency:     ordering.Currency(r.Currency),
+		UnitMinor:    r.UnitMinor,
+		TotalMinor:   r.TotalMinor,
+		Customer:     ordering.Customer{Name: r.CustomerName, Email: r.CustomerEmail, Reference: r.CustomerReference},
+		Status:       ordering.Status(r.Status),
+		// Postgres hands timestamps back in the session's zone; the
+		// domain speaks UTC.
+		CreatedAt: r.CreatedAt.UTC(),
+	}
+	if r.IdempotencyKey != nil {
+		o.IdempotencyKey = *r.IdempotencyKey
+	}
+	if r.ErrorCode != nil && r.ErrorMessage != nil {
+		o.Error = &ordering.OrderError{Code: *r.ErrorCode, Message: *r.ErrorMessage}
+	}
+	return o
+}
+
+func esim(r db.Esim) ordering.Esim {
+	return ordering.Esim{
+		ID:           r.ID,
+		OrderID:      r.OrderID,
+		Position:     r.Position,
+		PlanName:     r.PlanName,
+		ICCID:        r.Iccid,
+		MatchingID:   r.MatchingID,
+		SMDPAddress:  r.SmdpAddress,
+		QRToken:      r.QrToken,
+		Status:       r.Status,
+		ValidityDays: r.ValidityDays,
+		Data: ordering.EsimData{
+			Unlimited:  r.Unlimited,
+			TotalBytes: r.TotalBytes,
+			UsedBytes:  r.UsedBytes,
+			UpdatedAt:  r.DataUpdatedAt.UTC(),
+		},
+		CreatedAt: r.CreatedAt.UTC(),
+	}
+}

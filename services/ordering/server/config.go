@@ -1,0 +1,101 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/telemetry"
+)
+
+// Config is everything the ordering service reads from its environment.
+// The Helm chart sets exactly these variables (checked by charts tests).
+type Config struct {
+	HTTP    httpserver.Config
+	Runtime config.Runtime
+	// AllowedHosts are names the service answers to besides loopback, IP
+	// addresses and cluster names (httpserver.InternalHost): a DNS name
+	// of its own, when it has one.
+	AllowedHosts []string `env:"ALLOWED_HOSTS"`
+	// DatabaseURL is a postgres:// URL; its password never shows. Without
+	// pool_max_conns in it, the pool holds postgres.DefaultMaxConns
+	// connections: one per order in flight.
+	DatabaseURL config.SecretURL `env:"DATABASE_URL, required"`
+	// Callers are the tokens the Twirp API accepts, as
+	// name:sha256-hex entries (libs/internalauth).
+	Callers internalauth.Callers `env:"CALLERS, required"`
+	// InternalToken is ordering's own credential, sent to the catalogue
+	// and the wallet.
+	InternalToken config.Secret `env:"INTERNAL_TOKEN, required"`
+	// CatalogueURL and WalletURL are the Twirp base URLs of the services.
+	CatalogueURL config.BaseURL `env:"CATALOGUE_URL, required"`
+	WalletURL    config.BaseURL `env:"WALLET_URL, required"`
+	// ServiceTimeout bounds every call to another service.
+	ServiceTimeout time.Duration `env:"SERVICE_TIMEOUT, default=5s"`
+	// QRBaseURL is where the gateway serves QR images: an eSIM's is
+	// QR_BASE_URL/<token>.png.
+	QRBaseURL config.BaseURL `env:"QR_BASE_URL, required"`
+	// SandboxSMDPAddress is the SM-DP+ address of sandbox profiles. The
+	// default is under .invalid, which never resolves (RFC 6761), so a
+	// sandbox QR code scanned by a real phone reaches no server.
+	SandboxSMDPAddress string `env:"SANDBOX_SMDP_ADDRESS, default=smdp.sandbox.esim.invalid"`
+	// LiveProvider names the provider of live orders. Only "" (none) is
+	// known yet: live orders then fail and are refunded, as they would in
+	// a provider's outage.
+	LiveProvider string `env:"LIVE_PROVIDER"`
+	// OrderTimeout bounds the processing of one order once started, which
+	// goes on when its caller hangs up.
+	OrderTimeout time.Duration `env:"ORDER_TIMEOUT, default=30s"`
+	// RecoveryInterval is how often the recovery loop looks for orders
+	// left unfinished, and RecoveryAfter how old an unfinished order must
+	// be for it to take it: a younger one is left to its caller's retry.
+	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL, default=10s"`
+	RecoveryAfter    time.Duration `env:"RECOVERY_AFTER, default=1m"`
+	Telemetry        telemetry.Config
+}
+
+// maxOrderTimeout keeps an order's answer, which may wait up to
+// ORDER_TIMEOUT for its processing, inside the server's write deadline
+// with 10 s to spare.
+const maxOrderTimeout = httpserver.WriteTimeout - 10*time.Second
+
+// hostname is a DNS name of at least two labels, as an SM-DP+ address is
+// (it goes in the activation code between two $, so nothing else may).
+var hostname = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks what the types alone cannot; config.Parse runs it, and
+// the deployment checks run it on what the charts render.
+func (c Config) Validate() error {
+	var errs []error
+	if err := postgres.ValidateURL(c.DatabaseURL.Reveal()); err != nil {
+		errs = append(errs, fmt.Errorf("DATABASE_URL: %w", err))
+	}
+	if n := len(c.InternalToken.Reveal()); n < internalauth.MinTokenLength {
+		errs = append(errs, fmt.Errorf("INTERNAL_TOKEN: %d bytes; want at least %d, such as `openssl rand -base64 32` prints", n, internalauth.MinTokenLength))
+	}
+	if c.OrderTimeout <= 0 || c.OrderTimeout > maxOrderTimeout {
+		errs = append(errs, fmt.Errorf("ORDER_TIMEOUT %s: must be above 0 and at most %s, so an order's answer is written before the server's write deadline", c.OrderTimeout, maxOrderTimeout))
+	}
+	if c.ServiceTimeout <= 0 || c.ServiceTimeout > c.OrderTimeout {
+		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be above 0 and at most ORDER_TIMEOUT (%s), which bounds the calls an order makes", c.ServiceTimeout, c.OrderTimeout))
+	}
+	if c.RecoveryInterval <= 0 {
+		errs = append(errs, fmt.Errorf("RECOVERY_INTERVAL %s: must be positive", c.RecoveryInterval))
+	}
+	if c.RecoveryAfter <= 0 {
+		errs = append(errs, fmt.Errorf("RECOVERY_AFTER %s: must be positive", c.RecoveryAfter))
+	}
+	if len(c.SandboxSMDPAddress) > 253 || !hostname.MatchString(c.SandboxSMDPAddress) {
+		errs = append(errs, fmt.Errorf("SANDBOX_SMDP_ADDRESS %q: want a lower-case DNS name such as smdp.sandbox.esim.invalid", c.SandboxSMDPAddress))
+	}
+	if c.LiveProvider != "" {
+		errs = append(errs, fmt.Errorf("LIVE_PROVIDER %q: unknown; leave it empty for none (live orders then fail and are refunded)", c.LiveProvider))
+	}
+	errs = append(errs, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,147 @@
+// Package server assembles the ordering service: its database, its clients
+// of the catalogue and the wallet, the providers, the Twirp API with the
+// probes, and the recovery loop, ready to serve in a process or in-process
+// in another service's tests.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/internalauth"
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/postgres"
+	"github.com/esimplatform/esim/services/ordering/sandbox"
+	"github.com/esimplatform/esim/services/ordering/twirpclient"
+	"github.com/esimplatform/esim/services/ordering/twirpserver"
+)
+
+// Server is a running ordering service: serve Handler, then Close.
+type Server struct {
+	pool    *pgxpool.Pool
+	handler http.Handler
+	log     *slog.Logger
+	// stopRecovery ends the recovery loop, which closes recovered when
+	// it has returned.
+	stopRecovery context.CancelFunc
+	recovered    chan struct{}
+}
+
+// New opens and migrates the ordering database, builds the handler and
+// starts the recovery loop. The database must exist: creating databases
+// is the platform's job, not a service's.
+func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
+	if tel == nil {
+		return nil, errors.New("ordering server: telemetry is required")
+	}
+	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
+		libpostgres.WithTracerProvider(tel.TracerProvider), postgres.WithPoolDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("ordering database: %w", err)
+	}
+	store := postgres.NewStore(pool)
+	hc := internalauth.Client(tel.HTTPClient(cfg.ServiceTimeout), string(cfg.InternalToken.Reveal()))
+	svc := ordering.NewService(ordering.Deps{
+		Store:     store,
+		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc),
+		Wallet:    twirpclient.NewWallet(string(cfg.WalletURL), hc),
+		// Live has no provider until one is configured (LIVE_PROVIDER
+		// knows none yet): its orders fail and are refunded.
+		Providers:    map[ordering.Environment]ordering.Provider{ordering.Sandbox: sandbox.New(store, cfg.SandboxSMDPAddress)},
+		QRBaseURL:    string(cfg.QRBaseURL),
+		OrderTimeout: cfg.OrderTimeout,
+	})
+
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Server{
+		pool: pool,
+		log:  tel.Logger,
+		handler: httpserver.Handler(httpserver.Routes{
+			App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
+			Telemetry: tel,
+			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
+			// Only names that point inside (see httpserver.InternalHost)
+			// reach it, and then only with a caller's token.
+			AllowedHosts: cfg.AllowedHosts,
+		}),
+		stopRecovery: stop,
+		recovered:    make(chan struct{}),
+	}
+	go s.recoveryLoop(loopCtx, svc, cfg.RecoveryInterval, cfg.RecoveryAfter)
+	return s, nil
+}
+
+// recoveryLoop finishes, every interval, the orders left unfinished for
+// longer than after. Every replica runs one; the orders' locks keep two
+// from handling one order at once.
+func (s *Server) recoveryLoop(ctx context.Context, svc *ordering.Service, interval, after time.Duration) {
+	defer close(s.recovered)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		results, err := svc.Recover(ctx, after)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "recovery pass failed", "err", err)
+			}
+			continue
+		}
+		for _, r := range results {
+			s.logRecovered(ctx, r)
+		}
+	}
+}
+
+func (s *Server) logRecovered(ctx context.Context, r ordering.Recovered) {
+	attrs := []any{"order_id", r.OrderID.String(), "account_id", r.Scope.AccountID.String(), "environment", string(r.Scope.Environment)}
+	switch {
+	case r.Err != nil && ctx.Err() != nil:
+		s.log.DebugContext(ctx, "recovery stopped by the shutdown; the order is left for the next start", attrs...)
+	case r.Skipped:
+		s.log.DebugContext(ctx, "recovery skipped an order someone else holds", attrs...)
+	case r.Deleted:
+		s.log.InfoContext(ctx, "recovery deleted an order the balance no longer covers", append(attrs, "reason", r.Err.Error())...)
+	case r.Err != nil:
+		// Left as it was, for the next pass: every step is idempotent.
+		s.log.WarnContext(ctx, "recovery could not finish an order", append(attrs, "status", string(r.Status), "err", r.Err.Error())...)
+	default:
+		s.log.InfoContext(ctx, "recovery finished an order", append(attrs, "status", string(r.Status))...)
+	}
+}
+
+// Handler serves the Twirp API under /twirp/, plus /healthz and /readyz;
+// /metrics is httpserver.ListenAndServe's.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// recoveryStopBudget is the most Close waits for an order the recovery
+// loop is finishing. Past it the pool closes under it, which leaves the
+// order unfinished and safe: whoever takes it next resumes it.
+const recoveryStopBudget = 5 * time.Second
+
+// Close stops the recovery loop and releases the database pool; call it
+// once the HTTP server stopped.
+func (s *Server) Close() {
+	s.stopRecovery()
+	select {
+	case <-s.recovered:
+	case <-time.After(recoveryStopBudget):
+		s.log.Warn("the recovery loop was still finishing an order; closing the database under it")
+	}
+	if err := libpostgres.Close(s.pool); err != nil {
+		s.log.Warn("closing the database pool", "err", err)
+	}
+}
