@@ -359,19 +359,26 @@ func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service,
 			t.Errorf("Ingress %s without TLS: API keys would cross the internet in clear", ing.Name)
 		}
 		if ing.Spec.DefaultBackend != nil || len(ing.Spec.Rules) == 0 {
-			t.Errorf("Ingress %s: a default backend or no rules would route more than /v1", ing.Name)
+			t.Errorf("Ingress %s: a default backend or no rules would route more than /v1 and /qr", ing.Name)
 		}
 		for _, rule := range ing.Spec.Rules {
 			if rule.HTTP == nil {
 				t.Fatalf("Ingress %s: rule without paths", ing.Name)
 			}
+			var routed []string
 			for _, p := range rule.HTTP.Paths {
-				if p.Path != "/v1" || p.PathType == nil || *p.PathType != networkingv1.PathTypePrefix {
-					t.Errorf("Ingress %s routes %q (%v), want only the /v1 prefix", ing.Name, p.Path, p.PathType)
+				routed = append(routed, p.Path)
+				if p.PathType == nil || *p.PathType != networkingv1.PathTypePrefix {
+					t.Errorf("Ingress %s routes %q as %v, want a prefix", ing.Name, p.Path, p.PathType)
 				}
 				if b := p.Backend.Service; b == nil || b.Name != svc.Name || b.Port.Name != "http" {
 					t.Errorf("Ingress %s: backend %+v, want Service %s port http", ing.Name, p.Backend, svc.Name)
 				}
+			}
+			// The API and the QR images (httpapi.QRPath), and nothing else:
+			// the probes answer on the same port.
+			if !slices.Equal(routed, []string{"/v1", "/qr"}) {
+				t.Errorf("Ingress %s routes %v, want /v1 and /qr only", ing.Name, routed)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/platform"
+	"github.com/esimplatform/esim/libs/money"
 )
 
 func main() {
@@ -108,12 +109,14 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 		fmt.Fprintf(w, "  %-14s %s (pid %d)\n", s.Name+":", s.URL, s.PID)
 	}
 	fmt.Fprintf(w, "  operator token: %s (esimctl reads it)\n", p.OperatorTokenFile)
-	fmt.Fprintf(w, "  demo account:  %s (USD)\n", p.DemoAccountID)
+	fmt.Fprintf(w, "  demo account:  %s (USD, sandbox balance %s)\n", p.DemoAccountID, money.Decimal(p.DemoBalance))
 	fmt.Fprintf(w, "  logs:          %s/<service>.log\n\n", p.LogDir)
 	// Kept exactly in this form: scripts and docs grep for it.
 	fmt.Fprintf(w, "sandbox key: %s\n\n", p.SandboxKey)
 	fmt.Fprintf(w, "The key is shown once; every start prints a new one and revokes the previous.\n")
-	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n\n", p.SandboxKey, p.APIBaseURL)
+	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n", p.SandboxKey, p.APIBaseURL)
+	fmt.Fprintf(w, "  curl -s -H 'Authorization: Bearer %s' -H 'Idempotency-Key: first-order' \\\n", p.SandboxKey)
+	fmt.Fprintf(w, "    -d '{\"plan_id\": \"<a plan id>\", \"quantity\": 1}' '%s/orders'\n\n", p.APIBaseURL)
 	// esimctl's defaults are the default addresses and token file; name
 	// what -addr or -operator-token-file moved, or the hint would ask a
 	// stranger (or nobody).

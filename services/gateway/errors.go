@@ -12,6 +12,11 @@ var (
 	ErrNotFound     = errors.New("not found")
 	ErrRateLimited  = errors.New("rate limited")
 	ErrInvalid      = errors.New("invalid request")
+	// ErrInsufficientFunds: the balance does not cover the order; nothing
+	// was charged or stored, and the same idempotency key may be retried.
+	ErrInsufficientFunds = errors.New("insufficient funds")
+	// ErrProviderFailed: issuing failed and the order was refunded in full.
+	ErrProviderFailed = errors.New("provider error")
 )
 
 // FieldError names one offending input and why it was refused.

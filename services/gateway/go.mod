@@ -26,6 +26,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/uuid v1.6.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
 	github.com/twitchtv/twirp v8.1.3+incompatible
 	go.opentelemetry.io/otel/sdk v1.47.0
 	golang.org/x/sync v0.24.0
@@ -35,6 +36,8 @@ require (
 require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/makiuchi-d/gozxing v0.1.1 // indirect
+	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 )
 
 require (
@@ -43,6 +46,8 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -100,3 +105,7 @@ replace github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
 replace github.com/esimplatform/esim/libs/money => ../../libs/money
 
 replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalauth
+
+replace github.com/esimplatform/esim/services/ordering => ../ordering
+
+replace github.com/esimplatform/esim/services/wallet => ../wallet

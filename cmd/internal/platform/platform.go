@@ -28,8 +28,10 @@ import (
 	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/services"
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/money"
 	"github.com/esimplatform/esim/libs/postgres"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 )
 
 // The services the launcher itself talks to, besides starting them all:
@@ -39,7 +41,12 @@ const (
 	Accounts  = "accounts"
 	Catalogue = "catalogue"
 	Gateway   = "gateway"
+	Wallet    = "wallet"
 )
+
+// DemoSandboxBalance is what every start tops the demo partner's sandbox
+// balance up to, in minor units: 1000.00 USD to order with.
+const DemoSandboxBalance = 1000_00
 
 // DemoAccountID is the demo partner of `make run`. It is fixed so reruns
 // find the same partner (and its orders) instead of creating a new one.
@@ -176,6 +183,9 @@ type Platform struct {
 	SandboxKey string
 	// SandboxKeyID identifies SandboxKey (for revocation).
 	SandboxKeyID string
+	// DemoBalance is the demo partner's sandbox balance after the start's
+	// top-up, in minor units.
+	DemoBalance int64
 	// OperatorToken is this start's operator credential, written to
 	// OperatorTokenFile for esimctl.
 	OperatorToken     string
@@ -289,7 +299,37 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	if err := p.ensureDemo(ctx, accounts, opts.KeyName); err != nil {
 		return fail(err)
 	}
+	if p.URL(Wallet) != "" {
+		say("topping the demo partner's sandbox balance up to %s USD", money.Decimal(DemoSandboxBalance))
+		wallet := walletv1.NewWalletProtobufClient(p.URL(Wallet), p.operatorClient())
+		if err := p.ensureDemoBalance(ctx, wallet); err != nil {
+			return fail(err)
+		}
+	}
 	return p, nil
+}
+
+// ensureDemoBalance tops the demo partner's sandbox balance up to
+// DemoSandboxBalance, so every start has money to order with. The top-up's
+// reference names this start, so it counts once however often it is sent.
+func (p *Platform) ensureDemoBalance(ctx context.Context, wallet walletv1.Wallet) error {
+	b, err := wallet.GetBalance(ctx, &walletv1.GetBalanceRequest{AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Currency: "USD"})
+	if err != nil {
+		return fmt.Errorf("read the demo partner's sandbox balance: %w", err)
+	}
+	p.DemoBalance = b.GetAmountMinor()
+	if b.GetAmountMinor() >= DemoSandboxBalance {
+		return nil
+	}
+	entry, err := wallet.TopUp(ctx, &walletv1.TopUpRequest{
+		AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Currency: "USD",
+		AmountMinor: DemoSandboxBalance - b.GetAmountMinor(), Reference: "make-run-" + p.SandboxKeyID, Note: "make run: the demo partner's sandbox balance",
+	})
+	if err != nil {
+		return fmt.Errorf("top up the demo partner's sandbox balance: %w", err)
+	}
+	p.DemoBalance = entry.GetBalanceAfterMinor()
+	return nil
 }
 
 // childSpecs makes every service's settings from the declaration: its

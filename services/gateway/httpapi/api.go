@@ -34,6 +34,8 @@ type Deps struct {
 	// Gate admits every request to an operation that needs a key.
 	Gate      gateway.Gate
 	Catalogue gateway.Catalogue
+	Orders    gateway.Orders
+	Wallet    gateway.Wallet
 	Log       *slog.Logger
 }
 
@@ -44,8 +46,10 @@ func New(d Deps) http.Handler {
 	a := &handlers{Deps: d, api: api}
 	api.UseMiddleware(a.authenticateAndLimit)
 	a.registerPlans(api)
+	a.registerOrders(api)
 	a.registerOpenAPI(api)
 	declareHead(api.OpenAPI())
+	mux.HandleFunc("GET "+QRPath+"{file}", a.qrCode)
 	mux.HandleFunc("/", a.unrecognized)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// This ServeMux too would answer an unclean path with a redirect
@@ -87,16 +91,18 @@ func config() huma.Config {
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
-	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds)
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds)
 	return c
 }
 
 // responseDescriptions say, for each error status, which error code comes
 // with it and when: huma's defaults are the bare reason phrases.
 var responseDescriptions = map[string]string{
-	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range, or the request body is over 1 MiB. `details` names each one.",
+	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range; a body field is missing, unknown, of the wrong type or out of range; the body is not JSON or over 1 MiB; or the Idempotency-Key is malformed or was used with a different request. `details` names each one.",
 	"401": "`unauthorized`: the API key is missing, malformed, unknown or revoked, or two Authorization headers were sent.",
+	"402": "`insufficient_funds`: the balance does not cover the order; nothing was charged or kept. Top up, then retry with the same Idempotency-Key.",
 	"404": "`not_found`: no such resource; a retired plan, an unknown id and a malformed id alike.",
+	"502": "`provider_error`: issuing failed and the order was refunded in full; a replay of it answers the same. Place a new order with a new Idempotency-Key.",
 	"429": "`rate_limited`: the key's allowance is spent. Retry after the seconds in `Retry-After`.",
 	"500": "`internal_error`: our fault; the `request_id` helps us find it.",
 }

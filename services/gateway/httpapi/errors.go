@@ -30,6 +30,8 @@ var publicErrors = []struct {
 	{gateway.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Missing, malformed or revoked API key. Send Authorization: Bearer <API_KEY>."},
 	{gateway.ErrNotFound, http.StatusNotFound, "not_found", "No such resource."},
 	{gateway.ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests. Retry after the number of seconds in Retry-After."},
+	{gateway.ErrInsufficientFunds, http.StatusPaymentRequired, "insufficient_funds", "The balance does not cover this order; nothing was charged. Top up, then retry with the same Idempotency-Key."},
+	{gateway.ErrProviderFailed, http.StatusBadGateway, "provider_error", "Issuing failed; the order was refunded in full. Place a new order with a new Idempotency-Key."},
 }
 
 const (
@@ -93,6 +95,7 @@ func (e *Error) GetStatus() int { return e.status }
 // writes, raised by a handler, the middleware or huma's own validation, has
 // the same shape.
 func newError(ctx context.Context, status int, msg string, errs ...error) *Error {
+	sent := status
 	status, code := codeFor(status)
 	faulty := map[string]bool{}
 	for _, err := range errs {
@@ -109,7 +112,22 @@ func newError(ctx context.Context, status int, msg string, errs ...error) *Error
 		if _, ok := err.(queryFault); faulty[d.Location] && !ok {
 			continue
 		}
-		details = append(details, FieldDetail{Field: fieldName(d.Location), Reason: d.Message})
+		location, reason := d.Location, d.Message
+		// huma names the object that lacks a property; the partner's
+		// field is the property.
+		if name, ok := strings.CutPrefix(reason, requiredPrefix); ok {
+			location, reason = location+"."+name, "is required"
+		}
+		// A body sent as a form (curl -d's default) is the commonest.
+		if strings.HasPrefix(reason, "unknown content type") {
+			reason = "want Content-Type: application/json, not " + strings.TrimPrefix(reason, "unknown content type: ")
+		}
+		details = append(details, FieldDetail{Field: fieldName(location), Reason: reason})
+	}
+	// huma says why a body was refused whole (not JSON, too large) in its
+	// message alone; the body is the field at fault.
+	if len(details) == 0 && (sent == http.StatusRequestEntityTooLarge || bodyUnreadable(sent, msg)) {
+		details = append(details, FieldDetail{Field: "body", Reason: msg})
 	}
 	if code == "invalid_request" && len(details) > 0 && (msg == "" || msg == "validation failed" || msg == "Unprocessable Entity") {
 		parts := make([]string, len(details))
@@ -122,6 +140,15 @@ func newError(ctx context.Context, status int, msg string, errs ...error) *Error
 		msg = http.StatusText(status)
 	}
 	return &Error{status: status, Body: ErrorBody{Code: code, Message: msg, Details: details, RequestID: telemetry.RequestID(ctx)}}
+}
+
+// requiredPrefix starts huma's finding of a missing property, the
+// property's name following, so that newError can name it as the field.
+const requiredPrefix = "required property: "
+
+// bodyUnreadable tells huma's answer to a body it could not decode.
+func bodyUnreadable(status int, msg string) bool {
+	return status == http.StatusBadRequest && strings.Contains(msg, "body")
 }
 
 // fieldName turns huma's "query.limit" or "body.customer.email" into the
@@ -146,7 +173,24 @@ func fieldName(location string) string {
 // listPlansInput.Resolve word those themselves.
 func init() {
 	huma.DefaultArrayNullable = false
+	// A field spelt in another case ("Plan_ID") is an unknown field, not
+	// the one it resembles: encoding/json would take it as that one.
+	huma.ValidateStrictCasing = true
 	validation.MsgExpectedOneOf = "want one of: %s"
+	validation.MsgUnexpectedProperty = "unknown field"
+	validation.MsgExpectedRequiredProperty = requiredPrefix + "%s"
+	validation.MsgExpectedInteger = "want a whole number"
+	validation.MsgExpectedNumber = "want a number"
+	validation.MsgExpectedString = "want a string"
+	validation.MsgExpectedBoolean = "want true or false"
+	validation.MsgExpectedObject = "want an object"
+	validation.MsgExpectedArray = "want an array"
+	validation.MsgExpectedMinimumNumber = "want at least %v"
+	validation.MsgExpectedMaximumNumber = "want at most %v"
+	validation.MsgExpectedMinLength = "want at least %d characters"
+	validation.MsgExpectedMaxLength = "want at most %d characters"
+	validation.MsgExpectedRFC5322Email = "want an email address (%v)"
+	validation.MsgExpectedRFC4122UUID = "want a UUID (%v)"
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return newError(context.Background(), status, msg, errs...)
 	}

@@ -228,11 +228,22 @@ func (a *handlers) getPlan(ctx context.Context, in *getPlanInput) (*getPlanOutpu
 // Only the canonical 36-character form is an id; uuid.Parse also takes
 // braces, a urn:uuid: prefix and no hyphens, and a resource has one URL.
 func (a *handlers) findPlan(ctx context.Context, rawID string) (gateway.Plan, error) {
-	id, err := uuid.Parse(rawID)
-	if err != nil || len(rawID) != len(id.String()) {
+	id, ok := canonicalID(rawID)
+	if !ok {
 		return gateway.Plan{}, gateway.ErrNotFound
 	}
-	return a.Catalogue.GetPlan(ctx, id.String(), principalFrom(ctx).Currency)
+	return a.Catalogue.GetPlan(ctx, id, principalFrom(ctx).Currency)
+}
+
+// canonicalID is raw as an id in lower case, when it is the canonical
+// 36-character form of a UUID: uuid.Parse also takes braces, a urn:uuid:
+// prefix and no hyphens, and a resource has one URL.
+func canonicalID(raw string) (string, bool) {
+	id, err := uuid.Parse(raw)
+	if err != nil || len(raw) != len(id.String()) {
+		return "", false
+	}
+	return id.String(), true
 }
 
 func toPlan(p gateway.Plan) Plan {

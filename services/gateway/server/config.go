@@ -17,11 +17,18 @@ import (
 type Config struct {
 	HTTP    httpserver.Config
 	Runtime config.Runtime
-	// AccountsURL and CatalogueURL are the Twirp base URLs of the services.
+	// The Twirp base URLs of the services the gateway calls.
 	AccountsURL  config.BaseURL `env:"ACCOUNTS_URL, required"`
 	CatalogueURL config.BaseURL `env:"CATALOGUE_URL, required"`
-	// ServiceTimeout bounds every call to another service.
+	OrderingURL  config.BaseURL `env:"ORDERING_URL, required"`
+	WalletURL    config.BaseURL `env:"WALLET_URL, required"`
+	// ServiceTimeout bounds every call to another service but placing an
+	// order.
 	ServiceTimeout time.Duration `env:"SERVICE_TIMEOUT, default=5s"`
+	// OrderTimeout bounds placing an order, which waits for the provider
+	// to issue every eSIM. A partner whose call times out retries with the
+	// same Idempotency-Key and gets the order ordering went on to finish.
+	OrderTimeout time.Duration `env:"ORDER_TIMEOUT, default=20s"`
 	// RedisURL names the Redis of the rate limits and the auth cache; its
 	// password never shows.
 	RedisURL config.SecretURL `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
@@ -88,6 +95,9 @@ func (c Config) Validate() error {
 	}
 	if c.ServiceTimeout <= 0 || c.ServiceTimeout > maxServiceTimeout {
 		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be above 0 and at most %s, so a request's calls to accounts and catalogue end before its answer's write deadline", c.ServiceTimeout, maxServiceTimeout))
+	}
+	if c.OrderTimeout <= 0 || c.OrderTimeout > maxServiceTimeout {
+		errs = append(errs, fmt.Errorf("ORDER_TIMEOUT %s: must be above 0 and at most %s, so an order's answer is written before its deadline", c.OrderTimeout, maxServiceTimeout))
 	}
 	if err := redis.CheckURL(c.RedisURL.Reveal()); err != nil {
 		errs = append(errs, fmt.Errorf("REDIS_URL %s: %w", c.RedisURL, err))

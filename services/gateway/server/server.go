@@ -61,10 +61,13 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Cooldown: redisCooldown,
 	}
 
-	// 3. The public API.
+	// 3. The public API. Placing an order waits longer than any other call.
+	orderClient := internalauth.Client(tel.HTTPClient(cfg.OrderTimeout), string(cfg.InternalToken.Reveal()))
 	api := httpapi.New(httpapi.Deps{
 		Gate:      gateway.Gate{Accounts: accounts, Limiter: limiter, DefaultRateLimit: cfg.RateLimitPerMinute},
 		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout, tel.BatchObserver("catalogue")),
+		Orders:    twirpclient.NewOrdering(string(cfg.OrderingURL), hc, orderClient),
+		Wallet:    twirpclient.NewWallet(string(cfg.WalletURL), hc),
 		Log:       log,
 	})
 	return &Server{

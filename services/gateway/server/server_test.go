@@ -35,11 +35,15 @@ import (
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	accountsserver "github.com/esimplatform/esim/services/accounts/server"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 	"github.com/esimplatform/esim/services/gateway/server"
+	"github.com/esimplatform/esim/services/ordering/orderingtest"
+	walletserver "github.com/esimplatform/esim/services/wallet/server"
 )
 
 func init() {
@@ -62,6 +66,10 @@ type platform struct {
 	// replica starts another gateway beside the first, sharing its Redis,
 	// accounts and catalogue, and returns its URL.
 	replica func() string
+	// money tops up balances and checks them, through the wallet; orders
+	// reads orders as an operator.
+	money  *orderingtest.Deps
+	orders orderingv1.Ordering
 }
 
 type options struct {
@@ -108,6 +116,24 @@ func start(t testing.TB, opt options) *platform {
 	catSrv := httptest.NewServer(cat.Handler())
 	t.Cleanup(catSrv.Close)
 
+	wal, err := walletserver.New(ctx, walletserver.Config{DatabaseURL: config.NewSecretURL(pgtest.NewDatabase(t)), Callers: internalauthtest.Callers()}, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wal.Close)
+	walSrv := httptest.NewServer(wal.Handler())
+	t.Cleanup(walSrv.Close)
+
+	// The first gateway's address is known before it starts, so that the
+	// eSIMs' QR links point at it.
+	first := httptest.NewUnstartedServer(nil)
+	t.Cleanup(first.Close)
+	money := &orderingtest.Deps{CatalogueURL: catSrv.URL, WalletURL: walSrv.URL,
+		Wallet: walletv1.NewWalletProtobufClient(walSrv.URL, internalauthtest.Client(internalauth.Operator))}
+	orderingCfg := money.Config(t)
+	orderingCfg.QRBaseURL = config.BaseURL("http://" + first.Listener.Addr().String() + "/qr")
+	_, orderingURL := orderingtest.Start(t, orderingCfg)
+
 	if opt.redisURL == "" {
 		opt.redisURL = redistest.URL()
 	}
@@ -120,11 +146,14 @@ func start(t testing.TB, opt options) *platform {
 	if opt.authCacheTTL == 0 {
 		opt.authCacheTTL = 2 * time.Second
 	}
-	startGateway := func() string {
+	newGateway := func() http.Handler {
 		gw, err := server.New(ctx, server.Config{
 			AccountsURL:        config.BaseURL(opt.accountsURL),
 			CatalogueURL:       config.BaseURL(catSrv.URL),
+			OrderingURL:        config.BaseURL(orderingURL),
+			WalletURL:          config.BaseURL(walSrv.URL),
 			ServiceTimeout:     5 * time.Second,
+			OrderTimeout:       20 * time.Second,
 			RedisURL:           config.NewSecretURL(opt.redisURL),
 			RateLimitPerMinute: opt.defaultRateLimit,
 			AuthCacheTTL:       opt.authCacheTTL,
@@ -135,18 +164,25 @@ func start(t testing.TB, opt options) *platform {
 			t.Fatal(err)
 		}
 		t.Cleanup(gw.Close)
-		gwSrv := httptest.NewServer(gw.Handler())
+		return gw.Handler()
+	}
+	startGateway := func() string {
+		gwSrv := httptest.NewServer(newGateway())
 		t.Cleanup(gwSrv.Close)
 		return gwSrv.URL
 	}
+	first.Config.Handler = newGateway()
+	first.Start()
 
 	p := &platform{
 		t:         t,
-		gateway:   startGateway(),
+		gateway:   first.URL,
 		replica:   startGateway,
 		accounts:  accountsv1.NewAccountsProtobufClient(accSrv.URL, internalauthtest.Client(internalauth.Operator)),
 		catalogue: cataloguev1.NewCatalogueProtobufClient(catSrv.URL, internalauthtest.Client(internalauth.Operator)),
 		metrics:   tel.MetricsHandler,
+		money:     money,
+		orders:    orderingtest.Client(orderingURL, internalauth.Operator),
 	}
 	p.loadSpec()
 	return p
@@ -938,7 +974,8 @@ func TestOpenAPIDocumentListsExactlyTheImplementedEndpoints(t *testing.T) {
 	slices.Sort(got)
 	// HEAD is served beside every GET (net/http's ServeMux does), so it is
 	// documented too.
-	want := []string{"GET /openapi.json", "GET /plans", "GET /plans/{id}", "HEAD /openapi.json", "HEAD /plans", "HEAD /plans/{id}"}
+	want := []string{"GET /balance", "GET /esims", "GET /esims/{id}", "GET /openapi.json", "GET /orders", "GET /orders/{id}", "GET /plans", "GET /plans/{id}",
+		"HEAD /balance", "HEAD /esims", "HEAD /esims/{id}", "HEAD /openapi.json", "HEAD /orders", "HEAD /orders/{id}", "HEAD /plans", "HEAD /plans/{id}", "POST /orders"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("documented %v, want %v", got, want)
 	}

@@ -1,5 +1,5 @@
-// Package twirpclient adapts the accounts and catalogue Twirp services to
-// the gateway's interfaces. It is the one place Twirp error codes become
+// Package twirpclient adapts the accounts, catalogue, ordering and wallet
+// Twirp services to the gateway's interfaces. It is the one place Twirp error codes become
 // gateway errors.
 package twirpclient
 
@@ -41,6 +41,11 @@ func translate(service string, err error) error {
 		return gateway.ErrUnauthorized
 	case twirp.NotFound:
 		return gateway.ErrNotFound
+	case twirp.FailedPrecondition:
+		if terr.Meta("reason") == "insufficient_funds" {
+			return gateway.ErrInsufficientFunds
+		}
+		return fmt.Errorf("%s: %s: %w", service, terr.Code(), err)
 	case twirp.InvalidArgument:
 		field, reason := terr.Meta("argument"), terr.Meta("reason")
 		if field == "" {

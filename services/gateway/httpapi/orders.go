@@ -1,0 +1,480 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/esimplatform/esim/proto/limits"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/esimplatform/esim/services/gateway"
+)
+
+// OrderRequest is the body of POST /orders. Absent and zero are told
+// apart: a quantity of 0 is refused, an absent one means 1.
+type OrderRequest struct {
+	PlanID   string           `json:"plan_id" format:"uuid" doc:"A plan id from GET /v1/plans." example:"0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4c"`
+	Quantity *int             `json:"quantity,omitempty" doc:"eSIMs to issue; 1 when left out. Each is a profile of its own."`
+	Days     *int             `json:"days,omitempty" doc:"Days of a per-day plan; 1 when left out. On a fixed plan only 1 is accepted."`
+	Customer *CustomerRequest `json:"customer,omitempty" doc:"Your traveller and booking, kept for your reporting."`
+}
+
+// CustomerRequest is who the order is for, as the partner records it.
+type CustomerRequest struct {
+	Name      *string `json:"name,omitempty" doc:"Traveller name."`
+	Email     *string `json:"email,omitempty" format:"email" doc:"Traveller email address."`
+	Reference *string `json:"reference,omitempty" doc:"Your booking reference. In the sandbox, sandbox:provider_error makes issuing fail."`
+}
+
+// orderBounds gives POST /orders' body the bounds of proto/limits, which
+// ordering enforces, for the document and for huma's checks alike (a
+// struct tag cannot name a constant), so one answer names every field out
+// of range before ordering is called.
+func orderBounds(oapi *huma.OpenAPI, op *huma.Operation) {
+	if op.OperationID != "create-order" {
+		return
+	}
+	schemas := oapi.Components.Schemas.Map()
+	order, customer := schemas["OrderRequest"], schemas["CustomerRequest"]
+	if order == nil || customer == nil {
+		panic("httpapi: OrderRequest and CustomerRequest must be registered before their bounds are set")
+	}
+	between := func(s *huma.Schema, lowest, highest int, doc string) {
+		lo, hi := float64(lowest), float64(highest)
+		s.Minimum, s.Maximum = &lo, &hi
+		s.Description += fmt.Sprintf(" %s %d to %d.", doc, lowest, highest)
+		s.PrecomputeMessages()
+	}
+	atMost := func(s *huma.Schema, n int) {
+		s.MaxLength = &n
+		s.Description += fmt.Sprintf(" Up to %d characters.", n)
+		s.PrecomputeMessages()
+	}
+	between(order.Properties["quantity"], 1, limits.MaxQuantity, "From")
+	between(order.Properties["days"], 1, limits.MaxDays, "From")
+	atMost(customer.Properties["name"], limits.MaxCustomerText)
+	atMost(customer.Properties["email"], limits.MaxEmailLength)
+	atMost(customer.Properties["reference"], limits.MaxCustomerText)
+}
+
+// Order is an order and every eSIM it issued.
+type Order struct {
+	ID          string      `json:"id" format:"uuid"`
+	Status      string      `json:"status" enum:"pending,completed,failed" doc:"completed: the eSIMs were issued; failed: issuing failed and the order was refunded in full; pending: still being issued."`
+	Environment string      `json:"environment" enum:"sandbox,live"`
+	PlanID      string      `json:"plan_id" format:"uuid"`
+	Quantity    int         `json:"quantity"`
+	Days        *int        `json:"days,omitempty" doc:"Days ordered; present on per-day plans only."`
+	Price       OrderPrice  `json:"price"`
+	Customer    Customer    `json:"customer"`
+	Error       *OrderError `json:"error" doc:"null unless the order failed."`
+	CreatedAt   time.Time   `json:"created_at"`
+	Esims       []Esim      `json:"esims" doc:"One per eSIM issued; empty unless completed."`
+}
+
+// OrderPrice is what one eSIM cost and what the order debited.
+type OrderPrice struct {
+	Unit     Amount `json:"unit" doc:"One eSIM: the plan's price, times the days on per-day plans."`
+	Total    Amount `json:"total" doc:"unit x quantity: what was debited from the balance."`
+	Currency string `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+// Customer is the order's customer; null where the order gave none.
+type Customer struct {
+	Name      *string `json:"name" nullable:"true"`
+	Email     *string `json:"email" nullable:"true"`
+	Reference *string `json:"reference" nullable:"true"`
+}
+
+// OrderError says why an order failed; an order that did not fail has
+// null in its place (huma takes nullable for a struct from its blank
+// field).
+type OrderError struct {
+	_       struct{} `nullable:"true"`
+	Code    string   `json:"code" enum:"provider_error"`
+	Message string   `json:"message"`
+}
+
+// Esim is one issued profile with everything needed to install it.
+type Esim struct {
+	ID             string      `json:"id" format:"uuid"`
+	OrderID        string      `json:"order_id" format:"uuid"`
+	PlanName       string      `json:"plan_name"`
+	ICCID          string      `json:"iccid" doc:"19 digits."`
+	QRCodeURL      string      `json:"qr_code_url" format:"uri" doc:"A PNG of a QR code that encodes activation_code. Public and unguessable: share it with the traveller only."`
+	ActivationCode string      `json:"activation_code" doc:"LPA:1$<smdp_address>$<matching id>."`
+	SMDPAddress    string      `json:"smdp_address"`
+	Status         string      `json:"status" doc:"ALLOCATED on a fresh order."`
+	ValidityDays   int         `json:"validity_days"`
+	Data           EsimData    `json:"data"`
+	Install        EsimInstall `json:"install"`
+	CreatedAt      time.Time   `json:"created_at"`
+}
+
+// EsimData is the data allowance and its use.
+type EsimData struct {
+	Unlimited  bool      `json:"unlimited"`
+	TotalBytes *int64    `json:"total_bytes" nullable:"true" doc:"null when unlimited."`
+	UsedBytes  int64     `json:"used_bytes"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// EsimInstall is how a traveller installs the eSIM.
+type EsimInstall struct {
+	Instructions         string `json:"instructions" doc:"iOS and Android steps, with the SM-DP+ address and activation code for manual entry."`
+	IOSUniversalLink     string `json:"ios_universal_link" format:"uri"`
+	AndroidUniversalLink string `json:"android_universal_link" format:"uri"`
+}
+
+// BalanceView is the prepaid balance of the key's account and environment.
+type BalanceView struct {
+	Amount      Amount `json:"amount"`
+	Currency    string `json:"currency" enum:"USD,EUR,GBP"`
+	Environment string `json:"environment" enum:"sandbox,live"`
+}
+
+type createOrderInput struct {
+	StrictQuery
+	IdempotencyKey string `header:"Idempotency-Key" doc:"Up to 255 printable ASCII characters. A retry with the same key and body replays the first answer and never charges twice; send one with every order."`
+	Body           OrderRequest
+}
+
+// Resolve refuses an Idempotency-Key that is not one: given twice, too
+// long, or not printable ASCII.
+func (in *createOrderInput) Resolve(ctx huma.Context) []error {
+	errs := in.StrictQuery.Resolve(ctx)
+	var values []string
+	ctx.EachHeader(func(name, value string) {
+		if strings.EqualFold(name, "Idempotency-Key") {
+			values = append(values, value)
+		}
+	})
+	reason := ""
+	switch {
+	case len(values) > 1:
+		reason = "given more than once"
+	case len(in.IdempotencyKey) > limits.MaxIdempotencyKey:
+		reason = fmt.Sprintf("want at most %d characters", limits.MaxIdempotencyKey)
+	case strings.ContainsFunc(in.IdempotencyKey, func(r rune) bool { return r < ' ' || r > '~' }):
+		reason = "want printable ASCII characters only"
+	}
+	if reason != "" {
+		errs = append(errs, &huma.ErrorDetail{Location: "header.Idempotency-Key", Message: reason})
+	}
+	return errs
+}
+
+type createOrderOutput struct {
+	Status   int
+	Location string `header:"Location"`
+	Replay   string `header:"Idempotent-Replay" doc:"true when this answers an earlier request with the same Idempotency-Key."`
+	Body     Envelope[Order]
+}
+
+type listOrdersInput struct {
+	StrictQuery
+	PageParams
+	Status    string `query:"status" enum:"pending,completed,failed" doc:"Only orders in this status."`
+	Reference string `query:"reference" maxLength:"120" doc:"Only orders with this customer.reference."`
+}
+
+type listOrdersOutput struct {
+	Body ListEnvelope[Order]
+}
+
+type getOrderInput struct {
+	StrictQuery
+	ID string `path:"id" doc:"Order id (UUID) from POST /v1/orders."`
+}
+
+type getOrderOutput struct {
+	Body Envelope[Order]
+}
+
+type listEsimsInput struct {
+	StrictQuery
+	PageParams
+	OrderID string `query:"order_id" doc:"Only the eSIMs of this order."`
+	ICCID   string `query:"iccid" doc:"Only the eSIM with this ICCID."`
+}
+
+type listEsimsOutput struct {
+	Body ListEnvelope[Esim]
+}
+
+type getEsimInput struct {
+	StrictQuery
+	ID string `path:"id" doc:"eSIM id (UUID) from an order."`
+}
+
+type getEsimOutput struct {
+	Body Envelope[Esim]
+}
+
+type getBalanceInput struct {
+	StrictQuery
+}
+
+type getBalanceOutput struct {
+	Body Envelope[BalanceView]
+}
+
+var orderErrors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusNotFound,
+	http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway}
+
+func (a *handlers) registerOrders(api huma.API) {
+	huma.Register(api, huma.Operation{
+		OperationID:   "create-order",
+		Method:        http.MethodPost,
+		Path:          "/orders",
+		Summary:       "Order eSIMs",
+		Description:   "Buys 1 to 50 eSIMs of a plan, debits the balance and answers every eSIM with its QR code, activation code and install steps. 201 for a new order; 200 with `Idempotent-Replay: true` for a retry with the same `Idempotency-Key` and body, which is never charged again. A failed issue answers 502 `provider_error` after refunding the order in full.",
+		Tags:          []string{"Orders"},
+		Security:      bearerAuth,
+		DefaultStatus: http.StatusCreated,
+		Errors:        orderErrors,
+		Responses: map[string]*huma.Response{
+			"200": {Description: "A replay of an earlier request with the same Idempotency-Key: the same order, not charged again."},
+		},
+	}, a.createOrder)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "list-orders",
+		Method:      http.MethodGet,
+		Path:        "/orders",
+		Summary:     "List orders",
+		Description: "Orders of this environment, newest first, each with its eSIMs.",
+		Tags:        []string{"Orders"},
+		Security:    bearerAuth,
+		Errors:      readErrors,
+	}, a.listOrders)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-order",
+		Method:      http.MethodGet,
+		Path:        "/orders/{id}",
+		Summary:     "Get an order",
+		Description: "The order with every eSIM it issued. Another account's or environment's order, an unknown id and a malformed id alike are not_found.",
+		Tags:        []string{"Orders"},
+		Security:    bearerAuth,
+		Errors:      append([]int{http.StatusNotFound}, readErrors...),
+	}, a.getOrder)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "list-esims",
+		Method:      http.MethodGet,
+		Path:        "/esims",
+		Summary:     "List eSIMs",
+		Description: "eSIMs of this environment, newest first.",
+		Tags:        []string{"eSIMs"},
+		Security:    bearerAuth,
+		Errors:      readErrors,
+	}, a.listEsims)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-esim",
+		Method:      http.MethodGet,
+		Path:        "/esims/{id}",
+		Summary:     "Get an eSIM",
+		Description: "Another account's or environment's eSIM, an unknown id and a malformed id alike are not_found.",
+		Tags:        []string{"eSIMs"},
+		Security:    bearerAuth,
+		Errors:      append([]int{http.StatusNotFound}, readErrors...),
+	}, a.getEsim)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-balance",
+		Method:      http.MethodGet,
+		Path:        "/balance",
+		Summary:     "Get the balance",
+		Description: "The prepaid balance of this account in this environment; orders are debited from it.",
+		Tags:        []string{"Balance"},
+		Security:    bearerAuth,
+		Errors:      readErrors,
+	}, a.getBalance)
+}
+
+func (a *handlers) createOrder(ctx context.Context, in *createOrderInput) (*createOrderOutput, error) {
+	req := gateway.NewOrder{
+		PlanID:         in.Body.PlanID,
+		Quantity:       in.Body.Quantity,
+		Days:           in.Body.Days,
+		IdempotencyKey: in.IdempotencyKey,
+	}
+	if c := in.Body.Customer; c != nil {
+		req.Customer = gateway.Customer{Name: deref(c.Name), Email: deref(c.Email), Reference: deref(c.Reference)}
+	}
+	order, replayed, err := a.Orders.CreateOrder(ctx, principalFrom(ctx), req)
+	if errors.Is(err, gateway.ErrNotFound) {
+		err = withMessage(err, fmt.Sprintf("No plan %q on sale. GET /v1/plans lists the plans you can order.", in.Body.PlanID))
+	}
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	replay := ""
+	if replayed {
+		replay = "true"
+	}
+	if order.Status == gateway.OrderFailed {
+		failure := fromDomain(ctx, withMessage(gateway.ErrProviderFailed, fmt.Sprintf(
+			"Issuing failed (%s); order %s was refunded in full. Place a new order with a new Idempotency-Key.", order.ErrorMessage, order.ID)))
+		if replayed {
+			return nil, huma.ErrorWithHeaders(failure, http.Header{"Idempotent-Replay": {replay}})
+		}
+		return nil, failure
+	}
+	status := http.StatusCreated
+	if replayed {
+		status = http.StatusOK
+	}
+	return &createOrderOutput{Status: status, Location: basePath + "/orders/" + order.ID, Replay: replay, Body: Envelope[Order]{Data: toOrder(order)}}, nil
+}
+
+func (a *handlers) listOrders(ctx context.Context, in *listOrdersInput) (*listOrdersOutput, error) {
+	page := in.orDefaults()
+	orders, total, err := a.Orders.ListOrders(ctx, principalFrom(ctx), gateway.OrderQuery{
+		Status: gateway.OrderStatus(in.Status), Reference: in.Reference, Page: page.Page, Limit: page.Limit,
+	})
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	out := &listOrdersOutput{Body: ListEnvelope[Order]{Data: make([]Order, len(orders)), Pagination: in.pagination(total)}}
+	for i, o := range orders {
+		out.Body.Data[i] = toOrder(o)
+	}
+	return out, nil
+}
+
+func (a *handlers) getOrder(ctx context.Context, in *getOrderInput) (*getOrderOutput, error) {
+	id, ok := canonicalID(in.ID)
+	var order gateway.Order
+	err := gateway.ErrNotFound
+	if ok {
+		order, err = a.Orders.GetOrder(ctx, principalFrom(ctx), id)
+	}
+	if errors.Is(err, gateway.ErrNotFound) {
+		return nil, fromDomain(ctx, withMessage(err, fmt.Sprintf("No order %q in this environment.", in.ID)))
+	}
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	return &getOrderOutput{Body: Envelope[Order]{Data: toOrder(order)}}, nil
+}
+
+func (a *handlers) listEsims(ctx context.Context, in *listEsimsInput) (*listEsimsOutput, error) {
+	var bad []gateway.FieldError
+	if _, ok := canonicalID(in.OrderID); in.OrderID != "" && !ok {
+		bad = append(bad, gateway.FieldError{Field: "order_id", Reason: "want an order id (a UUID)"})
+	}
+	if in.ICCID != "" && (len(in.ICCID) < 18 || len(in.ICCID) > 22 || strings.ContainsFunc(in.ICCID, func(r rune) bool { return r < '0' || r > '9' })) {
+		bad = append(bad, gateway.FieldError{Field: "iccid", Reason: "want an ICCID: 18 to 22 digits"})
+	}
+	if len(bad) > 0 {
+		return nil, fromDomain(ctx, &gateway.ValidationError{Fields: bad})
+	}
+	page := in.orDefaults()
+	esims, total, err := a.Orders.ListEsims(ctx, principalFrom(ctx), gateway.EsimQuery{
+		OrderID: strings.ToLower(in.OrderID), ICCID: in.ICCID, Page: page.Page, Limit: page.Limit,
+	})
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	out := &listEsimsOutput{Body: ListEnvelope[Esim]{Data: make([]Esim, len(esims)), Pagination: in.pagination(total)}}
+	for i, e := range esims {
+		out.Body.Data[i] = toEsim(e)
+	}
+	return out, nil
+}
+
+func (a *handlers) getEsim(ctx context.Context, in *getEsimInput) (*getEsimOutput, error) {
+	id, ok := canonicalID(in.ID)
+	var esim gateway.Esim
+	err := gateway.ErrNotFound
+	if ok {
+		esim, err = a.Orders.GetEsim(ctx, principalFrom(ctx), id)
+	}
+	if errors.Is(err, gateway.ErrNotFound) {
+		return nil, fromDomain(ctx, withMessage(err, fmt.Sprintf("No eSIM %q in this environment.", in.ID)))
+	}
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	return &getEsimOutput{Body: Envelope[Esim]{Data: toEsim(esim)}}, nil
+}
+
+func (a *handlers) getBalance(ctx context.Context, _ *getBalanceInput) (*getBalanceOutput, error) {
+	b, err := a.Wallet.Balance(ctx, principalFrom(ctx))
+	if err != nil {
+		return nil, a.problem(ctx, err)
+	}
+	return &getBalanceOutput{Body: Envelope[BalanceView]{Data: BalanceView{
+		Amount: Amount(b.AmountMinor), Currency: b.Currency, Environment: string(b.Environment),
+	}}}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// orNull is s, or null when empty.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func toOrder(o gateway.Order) Order {
+	out := Order{
+		ID:          o.ID,
+		Status:      string(o.Status),
+		Environment: string(o.Environment),
+		PlanID:      o.PlanID,
+		Quantity:    o.Quantity,
+		Days:        o.Days,
+		Price:       OrderPrice{Unit: Amount(o.UnitMinor), Total: Amount(o.TotalMinor), Currency: o.Currency},
+		Customer:    Customer{Name: orNull(o.Customer.Name), Email: orNull(o.Customer.Email), Reference: orNull(o.Customer.Reference)},
+		CreatedAt:   o.CreatedAt.UTC(),
+		Esims:       make([]Esim, len(o.Esims)),
+	}
+	if o.Status == gateway.OrderFailed {
+		out.Error = &OrderError{Code: o.ErrorCode, Message: o.ErrorMessage}
+	}
+	for i, e := range o.Esims {
+		out.Esims[i] = toEsim(e)
+	}
+	return out
+}
+
+func toEsim(e gateway.Esim) Esim {
+	out := Esim{
+		ID:             e.ID,
+		OrderID:        e.OrderID,
+		PlanName:       e.PlanName,
+		ICCID:          e.ICCID,
+		QRCodeURL:      e.QRCodeURL,
+		ActivationCode: e.ActivationCode,
+		SMDPAddress:    e.SMDPAddress,
+		Status:         e.Status,
+		ValidityDays:   e.ValidityDays,
+		Data:           EsimData{Unlimited: e.Unlimited, UsedBytes: e.UsedBytes, UpdatedAt: e.DataUpdatedAt.UTC()},
+		Install: EsimInstall{
+			Instructions:         e.InstallInstructions,
+			IOSUniversalLink:     e.IOSUniversalLink,
+			AndroidUniversalLink: e.AndroidUniversalLink,
+		},
+		CreatedAt: e.CreatedAt.UTC(),
+	}
+	if !e.Unlimited {
+		out.Data.TotalBytes = &e.TotalBytes
+	}
+	return out
+}
