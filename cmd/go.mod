@@ -30,11 +30,12 @@ require (
 	github.com/twitchtv/twirp v8.1.3+incompatible
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.12
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 require (
@@ -46,6 +47,8 @@ require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -102,3 +105,7 @@ replace github.com/esimplatform/esim/services/gateway => ../services/gateway
 replace github.com/esimplatform/esim/libs/coalesce => ../libs/coalesce
 
 replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth
+
+replace github.com/esimplatform/esim/services/wallet => ../services/wallet
+
+replace github.com/esimplatform/esim/services/ordering => ../services/ordering

@@ -21,10 +21,12 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, keys or plans"},
+		{[]string{}, "esimctl: missing command: accounts, keys, orders, plans or wallet"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, get, list or set-rate-limit"},
 		{[]string{"keys"}, "esimctl: keys: missing subcommand: create, list or revoke"},
 		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},
+		{[]string{"wallet"}, "esimctl: wallet: missing subcommand: balance, ledger or topup"},
+		{[]string{"orders"}, "esimctl: orders: missing subcommand: get or list"},
 	} {
 		for _, args := range [][]string{tc.args, append(append([]string{}, tc.args...), "--json"), append([]string{"--json"}, tc.args...)} {
 			r := esimctl(t, nil, args...)

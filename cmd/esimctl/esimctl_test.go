@@ -319,7 +319,8 @@ func TestMoneyAndSizes(t *testing.T) {
 // command outside one would fail every run with checkServiceURL's
 // "no service named for its group".
 func TestEveryCommandNamesItsService(t *testing.T) {
-	c := &cli{stdout: io.Discard, stderr: io.Discard, accountsURL: defaultAccountsURL, catalogueURL: defaultCatalogueURL}
+	c := &cli{stdout: io.Discard, stderr: io.Discard, accountsURL: defaultAccountsURL, catalogueURL: defaultCatalogueURL,
+		walletURL: defaultWalletURL, orderingURL: defaultOrderingURL}
 	var walk func(cmd *cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		if !cmd.HasSubCommands() && cmd.HasParent() {
@@ -336,5 +337,10 @@ func TestEveryCommandNamesItsService(t *testing.T) {
 	walk(c.rootCommand(func(string) string { return "" }))
 	if err := c.checkServiceURL(&cobra.Command{Use: "stray"}); err == nil {
 		t.Error("a command in no group passed the check")
+	}
+	misnamed := &cobra.Command{Use: "misnamed"}
+	group("typo", "", "accounts,walet", misnamed)
+	if err := c.checkServiceURL(misnamed); err == nil || !strings.Contains(err.Error(), `unknown service "walet"`) {
+		t.Errorf("a group naming an unknown service passed the check: %v", err)
 	}
 }

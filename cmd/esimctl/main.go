@@ -1,6 +1,6 @@
 // Command esimctl is the operator CLI of the eSIM platform: accounts, API
-// keys and the plan catalogue, over the services' Twirp APIs. Every command
-// takes --json for scripts.
+// keys, the plan catalogue, balances and orders, over the services' Twirp
+// APIs. Every command takes --json for scripts.
 package main
 
 import (

@@ -23,6 +23,8 @@ import (
 	"github.com/esimplatform/esim/libs/internalauth"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 )
 
 // Exit codes, as scripts (and kubectl, gh) expect them.
@@ -36,6 +38,8 @@ const (
 const (
 	defaultAccountsURL  = "http://127.0.0.1:8081"
 	defaultCatalogueURL = "http://127.0.0.1:8082"
+	defaultWalletURL    = "http://127.0.0.1:8083"
+	defaultOrderingURL  = "http://127.0.0.1:8084"
 )
 
 // cli holds what every command shares: where the services are, the output
@@ -45,6 +49,8 @@ type cli struct {
 
 	accountsURL  string
 	catalogueURL string
+	walletURL    string
+	orderingURL  string
 	timeout      time.Duration
 	json         bool
 
@@ -89,14 +95,15 @@ func (c *cli) rootCommand(getenv func(string) string) *cobra.Command {
 	}
 	root := &cobra.Command{
 		Use:   "esimctl",
-		Short: "Operate the eSIM platform: partner accounts, API keys and the plan catalogue",
+		Short: "Operate the eSIM platform: partner accounts, API keys, the plan catalogue, balances and orders",
 		Long: `esimctl operates the eSIM platform over the services' internal APIs.
 
 Service addresses default to those of ` + "`make run`" + ` and can be set with flags or
-ESIM_ACCOUNTS_URL and ESIM_CATALOGUE_URL. Every call carries the operator
-credential: ESIM_OPERATOR_TOKEN, or the file named by --token-file
-(ESIM_OPERATOR_TOKEN_FILE), by default ~/.config/esim/operator-token, where
-` + "`make run`" + ` writes the token of the platform it started. With --json every command prints
+ESIM_ACCOUNTS_URL, ESIM_CATALOGUE_URL, ESIM_WALLET_URL and ESIM_ORDERING_URL.
+Every call carries the operator credential: ESIM_OPERATOR_TOKEN, or the file
+named by --token-file (ESIM_OPERATOR_TOKEN_FILE), by default
+~/.config/esim/operator-token, where ` + "`make run`" + ` writes the token of the
+platform it started. With --json every command prints
 exactly one JSON object on stdout ({"data": ...}); errors always go to stderr
 with a non-zero exit status (1: the operation failed, 2: usage error).`,
 		Args:          noSubcommand,
@@ -108,18 +115,22 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.accountsURL, "accounts-url", envOr("ESIM_ACCOUNTS_URL", defaultAccountsURL), "accounts service base URL (env ESIM_ACCOUNTS_URL)")
 	pf.StringVar(&c.catalogueURL, "catalogue-url", envOr("ESIM_CATALOGUE_URL", defaultCatalogueURL), "catalogue service base URL (env ESIM_CATALOGUE_URL)")
+	pf.StringVar(&c.walletURL, "wallet-url", envOr("ESIM_WALLET_URL", defaultWalletURL), "wallet service base URL (env ESIM_WALLET_URL)")
+	pf.StringVar(&c.orderingURL, "ordering-url", envOr("ESIM_ORDERING_URL", defaultOrderingURL), "ordering service base URL (env ESIM_ORDERING_URL)")
 	pf.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a service call after this long")
 	c.envToken = getenv(operator.TokenEnv)
 	pf.StringVar(&c.tokenFile, "token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
 		"`file` holding the operator credential, used unless ESIM_OPERATOR_TOKEN is set (env "+operator.TokenFileEnv+")")
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand())
+	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand())
 	return root
 }
 
 // group returns a command that only holds subcommands, all of which call
-// service ("accounts" or "catalogue").
+// service ("accounts", "catalogue", "wallet" or "ordering"), or the
+// services listed with commas ("accounts,wallet"), in the order they call
+// them.
 func group(use, short, service string, subs ...*cobra.Command) *cobra.Command {
 	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: missingSubcommand,
 		Annotations: map[string]string{serviceAnnotation: service}}
@@ -127,22 +138,54 @@ func group(use, short, service string, subs ...*cobra.Command) *cobra.Command {
 	return g
 }
 
-// serviceAnnotation names, on a group, the service its commands call.
+// serviceAnnotation names, on a group, the services its commands call.
 const serviceAnnotation = "esimctl.service"
 
-// checkServiceURL checks the base URL of the service cmd calls, and only
-// that one: a wrong --catalogue-url must not stop `keys list`.
+// serviceSetting is where a service is expected, and the flag and
+// environment variable that say so.
+type serviceSetting struct {
+	url            *string
+	flag, env, def string
+}
+
+// setting is the address setting of service, false for an unknown one.
+func (c *cli) setting(service string) (serviceSetting, bool) {
+	switch service {
+	case "accounts":
+		return serviceSetting{&c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL", defaultAccountsURL}, true
+	case "catalogue":
+		return serviceSetting{&c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL", defaultCatalogueURL}, true
+	case "wallet":
+		return serviceSetting{&c.walletURL, "--wallet-url", "ESIM_WALLET_URL", defaultWalletURL}, true
+	case "ordering":
+		return serviceSetting{&c.orderingURL, "--ordering-url", "ESIM_ORDERING_URL", defaultOrderingURL}, true
+	}
+	return serviceSetting{}, false
+}
+
+// checkServiceURL checks the base URLs of the services cmd calls, and only
+// those: a wrong --catalogue-url must not stop `keys list`. A command that
+// calls two services (`wallet topup`: accounts, then wallet) has both
+// checked before it calls either.
 func (c *cli) checkServiceURL(cmd *cobra.Command) error {
-	var err error
 	for g := cmd; g != nil; g = g.Parent() {
-		switch g.Annotations[serviceAnnotation] {
-		case "accounts":
-			c.accountsURL, err = serviceURL(c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL", defaultAccountsURL)
-			return err
-		case "catalogue":
-			c.catalogueURL, err = serviceURL(c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL", defaultCatalogueURL)
-			return err
+		names, ok := g.Annotations[serviceAnnotation]
+		if !ok {
+			continue
 		}
+		for name := range strings.SplitSeq(names, ",") {
+			s, ok := c.setting(name)
+			if !ok {
+				// A programming error, not the operator's: exit 1.
+				return &failure{msg: fmt.Sprintf("%s: its group names an unknown service %q", commandPath(cmd), name)}
+			}
+			base, err := serviceURL(*s.url, s.flag, s.env, s.def)
+			if err != nil {
+				return err
+			}
+			*s.url = base
+		}
+		return nil
 	}
 	// A programming error, not the operator's: exit 1.
 	return &failure{msg: commandPath(cmd) + ": no service named for its group"}
@@ -293,9 +336,15 @@ func serviceURL(raw, flag, env, example string) (string, error) {
 // unknownOutcome is what an operator needs after a change that got no
 // answer: the service may have carried it out, so whether running the
 // command again is safe. Creating is not: a second account, or a second
-// key whose secret the first run never printed.
+// key whose secret the first run never printed. A top-up is, but only
+// with the reference it was sent with (what ends "with reference
+// "REF"", as topupWhat words it): without one, a rerun makes a second.
 func unknownOutcome(what string) string {
 	switch {
+	case strings.HasPrefix(what, "top up "):
+		_, ref, _ := strings.Cut(what, " with reference ")
+		return "; the top-up may have been made: run it again with --reference " + ref +
+			" (safe: one reference tops up at most once), not without it, which would top up again"
 	case strings.HasPrefix(what, "create account"):
 		return "; the account may have been created: check `esimctl accounts list` before running it again"
 	case strings.HasPrefix(what, "create key"):
@@ -350,15 +399,23 @@ func (c *cli) catalogue() cataloguev1.Catalogue {
 	return cataloguev1.NewCatalogueProtobufClient(c.catalogueURL, c.client())
 }
 
+func (c *cli) wallet() walletv1.Wallet {
+	return walletv1.NewWalletProtobufClient(c.walletURL, c.client())
+}
+
+func (c *cli) ordering() orderingv1.Ordering {
+	return orderingv1.NewOrderingProtobufClient(c.orderingURL, c.client())
+}
+
 // callFailed words a failed service call for an operator: what was being
 // done, then the service's own message, or where the service was expected
 // and how to start it when it cannot be reached at all.
 func (c *cli) callFailed(what, service string, err error) error {
-	base, flag, env := c.accountsURL, "--accounts-url", "ESIM_ACCOUNTS_URL"
-	if service == "catalogue" {
-		base, flag, env = c.catalogueURL, "--catalogue-url", "ESIM_CATALOGUE_URL"
+	s, ok := c.setting(service)
+	if !ok {
+		s, _ = c.setting("accounts")
 	}
-	base = redactURL(base)
+	base, flag, env := redactURL(*s.url), s.flag, s.env
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &failure{msg: fmt.Sprintf("%s: no answer from the %s service at %s within %s (--timeout)%s", what, service, base, c.timeout, unknownOutcome(what))}

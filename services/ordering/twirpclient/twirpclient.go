@@ -148,11 +148,6 @@ func (w *Wallet) Refund(ctx context.Context, scope ordering.Scope, debitReferenc
 }
 
 func environment(e ordering.Environment) accountsv1.Environment {
-	switch e {
-	case ordering.Sandbox:
-		return accountsv1.Environment_ENVIRONMENT_SANDBOX
-	case ordering.Live:
-		return accountsv1.Environment_ENVIRONMENT_LIVE
-	}
-	return accountsv1.Environment_ENVIRONMENT_UNSPECIFIED
+	pe, _ := accountsv1.EnvironmentByShortName(string(e))
+	return pe
 }

@@ -277,22 +277,13 @@ func statusToProto(s ordering.Status) orderingv1.OrderStatus {
 
 // environmentFromProto maps unknown enum values to "", which the domain
 // rejects as a validation error on scope.environment.
+// environmentFromProto spells e as the domain does ("sandbox", "live");
+// the zero value, or a newer one, becomes a name the domain refuses.
 func environmentFromProto(e accountsv1.Environment) ordering.Environment {
-	switch e {
-	case accountsv1.Environment_ENVIRONMENT_SANDBOX:
-		return ordering.Sandbox
-	case accountsv1.Environment_ENVIRONMENT_LIVE:
-		return ordering.Live
-	}
-	return ""
+	return ordering.Environment(e.ShortName())
 }
 
 func environmentToProto(e ordering.Environment) accountsv1.Environment {
-	switch e {
-	case ordering.Sandbox:
-		return accountsv1.Environment_ENVIRONMENT_SANDBOX
-	case ordering.Live:
-		return accountsv1.Environment_ENVIRONMENT_LIVE
-	}
-	return accountsv1.Environment_ENVIRONMENT_UNSPECIFIED
+	pe, _ := accountsv1.EnvironmentByShortName(string(e))
+	return pe
 }

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/esimplatform/esim/libs/money"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	"github.com/esimplatform/esim/services/ordering"
+)
+
+// orderView is an order in --json output: the public API's order with its
+// account, and money as priceView has it: as the API shows it and in
+// minor units.
+type orderView struct {
+	ID          string `json:"id"`
+	AccountID   string `json:"account_id"`
+	Environment string `json:"environment"`
+	// pending, completed or failed.
+	Status   string `json:"status"`
+	PlanID   string `json:"plan_id"`
+	Quantity int32  `json:"quantity"`
+	// null on a fixed plan: only per-day plans are ordered by the day.
+	Days     *int32         `json:"days"`
+	Price    orderPriceView `json:"price"`
+	Customer customerView   `json:"customer"`
+	// null unless the order failed.
+	Error     *orderErrorView `json:"error"`
+	CreatedAt *string         `json:"created_at"`
+	// Empty unless the order completed.
+	Esims []esimView `json:"esims"`
+}
+
+type orderPriceView struct {
+	// One eSIM: the plan's price, times the days on per-day plans.
+	Unit      json.Number `json:"unit"`
+	UnitMinor int64       `json:"unit_minor"`
+	// unit x quantity: what was debited.
+	Total      json.Number `json:"total"`
+	TotalMinor int64       `json:"total_minor"`
+	Currency   string      `json:"currency"`
+}
+
+// customerView is the order's customer, null where the order gave none, as
+// the public API has it.
+type customerView struct {
+	Name      *string `json:"name"`
+	Email     *string `json:"email"`
+	Reference *string `json:"reference"`
+}
+
+type orderErrorView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// esimView is an eSIM in --json output: everything the partner got, and
+// its matching id.
+type esimView struct {
+	ID             string          `json:"id"`
+	OrderID        string          `json:"order_id"`
+	PlanName       string          `json:"plan_name"`
+	ICCID          string          `json:"iccid"`
+	QRCodeURL      string          `json:"qr_code_url"`
+	ActivationCode string          `json:"activation_code"`
+	SMDPAddress    string          `json:"smdp_address"`
+	MatchingID     string          `json:"matching_id"`
+	Status         string          `json:"status"`
+	ValidityDays   int32           `json:"validity_days"`
+	Data           esimDataView    `json:"data"`
+	Install        esimInstallView `json:"install"`
+	CreatedAt      *string         `json:"created_at"`
+}
+
+type esimDataView struct {
+	Unlimited bool `json:"unlimited"`
+	// null when unlimited.
+	TotalBytes *int64  `json:"total_bytes"`
+	UsedBytes  int64   `json:"used_bytes"`
+	UpdatedAt  *string `json:"updated_at"`
+}
+
+type esimInstallView struct {
+	Instructions         string `json:"instructions"`
+	IOSUniversalLink     string `json:"ios_universal_link"`
+	AndroidUniversalLink string `json:"android_universal_link"`
+}
+
+func viewOrder(o *orderingv1.Order) orderView {
+	p, cu := o.GetPrice(), o.GetCustomer()
+	v := orderView{
+		ID: o.GetId(), AccountID: o.GetAccountId(), Environment: o.GetEnvironment().ShortName(),
+		Status: orderStatus(o.GetStatus()), PlanID: o.GetPlanId(), Quantity: o.GetQuantity(),
+		Price: orderPriceView{
+			Unit: json.Number(money.Decimal(p.GetUnitMinor())), UnitMinor: p.GetUnitMinor(),
+			Total: json.Number(money.Decimal(p.GetTotalMinor())), TotalMinor: p.GetTotalMinor(),
+			Currency: p.GetCurrency(),
+		},
+		Customer:  customerView{Name: orNull(cu.GetName()), Email: orNull(cu.GetEmail()), Reference: orNull(cu.GetReference())},
+		CreatedAt: timestamp(o.GetCreatedAt()),
+		Esims:     make([]esimView, 0, len(o.GetEsims())),
+	}
+	if o.GetPerDay() {
+		d := o.GetDays()
+		v.Days = &d
+	}
+	if e := o.GetError(); e != nil {
+		v.Error = &orderErrorView{Code: e.GetCode(), Message: e.GetMessage()}
+	}
+	for _, e := range o.GetEsims() {
+		v.Esims = append(v.Esims, viewEsim(e))
+	}
+	return v
+}
+
+func viewEsim(e *orderingv1.Esim) esimView {
+	d, in := e.GetData(), e.GetInstall()
+	v := esimView{
+		ID: e.GetId(), OrderID: e.GetOrderId(), PlanName: e.GetPlanName(), ICCID: e.GetIccid(),
+		QRCodeURL: e.GetQrCodeUrl(), ActivationCode: e.GetActivationCode(), SMDPAddress: e.GetSmdpAddress(),
+		MatchingID: e.GetMatchingId(), Status: e.GetStatus(), ValidityDays: e.GetValidityDays(),
+		Data: esimDataView{Unlimited: d.GetUnlimited(), UsedBytes: d.GetUsedBytes(), UpdatedAt: timestamp(d.GetUpdatedAt())},
+		Install: esimInstallView{
+			Instructions: in.GetInstructions(), IOSUniversalLink: in.GetIosUniversalLink(), AndroidUniversalLink: in.GetAndroidUniversalLink(),
+		},
+		CreatedAt: timestamp(e.GetCreatedAt()),
+	}
+	if !d.GetUnlimited() {
+		b := d.GetTotalBytes()
+		v.Data.TotalBytes = &b
+	}
+	return v
+}
+
+// orderStatus names an order's status as the public API does: pending,
+// completed or failed.
+func orderStatus(s orderingv1.OrderStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "ORDER_STATUS_"))
+}
+
+// parseOrderStatus reads --status before any call.
+func parseOrderStatus(s string) (orderingv1.OrderStatus, error) {
+	for _, st := range []orderingv1.OrderStatus{
+		orderingv1.OrderStatus_ORDER_STATUS_PENDING, orderingv1.OrderStatus_ORDER_STATUS_COMPLETED, orderingv1.OrderStatus_ORDER_STATUS_FAILED,
+	} {
+		if strings.TrimSpace(strings.ToLower(s)) == orderStatus(st) {
+			return st, nil
+		}
+	}
+	return 0, usagef("invalid --status %q: want pending, completed or failed", s)
+}
+
+func (c *cli) ordersCommand() *cobra.Command {
+	return group("orders", "List and inspect partners' orders and their eSIMs", "ordering",
+		c.ordersListCommand(), c.ordersGetCommand())
+}
+
+func (c *cli) ordersListCommand() *cobra.Command {
+	var account, env, status, reference string
+	var page, limit int32
+	cmd := &cobra.Command{
+		Use:   "list --account ID --env sandbox|live [--status pending|completed|failed] [--reference REF] [--page N] [--limit N]",
+		Short: "List an account's orders in one environment, newest first",
+		Long: fmt.Sprintf(`List an account's sandbox or live orders, newest first, optionally only those
+in one status or with one customer reference. A page holds %d orders unless
+--limit says otherwise; esimctl orders get shows an order's eSIMs.`, ordering.DefaultPageLimit),
+		Example: `  esimctl orders list --account 0193... --env sandbox --status failed
+  esimctl orders list --account 0193... --env live --reference BOOKING-7 --json`,
+		Args: exactArgs(),
+	}
+	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&env, "env", "", "environment of the orders: sandbox or live (required)")
+	cmd.Flags().StringVar(&status, "status", "", "only orders in this status: pending, completed or failed")
+	cmd.Flags().StringVar(&reference, "reference", "", "only orders with this customer reference")
+	_ = cmd.MarkFlagRequired("account")
+	_ = cmd.MarkFlagRequired("env")
+	addPaging(cmd, &page, &limit, ordering.DefaultPageLimit)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		accountID, environment, err := parseAccountEnv(account, env)
+		if err != nil {
+			return err
+		}
+		req := &orderingv1.ListOrdersRequest{
+			Scope: &orderingv1.Scope{AccountId: accountID, Environment: environment}, Page: page, Limit: limit,
+		}
+		// An empty filter is refused, not dropped: `--status "$S"` with S
+		// unset would otherwise list every order as if they were all in S.
+		if status != "" || cmd.Flags().Changed("status") {
+			if req.Status, err = parseOrderStatus(status); err != nil {
+				return err
+			}
+		}
+		if reference != "" || cmd.Flags().Changed("reference") {
+			if strings.TrimSpace(reference) == "" {
+				return usagef("invalid --reference %q: want a customer reference, up to %d characters", reference, ordering.MaxCustomerText)
+			}
+			req.Reference = reference
+		}
+		if err := checkPaging(page, limit); err != nil {
+			return err
+		}
+		resp, err := c.ordering().ListOrders(ctx, req)
+		if err != nil {
+			return c.callFailed(fmt.Sprintf("list %s orders of account %s", environment.ShortName(), accountID), "ordering", err)
+		}
+		if c.json {
+			views := make([]orderView, 0, len(resp.GetOrders()))
+			for _, o := range resp.GetOrders() {
+				views = append(views, viewOrder(o))
+			}
+			return c.printJSON(views, newPagination(page, limit, resp.GetTotal()))
+		}
+		if resp.GetTotal() == 0 && len(resp.GetOrders()) == 0 && req.Status == 0 && req.Reference == "" {
+			fmt.Fprintf(c.stdout, "account %s has no %s orders\n", accountID, environment.ShortName())
+			return nil
+		}
+		rows := make([][]any, 0, len(resp.GetOrders()))
+		for _, o := range resp.GetOrders() {
+			rows = append(rows, []any{textTime(o.GetCreatedAt()), o.GetId(), orderStatus(o.GetStatus()), o.GetPlanId(), o.GetQuantity(),
+				money.Decimal(o.GetPrice().GetTotalMinor()), o.GetPrice().GetCurrency(), orDash(o.GetCustomer().GetReference())})
+		}
+		return c.printList(page, limit, resp.GetTotal(), "orders",
+			[]any{"CREATED", "ID", "STATUS", "PLAN", "QUANTITY", "TOTAL", "CURRENCY", "REFERENCE"}, rows)
+	})
+	return cmd
+}
+
+func (c *cli) ordersGetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get ORDER_ID",
+		Short: "Show one order, of any account, with every eSIM it issued",
+		Long: `Show one order, of any account and environment, with every eSIM it issued:
+ICCID, status, activation code and QR code URL. --json adds the rest (install
+steps, data allowance, SM-DP+ address).`,
+		Example: `  esimctl orders get 0193...
+  esimctl orders get 0193... --json | jq -r '.data.esims[].activation_code'`,
+		Args: exactArgs("ORDER_ID"),
+	}
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
+		id, err := parseID("ORDER_ID", args[0])
+		if err != nil {
+			return err
+		}
+		// No scope: an operator reads any account's orders.
+		o, err := c.ordering().GetOrder(ctx, &orderingv1.GetOrderRequest{Id: id})
+		if err != nil {
+			return c.callFailed("get order "+id, "ordering", err)
+		}
+		if c.json {
+			return c.printJSON(viewOrder(o), nil)
+		}
+		return c.printOrder(o)
+	})
+	return cmd
+}
+
+// printOrder writes an order for a human: its fields, then its eSIMs.
+func (c *cli) printOrder(o *orderingv1.Order) error {
+	p, cu := o.GetPrice(), o.GetCustomer()
+	tw := table(c.stdout)
+	row(tw, "id:", o.GetId())
+	row(tw, "account:", o.GetAccountId())
+	row(tw, "environment:", o.GetEnvironment().ShortName())
+	row(tw, "status:", orderStatus(o.GetStatus()))
+	if e := o.GetError(); e != nil {
+		row(tw, "error:", e.GetCode()+": "+e.GetMessage())
+	}
+	row(tw, "plan:", o.GetPlanId())
+	row(tw, "quantity:", o.GetQuantity())
+	if o.GetPerDay() {
+		row(tw, "days:", o.GetDays())
+	}
+	row(tw, "unit price:", priceText(p.GetUnitMinor(), p.GetCurrency()))
+	row(tw, "total:", priceText(p.GetTotalMinor(), p.GetCurrency()))
+	row(tw, "customer:", orDash(cu.GetName()))
+	row(tw, "email:", orDash(cu.GetEmail()))
+	row(tw, "reference:", orDash(cu.GetReference()))
+	row(tw, "created:", textTime(o.GetCreatedAt()))
+	row(tw, "esims:", len(o.GetEsims()))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(o.GetEsims()) == 0 {
+		return nil
+	}
+	fmt.Fprintln(c.stdout)
+	tw = table(c.stdout, "ICCID", "STATUS", "ACTIVATION CODE", "QR CODE URL")
+	for _, e := range o.GetEsims() {
+		row(tw, e.GetIccid(), e.GetStatus(), e.GetActivationCode(), e.GetQrCodeUrl())
+	}
+	return tw.Flush()
+}
