@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -83,8 +85,13 @@ type target struct {
 	name string
 	addr string // host:port
 	// request is the whole HTTP/1.1 request, serialized once: every
-	// request of a phase is the same.
+	// request of a phase is the same. Unused when build is set.
 	request []byte
+	// build, when set, makes each request instead, appending it to dst:
+	// n is unique to the request among all of the target's connections
+	// (seq, shared by every copy of the target).
+	build   func(dst []byte, n uint64) []byte
+	seq     *atomic.Uint64
 	timeout time.Duration // of one request (requestTimeout)
 }
 
@@ -104,6 +111,31 @@ func newTarget(name, rawURL, bearer string) (target, error) {
 	return target{name: name, addr: u.Host, request: []byte(req + "\r\n"), timeout: requestTimeout}, nil
 }
 
+// newOrderTarget is a POST of body as JSON, each request with its own
+// Idempotency-Key: keyPrefix and a number no other request of the target
+// carries. Everything but the number is serialized once, so a request
+// costs the generator a copy into its connection's buffer, not an
+// allocation.
+func newOrderTarget(name, rawURL, bearer, keyPrefix string, body []byte) (target, error) {
+	t, err := newTarget(name, rawURL, bearer)
+	if err != nil {
+		return target{}, err
+	}
+	// The GET's request line and headers, without the blank line that
+	// ends them, made the POST's.
+	get := string(t.request[:len(t.request)-len("\r\n")])
+	head := []byte("POST" + get[len("GET"):] + "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nIdempotency-Key: " + keyPrefix)
+	tail := append([]byte("\r\n\r\n"), body...)
+	t.request = nil
+	t.seq = new(atomic.Uint64)
+	t.build = func(dst []byte, n uint64) []byte {
+		dst = append(dst, head...)
+		dst = strconv.AppendUint(dst, n, 10)
+		return append(dst, tail...)
+	}
+	return t, nil
+}
+
 // conn is one worker's keep-alive connection to a target, as one
 // connection of a partner's client pool. The worker's own goroutine writes
 // the request and reads the answer. net/http's client hands every request
@@ -114,6 +146,9 @@ type conn struct {
 	target
 	nc net.Conn
 	br *bufio.Reader
+	// req is the request do is sending, built into buf when the target
+	// builds each one.
+	req, buf []byte
 	// unwatch stops the connection being closed when the phase's context
 	// ends: the close is what cuts short a request in flight on Ctrl-C.
 	unwatch func() bool
@@ -126,8 +161,15 @@ func (t target) conn() *conn { return &conn{target: t} }
 // exchange closes the connection. One that found a connection kept from an
 // earlier request closed is sent again on a new one, as net/http's client
 // does for a GET: the server may have closed it while idle. A timeout is
-// not retried.
+// not retried. A request sent again is the same bytes: an order goes
+// again with its Idempotency-Key, as a partner's retry must, so it is
+// never placed twice.
 func (c *conn) do(ctx context.Context) error {
+	c.req = c.request
+	if c.build != nil {
+		c.buf = c.build(c.buf[:0], c.seq.Add(1))
+		c.req = c.buf
+	}
 	reused := c.nc != nil
 	status, err := c.exchange(ctx)
 	if err != nil && reused && ctx.Err() == nil && connClosed(err) {
@@ -172,7 +214,7 @@ func (c *conn) roundTrip() (status int, closing bool, err error) {
 	if err := c.nc.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, false, err
 	}
-	if _, err := c.nc.Write(c.request); err != nil {
+	if _, err := c.nc.Write(c.req); err != nil {
 		return 0, false, err
 	}
 	resp, err := http.ReadResponse(c.br, nil)

@@ -1,7 +1,10 @@
 // Command bench measures what the gateway costs: it starts the platform the
 // way `make run` does and loads GET /v1/plans/{id} through the gateway (real
 // key, auth cache, rate limiter, Twirp, Postgres) side by side with a bare
-// net/http handler serving the same body, then writes BENCHMARKS.md.
+// net/http handler serving the same body; then places orders through the
+// gateway side by side with pgbench writing an order's rows on the same
+// Postgres, and reads one back side by side with a bare handler again;
+// then writes BENCHMARKS.md.
 package main
 
 import (
@@ -85,7 +88,19 @@ type config struct {
 	trials   int
 	pgURL    string
 	redisURL string
+	// only limits the run to the plan rows or the order rows ("" for
+	// both).
+	only string
 }
+
+// The phases -only selects.
+const (
+	onlyPlans  = "plans"
+	onlyOrders = "orders"
+)
+
+// runs reports whether the run includes the phases named.
+func (c config) runs(phases string) bool { return c.only == "" || c.only == phases }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	envOr := func(key, def string) string {
@@ -109,6 +124,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
+	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler) or orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler); both by default", func(v string) error {
+		if v != onlyPlans && v != onlyOrders {
+			return fmt.Errorf("want %s or %s", onlyPlans, onlyOrders)
+		}
+		cfg.only = v
+		return nil
+	})
 	// Internal: the baseline server is this binary re-executed.
 	fs.StringVar(&bareBody, serveBareFlag, "", "internal: serve the body in `file` as the bare baseline")
 	if err := fs.Parse(args); err != nil {
@@ -134,6 +156,14 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, "==> "+format+"\n", args...) }
 	started := time.Now().UTC()
 
+	// The order rows compare with pgbench: a missing one is said before
+	// the platform starts, not after the plan rows ran.
+	if cfg.runs(onlyOrders) {
+		if _, err := findPgbench(); err != nil {
+			return err
+		}
+	}
+
 	// 0. What the host charges to wake a thread across cores, measured
 	// while the machine is still quiet.
 	say("measuring the cost of waking a thread on another CPU")
@@ -158,11 +188,12 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
+	runDir := filepath.Join(".run", "bench")
 	p, err := platform.Start(ctx, platform.Options{
 		PGURL:    cfg.pgURL,
 		RedisURL: cfg.redisURL,
 		Services: svcs,
-		RunDir:   filepath.Join(".run", "bench"),
+		RunDir:   runDir,
 		KeyName:  "bench",
 		Env:      benchEnv(svcs.Names()),
 		Progress: stderr,
@@ -177,29 +208,85 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		err = errors.Join(err, p.RevokeSandboxKey(stopCtx), p.Stop(stopCtx))
 	}()
 
+	// The processes whose peak memory the report gives.
+	var servers []proc
+	for _, svc := range p.Services() {
+		servers = append(servers, proc{svc.Name, svc.PID})
+	}
+
+	rep := report{
+		started: started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
+		goVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, wake: wake,
+	}
+	if cfg.runs(onlyPlans) {
+		bare, err := planPhases(ctx, cfg, p, runDir, say, &rep)
+		if bare != nil {
+			defer func() { _ = bare.stop() }()
+			servers = append(servers, proc{bareTarget, bare.pid()})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.runs(onlyOrders) {
+		orders, bare, err := orderPhases(ctx, cfg, p, runDir, say)
+		if bare != nil {
+			defer func() { _ = bare.stop() }()
+			servers = append(servers, proc{bareReadTarget, bare.pid()})
+		}
+		if err != nil {
+			return err
+		}
+		rep.orders = &orders
+	}
+
+	// Peak memory while everything is still running.
+	for _, pr := range servers {
+		rep.mem = append(rep.mem, memory{name: pr.name, pid: pr.pid, hwm: peakRSS(pr.pid)})
+	}
+
+	md := rep.markdown()
+	fmt.Fprint(stdout, md)
+	if cfg.out != "" {
+		if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		say("wrote %s", cfg.out)
+	}
+	for _, r := range rep.allRows() {
+		if errs, first := r.errors(); errs > 0 {
+			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", r.name, errs, first)
+		}
+	}
+	return nil
+}
+
+// planPhases measures the plan rows into rep: GET /v1/plans/{id} through
+// the gateway and from a bare handler serving the same body, started here
+// and returned for the caller to stop.
+func planPhases(ctx context.Context, cfg config, p *platform.Platform, runDir string, say func(string, ...any), rep *report) (bare *childProcess, err error) {
 	// 2. A real plan and its real body, so the baseline serves the same
 	// bytes the gateway does.
-	planID, body, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey)
+	planID, body, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	bodyFile := filepath.Join(".run", "bench", "plan.json")
+	bodyFile := filepath.Join(runDir, "plan.json")
 	if err := os.WriteFile(bodyFile, body, 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	bare, err := startChild("bare baseline server", "-"+serveBareFlag, bodyFile)
+	bare, err = startChild("bare baseline server", "-"+serveBareFlag, bodyFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = bare.stop() }()
 
 	gatewayPlan, err := newTarget(gatewayTarget, p.APIBaseURL+"/plans/"+planID, p.SandboxKey)
 	if err != nil {
-		return err
+		return bare, err
 	}
 	barePlan, err := newTarget(bareTarget, bare.url+"/v1/plans/"+planID, "")
 	if err != nil {
-		return err
+		return bare, err
 	}
 	targets := []target{gatewayPlan, barePlan}
 
@@ -258,13 +345,13 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			say("%s: closed loop, %d workers, %s", t.name, workers, cfg.duration)
 			res, err := measure(t, func() result { return closedLoop(ctx, t, workers, cfg.duration) })
 			if err != nil {
-				return err
+				return bare, err
 			}
 			loop := closedRun{workers: workers, result: res}
 			say("%s: %.0f req/s, p50 %s, p99 %s, %d errors, machine %s busy, %s stolen", t.name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors, percent(res.Usage.busy), percent(res.Usage.steal))
 			m.closedRuns = append(m.closedRuns, loop)
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("interrupted: %w", err)
+				return bare, fmt.Errorf("interrupted: %w", err)
 			}
 		}
 		// Then the open loops: the target's half of the maximum, and a
@@ -275,14 +362,14 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		for _, fraction := range openLoadFractions {
 			rate := peak.RPS() * fraction
 			if rate < 1 {
-				return fmt.Errorf("%s: measured throughput %.1f req/s is too low to run the open loop (first error: %s)", t.name, peak.RPS(), peak.FirstErr)
+				return bare, fmt.Errorf("%s: measured throughput %.1f req/s is too low to run the open loop (first error: %s)", t.name, peak.RPS(), peak.FirstErr)
 			}
 			load := openLoad{fraction: fraction}
 			for i := range cfg.trials {
 				say("%s: open loop at %.0f req/s (%s of max), %s (trial %d of %d)", t.name, rate, percent(fraction), cfg.duration, i+1, cfg.trials)
 				res, err := measure(t, func() result { return openLoop(ctx, t, rate, openLoopConns, cfg.duration) })
 				if err != nil {
-					return err
+					return bare, err
 				}
 				say("%s: p50 %s, p99 %s, %d errors, machine %s busy, %s stolen", t.name, ms(res.P50), ms(res.P99), res.Errors, percent(res.Usage.busy), percent(res.Usage.steal))
 				load.trials = append(load.trials, res)
@@ -291,44 +378,18 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		}
 		rows = append(rows, m)
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("interrupted: %w", err)
+			return bare, fmt.Errorf("interrupted: %w", err)
 		}
 	}
 
-	// 4. Peak memory while everything is still running.
-	var mem []memory
-	for _, t := range targets {
-		for _, pr := range procs[t.name] {
-			if pr != loadGen {
-				mem = append(mem, memory{name: pr.name, pid: pr.pid, hwm: peakRSS(pr.pid)})
-			}
-		}
-	}
-
-	rep := report{
-		started: started, cfg: cfg, cpus: runtime.NumCPU(), cpuModel: cpuModel(),
-		goVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
-		planID:    planID, bodyBytes: len(body), rows: rows, mem: mem, wake: wake,
-	}
-	md := rep.markdown()
-	fmt.Fprint(stdout, md)
-	if cfg.out != "" {
-		if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		say("wrote %s", cfg.out)
-	}
-	for _, r := range rows {
-		if errs, first := r.errors(); errs > 0 {
-			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", r.name, errs, first)
-		}
-	}
-	return nil
+	rep.planID, rep.bodyBytes, rep.rows = planID, len(body), rows
+	return bare, nil
 }
 
 // pickPlan finds a plan through the public API with the key, as a partner
-// would, and returns its id and the gateway's answer for it.
-func pickPlan(ctx context.Context, apiBase, key string) (string, []byte, error) {
+// would, and returns its id and the gateway's answer for it. filter is
+// query parameters for GET /v1/plans, each followed by "&" ("type=fixed&").
+func pickPlan(ctx context.Context, apiBase, key, filter string) (string, []byte, error) {
 	get := func(url string) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -349,7 +410,7 @@ func pickPlan(ctx context.Context, apiBase, key string) (string, []byte, error) 
 		}
 		return body, nil
 	}
-	list, err := get(apiBase + "/plans?limit=1")
+	list, err := get(apiBase + "/plans?" + filter + "limit=1")
 	if err != nil {
 		return "", nil, fmt.Errorf("pick a plan: %w", err)
 	}
@@ -362,7 +423,7 @@ func pickPlan(ctx context.Context, apiBase, key string) (string, []byte, error) 
 		return "", nil, fmt.Errorf("pick a plan: decode GET /v1/plans: %w", err)
 	}
 	if len(plans.Data) == 0 || plans.Data[0].ID == "" {
-		return "", nil, errors.New("pick a plan: GET /v1/plans?limit=1 returned no plan; is the catalogue seeded?")
+		return "", nil, fmt.Errorf("pick a plan: GET /v1/plans?%slimit=1 returned no plan; is the catalogue seeded?", filter)
 	}
 	id := plans.Data[0].ID
 	body, err := get(apiBase + "/plans/" + id)

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/esimplatform/esim/cmd/internal/platform"
+	"github.com/esimplatform/esim/libs/internalauth"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
+)
+
+// The order rows, in the order they are measured and reported.
+const (
+	orderOneTarget   = "gateway POST /v1/orders (1 eSIM)"
+	pgbenchTarget    = "pgbench order-shaped transaction"
+	orderFiftyTarget = "gateway POST /v1/orders (50 eSIMs)"
+	orderReadTarget  = "gateway GET /v1/orders/{id}"
+	bareReadTarget   = "bare net/http GET /v1/orders/{id}"
+)
+
+// benchTopUpMinor is what every run adds to the demo partner's sandbox
+// balance before ordering: the wallet's largest movement (wallet's
+// MaxAmountMinor), 100,000,000.00 USD. `make run` leaves 1000.00, which
+// a few seconds of 50-eSIM orders would spend; what a run does not spend
+// stays, and balances have room for 900 million such top-ups.
+const benchTopUpMinor = 100_000_000_00
+
+// orderResults are the order rows of a run.
+type orderResults struct {
+	planID     string // the fixed plan ordered
+	orderID    string // the order the reads fetch
+	orderBytes int    // its body's length
+	// createOne, createFifty: POST /v1/orders through the gateway, of one
+	// and of 50 eSIMs; pgbench: the control of createOne; readGateway and
+	// readBare: GET /v1/orders/{id} and its control.
+	createOne, pgbench, createFifty, readGateway, readBare measurement
+	// pgbenchMaxClients is what the server's free connections allowed
+	// pgbench; a concurrency above it ran with this many clients.
+	pgbenchMaxClients int
+}
+
+// orderPhases measures the order rows against the running platform p:
+// orders of one eSIM at every concurrency, of 50 at the best of them,
+// pgbench at the same concurrencies, then reads of one order through the
+// gateway and from a bare handler serving the same body (started here
+// and returned, also on error, for the caller to stop).
+func orderPhases(ctx context.Context, cfg config, p *platform.Platform, runDir string, say func(string, ...any)) (res orderResults, bare *childProcess, err error) {
+	runID := randomHex(6)
+
+	// 1. Money: orders are real, and are debited.
+	say("topping the demo partner's sandbox balance up by %d.%02d USD for the orders", benchTopUpMinor/100, benchTopUpMinor%100)
+	wallet := walletv1.NewWalletProtobufClient(p.URL(platform.Wallet), internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken))
+	if _, err := wallet.TopUp(ctx, &walletv1.TopUpRequest{
+		AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Currency: "USD",
+		AmountMinor: benchTopUpMinor, Reference: "make-bench-" + runID, Note: "make bench: the benchmark's orders",
+	}); err != nil {
+		return res, nil, fmt.Errorf("top up the demo partner's sandbox balance: %w", err)
+	}
+
+	// 2. A fixed plan, and one order of it for the reads, whose body the
+	// bare handler serves.
+	planID, _, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey, "type=fixed&")
+	if err != nil {
+		return res, nil, err
+	}
+	res.planID = planID
+	keyPrefix := "bench-" + runID + "-"
+	orderBody := func(quantity int) []byte {
+		return fmt.Appendf(nil, `{"plan_id":%q,"quantity":%d}`, planID, quantity)
+	}
+	api := &partnerAPI{ctx: ctx, base: p.APIBaseURL, key: p.SandboxKey}
+	created, err := api.do(http.MethodPost, "/orders", orderBody(1), keyPrefix+"read")
+	if err != nil {
+		return res, nil, fmt.Errorf("place the order the reads fetch: %w", err)
+	}
+	var order struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(created, &order); err != nil || order.Data.ID == "" {
+		return res, nil, fmt.Errorf("POST /v1/orders answered no order id (%v): %.200s", err, created)
+	}
+	res.orderID = order.Data.ID
+	readBody, err := api.do(http.MethodGet, "/orders/"+res.orderID, nil, "")
+	if err != nil {
+		return res, nil, fmt.Errorf("fetch order %s: %w", res.orderID, err)
+	}
+	res.orderBytes = len(readBody)
+	bodyFile := filepath.Join(runDir, "order.json")
+	if err := os.WriteFile(bodyFile, readBody, 0o644); err != nil {
+		return res, nil, err
+	}
+	bare, err = startChild("bare order server", "-"+serveBareFlag, bodyFile)
+	if err != nil {
+		return res, nil, err
+	}
+
+	// Each quantity has its own keys: a key given again with another body
+	// is refused, not ordered.
+	one, err := newOrderTarget(orderOneTarget, p.APIBaseURL+"/orders", p.SandboxKey, keyPrefix+"q1-", orderBody(1))
+	if err != nil {
+		return res, bare, err
+	}
+	fifty, err := newOrderTarget(orderFiftyTarget, p.APIBaseURL+"/orders", p.SandboxKey, keyPrefix+"q50-", orderBody(50))
+	if err != nil {
+		return res, bare, err
+	}
+	readGateway, err := newTarget(orderReadTarget, p.APIBaseURL+"/orders/"+res.orderID, p.SandboxKey)
+	if err != nil {
+		return res, bare, err
+	}
+	readBare, err := newTarget(bareReadTarget, bare.url+"/v1/orders/"+res.orderID, "")
+	if err != nil {
+		return res, bare, err
+	}
+
+	// 3. Orders of one eSIM at every concurrency; of 50 at the best.
+	if res.createOne, err = closedLoops(ctx, cfg, one, cfg.workers, say); err != nil {
+		return res, bare, err
+	}
+	if res.createFifty, err = closedLoops(ctx, cfg, fifty, []int{res.createOne.best().workers}, say); err != nil {
+		return res, bare, err
+	}
+
+	// 4. The control: the same server, the order's writes in one
+	// transaction.
+	if res.pgbench, res.pgbenchMaxClients, err = pgbenchPhases(ctx, cfg, runDir, say); err != nil {
+		return res, bare, err
+	}
+
+	// 5. Reads, and theirs.
+	if res.readGateway, err = closedLoops(ctx, cfg, readGateway, cfg.workers, say); err != nil {
+		return res, bare, err
+	}
+	if res.readBare, err = closedLoops(ctx, cfg, readBare, cfg.workers, say); err != nil {
+		return res, bare, err
+	}
+	return res, bare, nil
+}
+
+// closedLoops warms t up, then runs one closed loop at each of workers.
+func closedLoops(ctx context.Context, cfg config, t target, workers []int, say func(string, ...any)) (measurement, error) {
+	m := measurement{name: t.name}
+	if cfg.warmup > 0 {
+		say("%s: warming up for %s", t.name, cfg.warmup)
+		closedLoop(ctx, t, workers[0], cfg.warmup)
+	}
+	for _, w := range workers {
+		say("%s: closed loop, %d workers, %s", t.name, w, cfg.duration)
+		res := closedLoop(ctx, t, w, cfg.duration)
+		say("%s: %.0f/s, p50 %s, p99 %s, %d errors", t.name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors)
+		m.closedRuns = append(m.closedRuns, closedRun{workers: w, result: res})
+		if err := ctx.Err(); err != nil {
+			return m, fmt.Errorf("interrupted: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// pgbenchPhases runs the control at each concurrency, with no more
+// clients than the server has connections to spare.
+func pgbenchPhases(ctx context.Context, cfg config, runDir string, say func(string, ...any)) (measurement, int, error) {
+	m := measurement{name: pgbenchTarget}
+	b, err := preparePgbench(ctx, cfg.pgURL, pgbenchDatabase, filepath.Join(runDir, "pgbench"))
+	if err != nil {
+		return m, 0, err
+	}
+	limit, err := maxClients(ctx, cfg.pgURL)
+	if err != nil {
+		return m, 0, err
+	}
+	if cfg.warmup > 0 {
+		say("%s: warming up for %s", pgbenchTarget, cfg.warmup)
+		if _, err := b.run(ctx, min(cfg.workers[0], limit), cfg.warmup); err != nil {
+			return m, limit, err
+		}
+	}
+	for _, w := range cfg.workers {
+		clients := min(w, limit)
+		say("%s: %s, %d clients, %s", pgbenchTarget, b.path, clients, cfg.duration)
+		res, err := b.run(ctx, clients, cfg.duration)
+		if err != nil {
+			return m, limit, err
+		}
+		say("%s: %.0f tx/s, p50 %s, p99 %s, %d failed", pgbenchTarget, res.RPS(), ms(res.P50), ms(res.P99), res.Errors)
+		m.closedRuns = append(m.closedRuns, closedRun{workers: w, clients: clients, result: res})
+	}
+	return m, limit, nil
+}
+
+// partnerAPI makes single calls to the public API with the sandbox key,
+// as a partner's client would.
+type partnerAPI struct {
+	ctx       context.Context
+	base, key string
+}
+
+// do sends one request and returns the 2xx answer's body.
+func (a *partnerAPI) do(method, path string, body []byte, idempotencyKey string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(a.ctx, method, a.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("%s /v1%s: %s: %.500s", method, path, resp.Status, out)
+	}
+	return out, nil
+}
+
+// randomHex is n random bytes as hex: a run's mark on its keys and
+// references, so no two runs' collide.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
