@@ -43,3 +43,35 @@ func BenchmarkGetPlan(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGetOrder measures GET /v1/orders/{id} through the whole read
+// path: auth, rate limit, Twirp to ordering, its Postgres reads.
+func BenchmarkGetOrder(b *testing.B) {
+	p := start(b, options{defaultRateLimit: 1 << 30})
+	pt := p.partner("USD", accountsv1.Environment_ENVIRONMENT_SANDBOX, 100_00)
+	var list planList
+	p.get("/v1/plans?limit=1&type=fixed", bearer(pt.key)).json(b, &list)
+	var created struct{ Data orderJSON }
+	pt.order("bench", orderBody(list.Data[0].ID, "")).json(b, &created)
+	url := p.gateway + "/v1/orders/" + created.Data.ID
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+			req.Header.Set("Authorization", bearer(pt.key))
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}

@@ -33,6 +33,17 @@ SELECT * FROM orders
 WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
     OR (account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text));
 
+-- name: CompletedOrderInScope :many
+-- A completed order and its eSIMs in one round trip, the commonest read;
+-- no rows for an order without eSIMs (pending, failed) or out of scope,
+-- which OrderInScope then reads.
+SELECT sqlc.embed(o), sqlc.embed(e)
+FROM orders o
+JOIN esims e ON e.order_id = o.id
+WHERE o.id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
+    OR (o.account_id = sqlc.arg(account_id) AND o.environment = sqlc.arg(environment)::text))
+ORDER BY e.position;
+
 -- name: DeletePendingOrder :execrows
 DELETE FROM orders WHERE id = $1 AND status = 'pending';
 

@@ -313,6 +313,17 @@ func (s *Store) Order(ctx context.Context, scope *ordering.Scope, id uuid.UUID) 
 	if scope != nil {
 		p.AccountID, p.Environment = scope.AccountID, string(scope.Environment)
 	}
+	completed, err := s.q.CompletedOrderInScope(ctx, db.CompletedOrderInScopeParams(p))
+	if err != nil {
+		return ordering.Order{}, fmt.Errorf("select completed order: %w", err)
+	}
+	if len(completed) > 0 {
+		o := order(completed[0].Order)
+		for _, r := range completed {
+			o.Esims = append(o.Esims, esim(r.Esim))
+		}
+		return o, nil
+	}
 	row, err := s.q.OrderInScope(ctx, p)
 	if err != nil {
 		return ordering.Order{}, notFound(err, "select order")

@@ -45,6 +45,97 @@ func (q *Queries) AdvisoryUnlock(ctx context.Context, key string) (bool, error) 
 	return pg_advisory_unlock, err
 }
 
+const completedOrderInScope = `-- name: CompletedOrderInScope :many
+SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at
+FROM orders o
+JOIN esims e ON e.order_id = o.id
+WHERE o.id = $1 AND ($2::boolean
+    OR (o.account_id = $3 AND o.environment = $4::text))
+ORDER BY e.position
+`
+
+type CompletedOrderInScopeParams struct {
+	ID          uuid.UUID
+	AnyScope    bool
+	AccountID   uuid.UUID
+	Environment string
+}
+
+type CompletedOrderInScopeRow struct {
+	Order Order
+	Esim  Esim
+}
+
+// A completed order and its eSIMs in one round trip, the commonest read;
+// no rows for an order without eSIMs (pending, failed) or out of scope,
+// which OrderInScope then reads.
+func (q *Queries) CompletedOrderInScope(ctx context.Context, arg CompletedOrderInScopeParams) ([]CompletedOrderInScopeRow, error) {
+	rows, err := q.db.Query(ctx, completedOrderInScope,
+		arg.ID,
+		arg.AnyScope,
+		arg.AccountID,
+		arg.Environment,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CompletedOrderInScopeRow
+	for rows.Next() {
+		var i CompletedOrderInScopeRow
+		if err := rows.Scan(
+			&i.Order.ID,
+			&i.Order.AccountID,
+			&i.Order.Environment,
+			&i.Order.IdempotencyKey,
+			&i.Order.Fingerprint,
+			&i.Order.PlanID,
+			&i.Order.PlanName,
+			&i.Order.PerDay,
+			&i.Order.Unlimited,
+			&i.Order.TotalBytes,
+			&i.Order.ValidityDays,
+			&i.Order.Quantity,
+			&i.Order.Days,
+			&i.Order.Currency,
+			&i.Order.UnitMinor,
+			&i.Order.TotalMinor,
+			&i.Order.CustomerName,
+			&i.Order.CustomerEmail,
+			&i.Order.CustomerReference,
+			&i.Order.Status,
+			&i.Order.ErrorCode,
+			&i.Order.ErrorMessage,
+			&i.Order.CreatedAt,
+			&i.Order.UpdatedAt,
+			&i.Esim.ID,
+			&i.Esim.OrderID,
+			&i.Esim.AccountID,
+			&i.Esim.Environment,
+			&i.Esim.Position,
+			&i.Esim.PlanName,
+			&i.Esim.Iccid,
+			&i.Esim.MatchingID,
+			&i.Esim.SmdpAddress,
+			&i.Esim.QrToken,
+			&i.Esim.Status,
+			&i.Esim.ValidityDays,
+			&i.Esim.Unlimited,
+			&i.Esim.TotalBytes,
+			&i.Esim.UsedBytes,
+			&i.Esim.DataUpdatedAt,
+			&i.Esim.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countAllEsims = `-- name: CountAllEsims :one
 SELECT count(*) FROM esims
 WHERE ($1::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = $1::uuid)
