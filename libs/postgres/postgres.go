@@ -164,9 +164,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
 	return nil
 }
 
-// Open is what a service does at start: connect, migrate. The database
-// must exist; creating it is the platform's job (EnsureDatabase), not a
-// service's.
+// Open is what a service does at start: connect, migrate, and refresh the
+// planner's statistics. The database must exist; creating it is the
+// platform's job (EnsureDatabase), not a service's.
+//
+// Without statistics (a server with autovacuum off, as development and
+// test machines often run, or one that has not got round to a table) the
+// planner cannot tell an index that finds one row from one that finds an
+// account's every row, and a lookup by key can read them all. ANALYZE
+// samples, so it costs little even on large tables.
 func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Option) (*pgxpool.Pool, error) {
 	pool, err := Connect(ctx, databaseURL, opts...)
 	if err != nil {
@@ -175,6 +181,10 @@ func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Opt
 	if err := migrate(ctx, pool, migrations); err != nil {
 		_ = Close(pool) // the start failed: its error says why
 		return nil, err
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE"); err != nil {
+		_ = Close(pool)
+		return nil, fmt.Errorf("analyze: %w", err)
 	}
 	return pool, nil
 }

@@ -56,6 +56,33 @@ func TestEnsureDatabaseThenOpenMigratesAndIsRepeatable(t *testing.T) {
 // Replicas starting together each make sure of their database. Postgres
 // refuses all but one CREATE DATABASE, with 42P04 or, when they race on its
 // catalog, 23505: neither is an error for the others.
+// Open refreshes the planner's statistics, which a server with autovacuum
+// off would never do: a table filled before a restart is known by its size.
+func TestOpenAnalyzes(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	pool, err := postgres.Open(ctx, url, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "INSERT INTO widgets SELECT generate_series(1, 500)"); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	pool, err = postgres.Open(ctx, url, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var rows float64
+	if err := pool.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE relname = 'widgets'").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 500 {
+		t.Fatalf("the planner knows widgets as %v rows, want 500", rows)
+	}
+}
+
 func TestEnsureDatabaseConcurrently(t *testing.T) {
 	ctx := context.Background()
 	admin, err := postgres.Connect(ctx, pgtest.AdminURL())

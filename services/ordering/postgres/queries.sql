@@ -59,11 +59,23 @@ UPDATE orders SET status = 'failed', updated_at = now() WHERE id = $1 AND status
 -- name: MarkOrderCompleted :execrows
 UPDATE orders SET status = 'completed', updated_at = now() WHERE id = $1 AND status = 'pending';
 
--- name: InsertEsims :copyfrom
+-- name: InsertEsims :execrows
+-- An order's eSIMs in one prepared statement, one array per column, with
+-- the order's account and environment read in the same statement: a COPY
+-- would first ask the server for the columns' types, a round trip more
+-- for the commonest order, of one eSIM.
 INSERT INTO esims (
     id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address,
     qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17);
+)
+SELECT (sqlc.arg(ids)::uuid[])[i], o.id, o.account_id, o.environment,
+       (sqlc.arg(positions)::integer[])[i], (sqlc.arg(plan_names)::text[])[i], (sqlc.arg(iccids)::text[])[i],
+       (sqlc.arg(matching_ids)::text[])[i], (sqlc.arg(smdp_addresses)::text[])[i], (sqlc.arg(qr_tokens)::text[])[i],
+       (sqlc.arg(statuses)::text[])[i], (sqlc.arg(validity_days)::integer[])[i], (sqlc.arg(unlimited)::boolean[])[i],
+       (sqlc.arg(total_bytes)::bigint[])[i], (sqlc.arg(used_bytes)::bigint[])[i], (sqlc.arg(data_updated_at)::timestamptz[])[i],
+       (sqlc.arg(created_at)::timestamptz[])[i]
+FROM orders o CROSS JOIN generate_subscripts(sqlc.arg(ids)::uuid[], 1) AS i
+WHERE o.id = sqlc.arg(order_id);
 
 -- name: EsimsOfOrders :many
 SELECT * FROM esims WHERE order_id = ANY(sqlc.arg(order_ids)::uuid[]) ORDER BY order_id, position;

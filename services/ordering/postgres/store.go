@@ -4,9 +4,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,36 +236,31 @@ func (l *lockHolder) MarkFailed(ctx context.Context, id uuid.UUID) error {
 // transaction, so an order is never completed without its eSIMs nor has
 // eSIMs without being completed (the schema checks both at commit).
 func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []ordering.Esim) error {
+	p := db.InsertEsimsParams{OrderID: id}
+	for _, e := range esims {
+		p.Ids = append(p.Ids, e.ID)
+		p.Positions = append(p.Positions, e.Position)
+		p.PlanNames = append(p.PlanNames, e.PlanName)
+		p.Iccids = append(p.Iccids, e.ICCID)
+		p.MatchingIds = append(p.MatchingIds, e.MatchingID)
+		p.SmdpAddresses = append(p.SmdpAddresses, e.SMDPAddress)
+		p.QrTokens = append(p.QrTokens, e.QRToken)
+		p.Statuses = append(p.Statuses, e.Status)
+		p.ValidityDays = append(p.ValidityDays, e.ValidityDays)
+		p.Unlimited = append(p.Unlimited, e.Data.Unlimited)
+		p.TotalBytes = append(p.TotalBytes, e.Data.TotalBytes)
+		p.UsedBytes = append(p.UsedBytes, e.Data.UsedBytes)
+		p.DataUpdatedAt = append(p.DataUpdatedAt, e.Data.UpdatedAt)
+		p.CreatedAt = append(p.CreatedAt, e.CreatedAt)
+	}
 	return pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
 		q := l.q.WithTx(tx)
-		row, err := q.OrderByID(ctx, id)
+		n, err := q.InsertEsims(ctx, p)
 		if err != nil {
-			return notFound(err, "select order to complete")
-		}
-		params := make([]db.InsertEsimsParams, len(esims))
-		for i, e := range esims {
-			params[i] = db.InsertEsimsParams{
-				ID:            e.ID,
-				OrderID:       id,
-				AccountID:     row.AccountID,
-				Environment:   row.Environment,
-				Position:      e.Position,
-				PlanName:      e.PlanName,
-				Iccid:         e.ICCID,
-				MatchingID:    e.MatchingID,
-				SmdpAddress:   e.SMDPAddress,
-				QrToken:       e.QRToken,
-				Status:        e.Status,
-				ValidityDays:  e.ValidityDays,
-				Unlimited:     e.Data.Unlimited,
-				TotalBytes:    e.Data.TotalBytes,
-				UsedBytes:     e.Data.UsedBytes,
-				DataUpdatedAt: e.Data.UpdatedAt,
-				CreatedAt:     e.CreatedAt,
-			}
-		}
-		if _, err := q.InsertEsims(ctx, params); err != nil {
 			return fmt.Errorf("insert eSIMs: %w", err)
+		}
+		if n != int64(len(esims)) {
+			return notFound(pgx.ErrNoRows, "select order to complete")
 		}
 		return oneRow(q.MarkOrderCompleted(ctx, id))("mark order completed")
 	})
@@ -290,18 +287,16 @@ func oneRow(n int64, err error) func(doing string) error {
 // AllocateSandboxProfiles implements sandbox.Store, on the lock holder's
 // connection when ctx carries one.
 func (s *Store) AllocateSandboxProfiles(ctx context.Context, orderID uuid.UUID, matchingIDs []string) ([]sandbox.Allocation, error) {
-	q := s.queries(ctx)
-	if err := q.AllocateSandboxProfiles(ctx, db.AllocateSandboxProfilesParams{OrderID: orderID, MatchingIds: matchingIDs}); err != nil {
-		return nil, fmt.Errorf("allocate sandbox profiles: %w", err)
-	}
-	rows, err := q.SandboxProfiles(ctx, orderID)
+	rows, err := s.queries(ctx).AllocateSandboxProfiles(ctx, db.AllocateSandboxProfilesParams{OrderID: orderID, MatchingIds: matchingIDs})
 	if err != nil {
-		return nil, fmt.Errorf("select sandbox profiles: %w", err)
+		return nil, fmt.Errorf("allocate sandbox profiles: %w", err)
 	}
 	out := make([]sandbox.Allocation, len(rows))
 	for i, r := range rows {
 		out[i] = sandbox.Allocation{Position: r.Position, Serial: r.Serial, MatchingID: r.MatchingID}
 	}
+	// RETURNING follows no order.
+	slices.SortFunc(out, func(a, b sandbox.Allocation) int { return cmp.Compare(a.Position, b.Position) })
 	return out, nil
 }
 

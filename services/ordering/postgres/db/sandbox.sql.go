@@ -11,12 +11,13 @@ import (
 	"github.com/google/uuid"
 )
 
-const allocateSandboxProfiles = `-- name: AllocateSandboxProfiles :exec
+const allocateSandboxProfiles = `-- name: AllocateSandboxProfiles :many
 INSERT INTO sandbox_profiles (order_id, position, serial, matching_id)
 SELECT $1::uuid, i - 1, nextval('sandbox_iccid_serial'), ($2::text[])[i]
 FROM generate_subscripts($2::text[], 1) AS i
 ORDER BY i
-ON CONFLICT (order_id, position) DO NOTHING
+ON CONFLICT (order_id, position) DO UPDATE SET position = sandbox_profiles.position
+RETURNING position, serial, matching_id
 `
 
 type AllocateSandboxProfilesParams struct {
@@ -24,34 +25,26 @@ type AllocateSandboxProfilesParams struct {
 	MatchingIds []string
 }
 
-// Allocates positions 0 to n-1, the i-th matching id going to position
-// i-1. A position already allocated keeps its profile: issuing an order
-// again returns what the first time did. nextval runs for those rows too;
-// a gap in the serials costs nothing.
-func (q *Queries) AllocateSandboxProfiles(ctx context.Context, arg AllocateSandboxProfilesParams) error {
-	_, err := q.db.Exec(ctx, allocateSandboxProfiles, arg.OrderID, arg.MatchingIds)
-	return err
-}
-
-const sandboxProfiles = `-- name: SandboxProfiles :many
-SELECT position, serial, matching_id FROM sandbox_profiles WHERE order_id = $1 ORDER BY position
-`
-
-type SandboxProfilesRow struct {
+type AllocateSandboxProfilesRow struct {
 	Position   int32
 	Serial     int64
 	MatchingID string
 }
 
-func (q *Queries) SandboxProfiles(ctx context.Context, orderID uuid.UUID) ([]SandboxProfilesRow, error) {
-	rows, err := q.db.Query(ctx, sandboxProfiles, orderID)
+// Allocates positions 0 to n-1, the i-th matching id going to position
+// i-1, and returns the order's profiles in one round trip. A position
+// already allocated keeps its profile (the no-op update only makes the
+// row returned): issuing an order again returns what the first time did.
+// nextval runs for those rows too; a gap in the serials costs nothing.
+func (q *Queries) AllocateSandboxProfiles(ctx context.Context, arg AllocateSandboxProfilesParams) ([]AllocateSandboxProfilesRow, error) {
+	rows, err := q.db.Query(ctx, allocateSandboxProfiles, arg.OrderID, arg.MatchingIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SandboxProfilesRow
+	var items []AllocateSandboxProfilesRow
 	for rows.Next() {
-		var i SandboxProfilesRow
+		var i AllocateSandboxProfilesRow
 		if err := rows.Scan(&i.Position, &i.Serial, &i.MatchingID); err != nil {
 			return nil, err
 		}
