@@ -21,27 +21,7 @@ func BenchmarkGetPlan(b *testing.B) {
 		b.Fatal("no plan")
 	}
 	url := p.gateway + "/v1/plans/" + list.Data[0].ID
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	// Enough concurrent clients to keep both cores busy across the hops.
-	b.SetParallelism(8)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
-			req.Header.Set("Authorization", bearer(key))
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
-	})
+	getInParallel(b, url, key)
 }
 
 // BenchmarkGetOrder measures GET /v1/orders/{id} through the whole read
@@ -54,13 +34,20 @@ func BenchmarkGetOrder(b *testing.B) {
 	var created struct{ Data orderJSON }
 	pt.order("bench", orderBody(list.Data[0].ID, "")).json(b, &created)
 	url := p.gateway + "/v1/orders/" + created.Data.ID
+	getInParallel(b, url, pt.key)
+}
+
+// getInParallel GETs url with key from enough concurrent clients to keep
+// both cores busy across the hops, each answer read whole.
+func getInParallel(b *testing.B, url, key string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	// Enough concurrent clients to keep both cores busy across the hops.
 	b.SetParallelism(8)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
-			req.Header.Set("Authorization", bearer(pt.key))
+			req.Header.Set("Authorization", bearer(key))
 			resp, err := client.Do(req)
 			if err != nil {
 				b.Error(err)
