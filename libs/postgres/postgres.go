@@ -314,3 +314,14 @@ func Close(pool *pgxpool.Pool) error {
 		return fmt.Errorf("database connections were still closing after %s; left to the process's exit", CloseBudget)
 	}
 }
+
+// MigrationsIn is the folder dir of fsys (a service's embedded files) as
+// the file system Open and pgtest take: goose SQL files at its root. It
+// panics only when dir is missing, which is a build bug.
+func MigrationsIn(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}

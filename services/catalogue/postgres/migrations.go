@@ -3,6 +3,8 @@ package postgres
 import (
 	"embed"
 	"io/fs"
+
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 )
 
 //go:embed migrations/*.sql
@@ -10,10 +12,4 @@ var migrationFiles embed.FS
 
 // Migrations holds the catalogue's goose migrations at its root, as
 // libs/postgres.Open and pgtest.New expect them.
-var Migrations = func() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // unreachable: the directory is embedded above
-	}
-	return sub
-}()
+var Migrations fs.FS = libpostgres.MigrationsIn(migrationFiles, "migrations")
