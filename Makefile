@@ -63,14 +63,16 @@ generate: tools protoc ## regenerate Twirp/protobuf and sqlc code, and what foll
 	# Generated files are written afresh, so one whose source is gone goes too
 	# (and `make verify` reports it) instead of lingering and compiling.
 	find proto \( -name '*.pb.go' -o -name '*.twirp.go' \) -delete
-	@echo "==> services.yaml"
-	cd cmd && go run ./internal/servicesgen
 	# protoc-gen-twirp takes one protobuf package per invocation.
 	cd proto && for dir in $$(find . -name '*.proto' -exec dirname {} \; | sort -u); do \
 	  protoc -I . -I /usr/include \
 	    --plugin=protoc-gen-go=$(TOOLS_BIN)/protoc-gen-go --go_out=. --go_opt=paths=source_relative \
 	    --plugin=protoc-gen-twirp=$(TOOLS_BIN)/protoc-gen-twirp --twirp_out=. --twirp_opt=paths=source_relative \
 	    $$dir/*.proto; done
+	@echo "==> services.yaml"
+	# After protoc: servicesgen tidies charts/go.mod, which needs every
+	# service's packages, and with them the generated code, to build.
+	cd cmd && go run ./internal/servicesgen
 	@echo "==> sqlc"
 	for f in $$(find services -name sqlc.yaml | sort); do (cd $$(dirname $$f) && rm -f db/*.go && sqlc generate); done
 
