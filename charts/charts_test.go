@@ -274,6 +274,7 @@ type declaredService struct {
 	Name     string   `json:"name"`
 	Database bool     `json:"database"`
 	Redis    bool     `json:"redis"`
+	Kafka    bool     `json:"kafka"`
 	Public   bool     `json:"public"`
 	Calls    []string `json:"calls"`
 }
@@ -942,6 +943,8 @@ var secretStandIns = map[string]string{
 	"DATABASE_URL": "postgres://stand-in:stand-in@db.example.com:5432/stand-in",
 	"CALLERS":      "operator:" + strings.Repeat("0", 64),
 	"REDIS_URL":    "redis://:stand-in@redis.example.com:6379/0",
+	// The base64 of 32 bytes, as the webhook service requires.
+	"SECRETS_KEY": "c3RhbmQtaW4tZm9yLWEtMzItYnl0ZS1hZXMta2V5ISE=",
 }
 
 var credentialEnv = map[string]func(t *testing.T, deps []rendered, value string){
@@ -1034,6 +1037,9 @@ func checkEnv(t *testing.T, chartName string, dev bool, d *appsv1.Deployment, se
 			if v, ok := values[name]; ok {
 				check(t, deps, v)
 			}
+		}
+		if v, ok := values["KAFKA_BROKERS"]; ok {
+			checkDevKafkaBrokers(t, deps, v)
 		}
 	}
 	extra, missing := envDiff(names, services[chartName])
@@ -1310,6 +1316,21 @@ func checkDevRedisURL(t *testing.T, deps []rendered, redisURL string) {
 		return
 	}
 	devBackends(t, deps, "dev REDIS_URL", host, n)
+}
+
+// checkDevKafkaBrokers holds a dev KAFKA_BROKERS to the Kafka of k8s/:
+// each host:port must be a Service of k8s/ in front of a container.
+func checkDevKafkaBrokers(t *testing.T, deps []rendered, brokers string) {
+	t.Helper()
+	for _, b := range strings.Split(brokers, ",") {
+		host, port, err := net.SplitHostPort(b)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			t.Errorf("dev KAFKA_BROKERS: %q is not a Service's host:port", b)
+			continue
+		}
+		devBackends(t, deps, "dev KAFKA_BROKERS", host, n)
+	}
 }
 
 // TestServiceURLsResolve checks that every in-cluster URL a chart passes to
@@ -1710,7 +1731,7 @@ func parseListeners(t *testing.T, key, v string) map[string]string {
 // resources it waits for.
 // tiltServices is the Tiltfile's SERVICES: each service of services.yaml
 // with the resources it waits for, as the Tiltfile's resource_deps makes
-// them (Postgres, Redis, the services it calls).
+// them (Postgres, Redis, Kafka, the services it calls).
 func tiltServices(t *testing.T, tiltfile string) map[string][]string {
 	t.Helper()
 	if !strings.Contains(tiltfile, "read_yaml('services.yaml')") {
@@ -1724,6 +1745,9 @@ func tiltServices(t *testing.T, tiltfile string) map[string][]string {
 		}
 		if s.Redis {
 			deps = append(deps, "redis")
+		}
+		if s.Kafka {
+			deps = append(deps, "kafka")
 		}
 		out[s.Name] = append(deps, s.Calls...)
 	}

@@ -67,6 +67,7 @@ require (
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
 	github.com/evanphx/json-patch v5.9.11+incompatible // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
@@ -211,3 +212,7 @@ replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth
 replace github.com/esimplatform/esim/services/wallet => ../services/wallet
 
 replace github.com/esimplatform/esim/services/ordering => ../services/ordering
+
+replace github.com/esimplatform/esim/libs/kafka => ../libs/kafka
+
+replace github.com/esimplatform/esim/services/webhook => ../services/webhook

@@ -11,6 +11,7 @@ import (
 	gatewayserver "github.com/esimplatform/esim/services/gateway/server"
 	orderingserver "github.com/esimplatform/esim/services/ordering/server"
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
+	webhookserver "github.com/esimplatform/esim/services/webhook/server"
 )
 
 // services lists every declared service with the environment variables
@@ -20,6 +21,7 @@ var services = map[string][]string{
 	"catalogue": config.EnvVars(catalogueserver.Config{}),
 	"wallet":    config.EnvVars(walletserver.Config{}),
 	"ordering":  config.EnvVars(orderingserver.Config{}),
+	"webhook":   config.EnvVars(webhookserver.Config{}),
 	"gateway":   config.EnvVars(gatewayserver.Config{}),
 }
 
@@ -41,6 +43,10 @@ var parsers = map[string]func(config.Getenv) error{
 	},
 	"ordering": func(getenv config.Getenv) error {
 		var cfg orderingserver.Config
+		return config.Parse(context.Background(), getenv, &cfg)
+	},
+	"webhook": func(getenv config.Getenv) error {
+		var cfg webhookserver.Config
 		return config.Parse(context.Background(), getenv, &cfg)
 	},
 	"gateway": func(getenv config.Getenv) error {

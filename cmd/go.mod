@@ -25,8 +25,10 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/segmentio/kafka-go v0.4.51
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/twitchtv/twirp v8.1.3+incompatible
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.12
@@ -34,7 +36,12 @@ require (
 )
 
 require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 )
 
@@ -46,9 +53,11 @@ require (
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -109,3 +118,7 @@ replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth
 replace github.com/esimplatform/esim/services/wallet => ../services/wallet
 
 replace github.com/esimplatform/esim/services/ordering => ../services/ordering
+
+replace github.com/esimplatform/esim/libs/kafka => ../libs/kafka
+
+replace github.com/esimplatform/esim/services/webhook => ../services/webhook

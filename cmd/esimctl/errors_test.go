@@ -21,7 +21,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, keys, orders, plans or wallet"},
+		{[]string{}, "esimctl: missing command: accounts, events, keys, orders, plans, wallet or webhooks"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, get, list or set-rate-limit"},
 		{[]string{"keys"}, "esimctl: keys: missing subcommand: create, list or revoke"},
 		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},

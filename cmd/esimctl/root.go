@@ -25,6 +25,7 @@ import (
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
+	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
 )
 
 // Exit codes, as scripts (and kubectl, gh) expect them.
@@ -40,6 +41,7 @@ const (
 	defaultCatalogueURL = "http://127.0.0.1:8082"
 	defaultWalletURL    = "http://127.0.0.1:8083"
 	defaultOrderingURL  = "http://127.0.0.1:8084"
+	defaultWebhookURL   = "http://127.0.0.1:8085"
 )
 
 // cli holds what every command shares: where the services are, the output
@@ -51,6 +53,7 @@ type cli struct {
 	catalogueURL string
 	walletURL    string
 	orderingURL  string
+	webhookURL   string
 	timeout      time.Duration
 	json         bool
 
@@ -95,11 +98,12 @@ func (c *cli) rootCommand(getenv func(string) string) *cobra.Command {
 	}
 	root := &cobra.Command{
 		Use:   "esimctl",
-		Short: "Operate the eSIM platform: partner accounts, API keys, the plan catalogue, balances and orders",
+		Short: "Operate the eSIM platform: partner accounts, API keys, the plan catalogue, balances, orders and webhooks",
 		Long: `esimctl operates the eSIM platform over the services' internal APIs.
 
 Service addresses default to those of ` + "`make run`" + ` and can be set with flags or
-ESIM_ACCOUNTS_URL, ESIM_CATALOGUE_URL, ESIM_WALLET_URL and ESIM_ORDERING_URL.
+ESIM_ACCOUNTS_URL, ESIM_CATALOGUE_URL, ESIM_WALLET_URL, ESIM_ORDERING_URL and
+ESIM_WEBHOOK_URL.
 Every call carries the operator credential: ESIM_OPERATOR_TOKEN, or the file
 named by --token-file (ESIM_OPERATOR_TOKEN_FILE), by default
 ~/.config/esim/operator-token, where ` + "`make run`" + ` writes the token of the
@@ -117,20 +121,22 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf.StringVar(&c.catalogueURL, "catalogue-url", envOr("ESIM_CATALOGUE_URL", defaultCatalogueURL), "catalogue service base URL (env ESIM_CATALOGUE_URL)")
 	pf.StringVar(&c.walletURL, "wallet-url", envOr("ESIM_WALLET_URL", defaultWalletURL), "wallet service base URL (env ESIM_WALLET_URL)")
 	pf.StringVar(&c.orderingURL, "ordering-url", envOr("ESIM_ORDERING_URL", defaultOrderingURL), "ordering service base URL (env ESIM_ORDERING_URL)")
+	pf.StringVar(&c.webhookURL, "webhook-url", envOr("ESIM_WEBHOOK_URL", defaultWebhookURL), "webhook service base URL (env ESIM_WEBHOOK_URL)")
 	pf.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a service call after this long")
 	c.envToken = getenv(operator.TokenEnv)
 	pf.StringVar(&c.tokenFile, "token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
 		"`file` holding the operator credential, used unless ESIM_OPERATOR_TOKEN is set (env "+operator.TokenFileEnv+")")
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand())
+	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
+		c.webhooksCommand(), c.eventsCommand())
 	return root
 }
 
 // group returns a command that only holds subcommands, all of which call
-// service ("accounts", "catalogue", "wallet" or "ordering"), or the
-// services listed with commas ("accounts,wallet"), in the order they call
-// them.
+// service ("accounts", "catalogue", "wallet", "ordering" or "webhook"), or
+// the services listed with commas ("accounts,wallet"), in the order they
+// call them.
 func group(use, short, service string, subs ...*cobra.Command) *cobra.Command {
 	g := &cobra.Command{Use: use, Short: short, Args: noSubcommand, RunE: missingSubcommand,
 		Annotations: map[string]string{serviceAnnotation: service}}
@@ -159,6 +165,8 @@ func (c *cli) setting(service string) (serviceSetting, bool) {
 		return serviceSetting{&c.walletURL, "--wallet-url", "ESIM_WALLET_URL", defaultWalletURL}, true
 	case "ordering":
 		return serviceSetting{&c.orderingURL, "--ordering-url", "ESIM_ORDERING_URL", defaultOrderingURL}, true
+	case "webhook":
+		return serviceSetting{&c.webhookURL, "--webhook-url", "ESIM_WEBHOOK_URL", defaultWebhookURL}, true
 	}
 	return serviceSetting{}, false
 }
@@ -349,6 +357,12 @@ func unknownOutcome(what string) string {
 		return "; the account may have been created: check `esimctl accounts list` before running it again"
 	case strings.HasPrefix(what, "create key"):
 		return "; a key may have been created: check `esimctl keys list` and revoke one whose secret you did not get"
+	case strings.HasPrefix(what, "rotate "):
+		// Only one previous secret signs: a second rotation drops, at
+		// once, the secret receivers were given 24 hours to move off.
+		return "; the secret may have been rotated: check when it was made with `esimctl webhooks show` before running it again, which would rotate it again"
+	case strings.HasPrefix(what, "send a test event"):
+		return "; a ping may have been sent: running it again sends another, which is harmless"
 	case strings.HasPrefix(what, "revoke "), strings.HasPrefix(what, "retire "), strings.HasPrefix(what, "set "), strings.HasPrefix(what, "import "):
 		return "; it may have taken effect: running it again is safe"
 	}
@@ -405,6 +419,10 @@ func (c *cli) wallet() walletv1.Wallet {
 
 func (c *cli) ordering() orderingv1.Ordering {
 	return orderingv1.NewOrderingProtobufClient(c.orderingURL, c.client())
+}
+
+func (c *cli) webhook() webhookv1.Webhook {
+	return webhookv1.NewWebhookProtobufClient(c.webhookURL, c.client())
 }
 
 // callFailed words a failed service call for an operator: what was being

@@ -43,6 +43,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var opts platform.Options
 	fs.StringVar(&opts.PGURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL); the services' databases are created on it")
 	fs.StringVar(&opts.RedisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
+	fs.Func("kafka-brokers", "Kafka bootstrap `host:port,...` (env KAFKA_BROKERS); unset embeds a broker", func(v string) error {
+		opts.KafkaBrokers = strings.Split(v, ",")
+		return nil
+	})
+	if v := getenv("KAFKA_BROKERS"); v != "" {
+		opts.KafkaBrokers = strings.Split(v, ",")
+	}
 	opts.Addrs = map[string]string{}
 	fs.Func("addr", "`service=host:port`: where a service listens instead of its port in services.yaml (repeatable)", func(v string) error {
 		name, addr, ok := strings.Cut(v, "=")
@@ -108,6 +115,7 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 	for _, s := range p.Services() {
 		fmt.Fprintf(w, "  %-14s %s (pid %d)\n", s.Name+":", s.URL, s.PID)
 	}
+	fmt.Fprintf(w, "  kafka:         %s\n", strings.Join(p.KafkaBrokers, ","))
 	fmt.Fprintf(w, "  operator token: %s (esimctl reads it)\n", p.OperatorTokenFile)
 	fmt.Fprintf(w, "  demo account:  %s (USD, sandbox balance %s)\n", p.DemoAccountID, money.Decimal(p.DemoBalance))
 	fmt.Fprintf(w, "  logs:          %s/<service>.log\n\n", p.LogDir)

@@ -32,11 +32,13 @@ import (
 type Caller string
 
 // The callers of the platform's internal APIs. Operator is a person or
-// tool acting with an operator credential (esimctl, `make run`).
+// tool acting with an operator credential (esimctl, `make run`); Portal
+// is the partners' web portal, acting for the partner signed in.
 const (
 	Operator Caller = "operator"
 	Gateway  Caller = "gateway"
 	Ordering Caller = "ordering"
+	Portal   Caller = "portal"
 )
 
 // MinTokenLength is the shortest token accepted: 32 bytes, 256 bits when

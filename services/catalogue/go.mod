@@ -74,3 +74,5 @@ require (
 )
 
 replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalauth
+
+replace github.com/esimplatform/esim/libs/money => ../../libs/money

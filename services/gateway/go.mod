@@ -48,6 +48,7 @@ require (
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -109,3 +110,7 @@ replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalaut
 replace github.com/esimplatform/esim/services/ordering => ../ordering
 
 replace github.com/esimplatform/esim/services/wallet => ../wallet
+
+replace github.com/esimplatform/esim/libs/kafka => ../../libs/kafka
+
+replace github.com/esimplatform/esim/services/webhook => ../webhook

@@ -10,6 +10,11 @@
 // per order (per idempotency key when there is one) makes sure that a
 // request, its retries and the recovery loops of every replica never
 // handle one order at once.
+//
+// An order that reaches its final status writes its event in the same
+// transaction (an outbox), and a relay publishes the events afterwards:
+// the platform hears of every finished order, at least once, whether or
+// not Kafka was up when it finished.
 package ordering
 
 import (
@@ -19,6 +24,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -215,6 +221,38 @@ type Install struct {
 	AndroidUniversalLink string
 }
 
+// EventType names what an event says happened to an order.
+type EventType string
+
+// An order has exactly one event, written when it reaches its final
+// status.
+const (
+	EventOrderCompleted EventType = "order.completed"
+	EventOrderFailed    EventType = "order.failed"
+)
+
+// Event is the fact that an order reached its final status. It is written
+// in the transaction that moves the status, so the platform hears of every
+// finished order and of no other, and published afterwards, at least once
+// and always under the same ID: consumers dedupe on it.
+type Event struct {
+	// ID is evt_ and the 32 hex digits of a UUID v7.
+	ID      string
+	Type    EventType
+	OrderID uuid.UUID
+	// CreatedAt is when the order reached its final status.
+	CreatedAt time.Time
+}
+
+// newEvent is the event of an order reaching its final status now.
+func (s *Service) newEvent(t EventType, orderID uuid.UUID) (Event, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Event{}, fmt.Errorf("new event id: %w", err)
+	}
+	return Event{ID: "evt_" + hex.EncodeToString(id[:]), Type: t, OrderID: orderID, CreatedAt: input.Now(s.now)}, nil
+}
+
 // Catalogue prices plans.
 type Catalogue interface {
 	// Plan returns the active plan priced in currency: ErrNotFound when
@@ -324,11 +362,12 @@ type Locked interface {
 	DeletePending(ctx context.Context, id uuid.UUID) error
 	// MarkFailing moves a pending order to failing with its error.
 	MarkFailing(ctx context.Context, id uuid.UUID, e OrderError) error
-	// MarkFailed moves a failing order to failed.
-	MarkFailed(ctx context.Context, id uuid.UUID) error
-	// Complete stores the eSIMs and moves the pending order to completed,
-	// in one transaction.
-	Complete(ctx context.Context, id uuid.UUID, esims []Esim) error
+	// MarkFailed moves a failing order to failed and writes its event to
+	// the outbox, in one transaction.
+	MarkFailed(ctx context.Context, id uuid.UUID, e Event) error
+	// Complete stores the eSIMs, moves the pending order to completed and
+	// writes its event to the outbox, in one transaction.
+	Complete(ctx context.Context, id uuid.UUID, esims []Esim, e Event) error
 }
 
 // Limits on what callers may send, as the public API states them (declared
@@ -362,6 +401,11 @@ type Deps struct {
 	// OrderTimeout bounds the processing of an order, which goes on when
 	// its caller hangs up; 0 means DefaultOrderTimeout.
 	OrderTimeout time.Duration
+	// Outbox and Publisher relay the events of finished orders
+	// (PublishEvents); without them orders still write their events,
+	// which wait.
+	Outbox    Outbox
+	Publisher Publisher
 }
 
 // Service holds the ordering use cases.
@@ -372,6 +416,11 @@ type Service struct {
 	providers    map[Environment]Provider
 	qrBaseURL    string
 	orderTimeout time.Duration
+	outbox       Outbox
+	publisher    Publisher
+	// eventWritten holds one wake-up for the relay once an order's event
+	// is committed: one pending wake-up covers any number of events.
+	eventWritten chan struct{}
 	now          func() time.Time
 }
 
@@ -388,6 +437,9 @@ func NewService(d Deps) *Service {
 		providers:    d.Providers,
 		qrBaseURL:    strings.TrimRight(d.QRBaseURL, "/"),
 		orderTimeout: timeout,
+		outbox:       d.Outbox,
+		publisher:    d.Publisher,
+		eventWritten: make(chan struct{}, 1),
 		now:          time.Now,
 	}
 }
@@ -579,9 +631,14 @@ func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error)
 	if err := s.wallet.Refund(ctx, o.Scope, o.ID.String()); err != nil {
 		return Order{}, fmt.Errorf("order %s: refund: %w", o.ID, err)
 	}
-	if err := tx.MarkFailed(ctx, o.ID); err != nil {
+	e, err := s.newEvent(EventOrderFailed, o.ID)
+	if err != nil {
+		return Order{}, err
+	}
+	if err := tx.MarkFailed(ctx, o.ID, e); err != nil {
 		return Order{}, fmt.Errorf("order %s: mark failed: %w", o.ID, err)
 	}
+	s.signalEventWritten()
 	o.Status = StatusFailed
 	return o, nil
 }
@@ -620,9 +677,14 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 	case err != nil:
 		return Order{}, fmt.Errorf("order %s: issue: %w", o.ID, err)
 	}
-	if err := tx.Complete(ctx, o.ID, esims); err != nil {
+	e, err := s.newEvent(EventOrderCompleted, o.ID)
+	if err != nil {
+		return Order{}, err
+	}
+	if err := tx.Complete(ctx, o.ID, esims, e); err != nil {
 		return Order{}, fmt.Errorf("order %s: complete: %w", o.ID, err)
 	}
+	s.signalEventWritten()
 	o.Status, o.Esims = StatusCompleted, esims
 	return o, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -45,11 +46,15 @@ type memStore struct {
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
 	orders map[uuid.UUID]Order
-	f      *faults
+	// events are the outbox, in the order written; published holds the
+	// IDs of those published.
+	events    []OutboxEvent
+	published map[string]bool
+	f         *faults
 }
 
 func newMemStore(f *faults) *memStore {
-	return &memStore{locks: map[string]*sync.Mutex{}, orders: map[uuid.UUID]Order{}, f: f}
+	return &memStore{locks: map[string]*sync.Mutex{}, orders: map[uuid.UUID]Order{}, published: map[string]bool{}, f: f}
 }
 
 func (m *memStore) lock(key string) *sync.Mutex {
@@ -147,12 +152,50 @@ func (m *memStore) MarkFailing(_ context.Context, id uuid.UUID, e OrderError) er
 	return m.move("markFailing", id, StatusPending, StatusFailing, func(o *Order) { o.Error = &e })
 }
 
-func (m *memStore) MarkFailed(_ context.Context, id uuid.UUID) error {
-	return m.move("markFailed", id, StatusFailing, StatusFailed, nil)
+// MarkFailed and Complete write the event with the status, under the
+// store's mutex, as the SQL does in one transaction.
+func (m *memStore) MarkFailed(_ context.Context, id uuid.UUID, e Event) error {
+	return m.move("markFailed", id, StatusFailing, StatusFailed, func(*Order) { m.events = append(m.events, OutboxEvent{Event: e}) })
 }
 
-func (m *memStore) Complete(_ context.Context, id uuid.UUID, esims []Esim) error {
-	return m.move("complete", id, StatusPending, StatusCompleted, func(o *Order) { o.Esims = slices.Clone(esims) })
+func (m *memStore) Complete(_ context.Context, id uuid.UUID, esims []Esim, e Event) error {
+	return m.move("complete", id, StatusPending, StatusCompleted, func(o *Order) {
+		o.Esims = slices.Clone(esims)
+		m.events = append(m.events, OutboxEvent{Event: e})
+	})
+}
+
+// RelayEvents implements Outbox with no claims: the domain's tests run one
+// relay.
+func (m *memStore) RelayEvents(ctx context.Context, limit int, publish func(context.Context, []OutboxEvent) error) (int, error) {
+	m.mu.Lock()
+	var batch []OutboxEvent
+	for _, e := range m.events {
+		if !m.published[e.ID] && len(batch) < limit {
+			batch = append(batch, e)
+		}
+	}
+	m.mu.Unlock()
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := publish(ctx, batch); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range batch {
+		m.published[e.ID] = true
+	}
+	return len(batch), nil
+}
+
+func (m *memStore) DeletePublishedBefore(context.Context, time.Time) (int64, error) { return 0, nil }
+
+func (m *memStore) UnpublishedEvents(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.events) - len(m.published)), nil
 }
 
 func (m *memStore) Order(_ context.Context, scope *Scope, id uuid.UUID) (Order, error) {
@@ -397,6 +440,25 @@ func (fx *fixture) checkMoney(t *testing.T, o Order, startBalance int64) {
 	}
 	if n := len(fx.provider.issued[o.ID]); n != 0 && n != int(o.Quantity) {
 		t.Errorf("provider issued %d profiles for %d eSIMs", n, o.Quantity)
+	}
+	fx.checkEvent(t, stored)
+}
+
+// checkEvent fails unless the finished order o wrote exactly one event,
+// of its final status.
+func (fx *fixture) checkEvent(t *testing.T, o Order) {
+	t.Helper()
+	want := map[Status]EventType{StatusCompleted: EventOrderCompleted, StatusFailed: EventOrderFailed}[o.Status]
+	var got []Event
+	fx.store.mu.Lock()
+	for _, e := range fx.store.events {
+		if e.OrderID == o.ID {
+			got = append(got, e.Event)
+		}
+	}
+	fx.store.mu.Unlock()
+	if len(got) != 1 || got[0].Type != want {
+		t.Errorf("order %s (%s) wrote events %+v; want one %s", o.ID, o.Status, got, want)
 	}
 }
 
@@ -988,4 +1050,108 @@ func TestReadsCheckScopeAndPaging(t *testing.T) {
 func isInvalid(err error, field string) bool {
 	var ve *ValidationError
 	return errors.As(err, &ve) && ve.Field == field
+}
+
+// The event of a finished order says what happened and when, under an id
+// of its own, and wakes the relay.
+func TestFinishedOrdersWriteTheirEvent(t *testing.T) {
+	ctx := context.Background()
+	eventID := regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
+	for _, tc := range []struct {
+		reference string
+		want      EventType
+	}{{"BK-1", EventOrderCompleted}, {"fail", EventOrderFailed}} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			fx := newFixture(t, 10_000)
+			in := order(fixedPlan, "k")
+			in.Customer.Reference = tc.reference
+			got, err := fx.svc.CreateOrder(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-fx.svc.EventWritten():
+			default:
+				t.Error("the relay was not woken")
+			}
+			if len(fx.store.events) != 1 {
+				t.Fatalf("events %+v, want one", fx.store.events)
+			}
+			e := fx.store.events[0]
+			if e.Type != tc.want || e.OrderID != got.Order.ID || !e.CreatedAt.Equal(*fx.clock) || !eventID.MatchString(e.ID) {
+				t.Errorf("event = %+v; want %s of order %s at %s, id evt_ and 32 hex digits", e, tc.want, got.Order.ID, *fx.clock)
+			}
+			if id, err := uuid.Parse(e.ID[len("evt_"):]); err != nil || id.Version() != 7 {
+				t.Errorf("event id %s is not a UUID v7's hex: %v", e.ID, err)
+			}
+			// A replay finishes nothing, so writes nothing.
+			if _, err := fx.svc.CreateOrder(ctx, in); err != nil || len(fx.store.events) != 1 {
+				t.Errorf("after a replay: %v, %d events", err, len(fx.store.events))
+			}
+		})
+	}
+}
+
+// fakePublisher records what it publishes, failing while fail is set.
+type fakePublisher struct {
+	fail      error
+	published []Publication
+	calls     int
+}
+
+func (p *fakePublisher) Publish(_ context.Context, ps []Publication) error {
+	p.calls++
+	if p.fail != nil {
+		return p.fail
+	}
+	p.published = append(p.published, ps...)
+	return nil
+}
+
+// PublishEvents hands each event over with its order as GetOrder shows
+// it, and leaves a batch the publisher refused for the next call.
+func TestPublishEventsRetriesWhatFailed(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, 10_000)
+	pub := &fakePublisher{fail: errors.New("broker down")}
+	fx.svc.outbox, fx.svc.publisher = fx.store, pub
+	completed, err := fx.svc.CreateOrder(ctx, order(fixedPlan, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := order(fixedPlan, "b")
+	failing.Customer.Reference = "fail"
+	failed, err := fx.svc.CreateOrder(ctx, failing)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if n, err := fx.svc.PublishEvents(ctx); err == nil || n != 0 {
+		t.Fatalf("PublishEvents with the publisher down = %d, %v; want 0 and its error", n, err)
+	}
+	if waiting, _ := fx.svc.UnpublishedEvents(ctx); waiting != 2 {
+		t.Fatalf("%d events waiting after the failure, want 2", waiting)
+	}
+	pub.fail = nil
+	if n, err := fx.svc.PublishEvents(ctx); err != nil || n != 2 {
+		t.Fatalf("PublishEvents = %d, %v; want 2", n, err)
+	}
+	if len(pub.published) != 2 {
+		t.Fatalf("published %+v", pub.published)
+	}
+	for i, want := range []Order{completed.Order, failed.Order} {
+		p := pub.published[i]
+		if p.Order.ID != want.ID || p.Event.OrderID != want.ID || p.Order.Status != want.Status || len(p.Order.Esims) != len(want.Esims) {
+			t.Errorf("publication %d = %+v; want order %s %s", i, p, want.ID, want.Status)
+		}
+		for j, e := range p.Order.Esims {
+			if e.ActivationCode != want.Esims[j].ActivationCode || e.QRCodeURL != want.Esims[j].QRCodeURL || e.Install != want.Esims[j].Install {
+				t.Errorf("publication %d eSIM %d = %+v; want it as GetOrder shows it", i, j, e)
+			}
+		}
+	}
+	calls := pub.calls
+	if n, err := fx.svc.PublishEvents(ctx); err != nil || n != 0 || pub.calls != calls {
+		t.Errorf("PublishEvents with nothing waiting = %d, %v, %d calls; want 0 and no call", n, err, pub.calls-calls)
+	}
 }

@@ -73,3 +73,5 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
 	google.golang.org/grpc v1.84.0 // indirect
 )
+
+replace github.com/esimplatform/esim/libs/money => ../../libs/money

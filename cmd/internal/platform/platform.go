@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/services"
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/kafka/embedded"
 	"github.com/esimplatform/esim/libs/money"
 	"github.com/esimplatform/esim/libs/postgres"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -69,6 +71,11 @@ type Options struct {
 	PGURL string
 	// RedisURL is the Redis of the services that use one.
 	RedisURL string
+	// KafkaBrokers are the bootstrap addresses of the Kafka cluster of
+	// the services that use one. Empty starts a broker in this process
+	// (libs/kafka/embedded) that keeps its data under <RunDir>/kafka, so
+	// events published before a restart are still there after it.
+	KafkaBrokers []string
 	// Services are what to start; by default services.yaml, found from
 	// the working directory up.
 	Services services.Platform
@@ -192,8 +199,13 @@ type Platform struct {
 	OperatorTokenFile string
 	LogDir            string
 
+	// KafkaBrokers are the Kafka cluster the services were given: the
+	// one of Options, or the embedded broker's.
+	KafkaBrokers []string
+
 	urls     map[string]string
 	children []*child // in start order
+	broker   *embedded.Broker
 	grace    time.Duration
 	exited   chan error
 }
@@ -251,8 +263,12 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	for name, addr := range opts.Addrs {
 		p.urls[name] = "http://" + addr
 	}
+	if err := p.startKafka(opts, say); err != nil {
+		return nil, err
+	}
 	specs, err := p.childSpecs(ctx, opts)
 	if err != nil {
+		p.stopKafka()
 		return nil, err
 	}
 	if err := operator.WriteToken(opts.OperatorTokenFile, p.OperatorToken); err != nil {
@@ -366,6 +382,9 @@ func (p *Platform) childSpecs(ctx context.Context, opts Options) (map[string]chi
 		if s.Redis {
 			env = append(env, "REDIS_URL="+opts.RedisURL)
 		}
+		if s.Kafka {
+			env = append(env, "KAFKA_BROKERS="+strings.Join(p.KafkaBrokers, ","))
+		}
 		for _, callee := range s.Calls {
 			c, _ := opts.Services.Get(callee)
 			env = append(env, c.URLVar()+"="+p.URL(callee))
@@ -382,6 +401,13 @@ func (p *Platform) childSpecs(ctx context.Context, opts Options) (map[string]chi
 		}
 		for _, name := range s.Secrets {
 			env = append(env, name+"="+newSecret())
+		}
+		for _, name := range s.Keys {
+			key, err := keptSecret(filepath.Join(opts.RunDir, "keys", s.Name, name))
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, name+"="+key)
 		}
 		for _, name := range slices.Sorted(maps.Keys(s.Env)) {
 			env = append(env, name+"="+os.Expand(s.Env[name], p.URL))
@@ -476,7 +502,52 @@ func (p *Platform) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	p.stopKafka()
 	return errors.Join(errs...)
+}
+
+// startKafka gives the services the cluster of Options or, when none is
+// named and a service uses Kafka, a broker embedded in this process.
+func (p *Platform) startKafka(opts Options, say func(string, ...any)) error {
+	if len(opts.KafkaBrokers) > 0 {
+		p.KafkaBrokers = opts.KafkaBrokers
+		return nil
+	}
+	if !slices.ContainsFunc(opts.Services, func(s services.Service) bool { return s.Kafka }) {
+		return nil
+	}
+	dir := filepath.Join(opts.RunDir, "kafka")
+	b, err := embedded.Start(embedded.Options{DataDir: dir})
+	if err != nil {
+		return err
+	}
+	p.broker, p.KafkaBrokers = b, b.Addrs()
+	say("started an embedded Kafka broker on %s (data: %s; set KAFKA_BROKERS to use a cluster)", strings.Join(b.Addrs(), ","), dir)
+	return nil
+}
+
+func (p *Platform) stopKafka() {
+	if p.broker != nil {
+		p.broker.Close()
+		p.broker = nil
+	}
+}
+
+// keptSecret returns the secret kept in path, made there on first use.
+func keptSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read a kept secret: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("keep a secret: %w", err)
+	}
+	secret := newSecret()
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("keep a secret: %w", err)
+	}
+	return secret, nil
 }
 
 // newSecret returns 256 random bits as text, as `openssl rand -base64 32`

@@ -24,9 +24,11 @@ type Service struct {
 	Port     int               `json:"port"`
 	Database bool              `json:"database,omitempty"`
 	Redis    bool              `json:"redis,omitempty"`
+	Kafka    bool              `json:"kafka,omitempty"`
 	Public   bool              `json:"public,omitempty"`
 	Calls    []string          `json:"calls,omitempty"`
 	Secrets  []string          `json:"secrets,omitempty"`
+	Keys     []string          `json:"keys,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
 }
 
@@ -176,7 +178,7 @@ func Parse(data []byte) (Platform, error) {
 		if s.Public {
 			public++
 		}
-		for _, v := range append(slices.Clone(s.Secrets), keys(s.Env)...) {
+		for _, v := range slices.Concat(s.Secrets, s.Keys, keys(s.Env)) {
 			if !validVar.MatchString(v) {
 				errs = append(errs, fmt.Errorf("%s: %q is not an environment variable name", s.Name, v))
 			}

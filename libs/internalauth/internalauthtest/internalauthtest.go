@@ -24,7 +24,7 @@ func Callers(callers ...internalauth.Caller) internalauth.Callers {
 // CallersEnv is Callers as the CALLERS variable spells it.
 func CallersEnv(callers ...internalauth.Caller) string {
 	if len(callers) == 0 {
-		callers = []internalauth.Caller{internalauth.Operator, internalauth.Gateway, internalauth.Ordering}
+		callers = []internalauth.Caller{internalauth.Operator, internalauth.Gateway, internalauth.Ordering, internalauth.Portal}
 	}
 	entries := make([]string, len(callers))
 	for i, c := range callers {

@@ -36,6 +36,7 @@ type Deps struct {
 	Catalogue gateway.Catalogue
 	Orders    gateway.Orders
 	Wallet    gateway.Wallet
+	Events    gateway.Events
 	Log       *slog.Logger
 }
 
@@ -45,8 +46,10 @@ func New(d Deps) http.Handler {
 	api := humago.NewWithPrefix(mux, basePath, config())
 	a := &handlers{Deps: d, api: api}
 	api.UseMiddleware(a.authenticateAndLimit)
+	registerAmount(api)
 	a.registerPlans(api)
 	a.registerOrders(api)
+	a.registerEvents(api)
 	a.registerOpenAPI(api)
 	declareHead(api.OpenAPI())
 	mux.HandleFunc("GET "+QRPath+"{file}", a.qrCode)

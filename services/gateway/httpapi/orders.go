@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/esimplatform/esim/proto/limits"
+	"github.com/esimplatform/esim/proto/partnerapi"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -62,74 +62,17 @@ func orderBounds(oapi *huma.OpenAPI, op *huma.Operation) {
 	atMost(customer.Properties["reference"], limits.MaxCustomerText)
 }
 
-// Order is an order and every eSIM it issued.
-type Order struct {
-	ID          string      `json:"id" format:"uuid"`
-	Status      string      `json:"status" enum:"pending,completed,failed" doc:"completed: the eSIMs were issued; failed: issuing failed and the order was refunded in full; pending: still being issued."`
-	Environment string      `json:"environment" enum:"sandbox,live"`
-	PlanID      string      `json:"plan_id" format:"uuid"`
-	Quantity    int         `json:"quantity"`
-	Days        *int        `json:"days,omitempty" doc:"Days ordered; present on per-day plans only."`
-	Price       OrderPrice  `json:"price"`
-	Customer    Customer    `json:"customer"`
-	Error       *OrderError `json:"error" doc:"null unless the order failed."`
-	CreatedAt   time.Time   `json:"created_at"`
-	Esims       []Esim      `json:"esims" doc:"One per eSIM issued; empty unless completed."`
-}
-
-// OrderPrice is what one eSIM cost and what the order debited.
-type OrderPrice struct {
-	Unit     Amount `json:"unit" doc:"One eSIM: the plan's price, times the days on per-day plans."`
-	Total    Amount `json:"total" doc:"unit x quantity: what was debited from the balance."`
-	Currency string `json:"currency" enum:"USD,EUR,GBP"`
-}
-
-// Customer is the order's customer; null where the order gave none.
-type Customer struct {
-	Name      *string `json:"name" nullable:"true"`
-	Email     *string `json:"email" nullable:"true"`
-	Reference *string `json:"reference" nullable:"true"`
-}
-
-// OrderError says why an order failed; an order that did not fail has
-// null in its place (huma takes nullable for a struct from its blank
-// field).
-type OrderError struct {
-	_       struct{} `nullable:"true"`
-	Code    string   `json:"code" enum:"provider_error"`
-	Message string   `json:"message"`
-}
-
-// Esim is one issued profile with everything needed to install it.
-type Esim struct {
-	ID             string      `json:"id" format:"uuid"`
-	OrderID        string      `json:"order_id" format:"uuid"`
-	PlanName       string      `json:"plan_name"`
-	ICCID          string      `json:"iccid" doc:"19 digits."`
-	QRCodeURL      string      `json:"qr_code_url" format:"uri" doc:"A PNG of a QR code that encodes activation_code. Public and unguessable: share it with the traveller only."`
-	ActivationCode string      `json:"activation_code" doc:"LPA:1$<smdp_address>$<matching id>."`
-	SMDPAddress    string      `json:"smdp_address"`
-	Status         string      `json:"status" doc:"ALLOCATED on a fresh order."`
-	ValidityDays   int         `json:"validity_days"`
-	Data           EsimData    `json:"data"`
-	Install        EsimInstall `json:"install"`
-	CreatedAt      time.Time   `json:"created_at"`
-}
-
-// EsimData is the data allowance and its use.
-type EsimData struct {
-	Unlimited  bool      `json:"unlimited"`
-	TotalBytes *int64    `json:"total_bytes" nullable:"true" doc:"null when unlimited."`
-	UsedBytes  int64     `json:"used_bytes"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
-// EsimInstall is how a traveller installs the eSIM.
-type EsimInstall struct {
-	Instructions         string `json:"instructions" doc:"iOS and Android steps, with the SM-DP+ address and activation code for manual entry."`
-	IOSUniversalLink     string `json:"ios_universal_link" format:"uri"`
-	AndroidUniversalLink string `json:"android_universal_link" format:"uri"`
-}
+// The partner API's order and eSIM documents are partnerapi's, which the
+// webhook service sends too.
+type (
+	Order       = partnerapi.Order
+	OrderPrice  = partnerapi.OrderPrice
+	Customer    = partnerapi.Customer
+	OrderError  = partnerapi.OrderError
+	Esim        = partnerapi.Esim
+	EsimData    = partnerapi.EsimData
+	EsimInstall = partnerapi.EsimInstall
+)
 
 // BalanceView is the prepaid balance of the key's account and environment.
 type BalanceView struct {

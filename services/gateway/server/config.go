@@ -22,6 +22,7 @@ type Config struct {
 	CatalogueURL config.BaseURL `env:"CATALOGUE_URL, required"`
 	OrderingURL  config.BaseURL `env:"ORDERING_URL, required"`
 	WalletURL    config.BaseURL `env:"WALLET_URL, required"`
+	WebhookURL   config.BaseURL `env:"WEBHOOK_URL, required"`
 	// ServiceTimeout bounds every call to another service but placing an
 	// order.
 	ServiceTimeout time.Duration `env:"SERVICE_TIMEOUT, default=5s"`

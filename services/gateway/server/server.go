@@ -68,6 +68,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout, tel.BatchObserver("catalogue")),
 		Orders:    twirpclient.NewOrdering(string(cfg.OrderingURL), hc, orderClient),
 		Wallet:    twirpclient.NewWallet(string(cfg.WalletURL), hc),
+		Events:    twirpclient.NewWebhook(string(cfg.WebhookURL), hc),
 		Log:       log,
 	})
 	return &Server{

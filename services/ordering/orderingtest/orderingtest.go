@@ -8,19 +8,25 @@ package orderingtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
+	"github.com/esimplatform/esim/libs/kafka/kafkatest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -31,13 +37,22 @@ import (
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
 )
 
-// Deps are the services ordering calls, running in-process.
+// Deps are the services ordering calls, running in-process, and the Kafka
+// it publishes order events to.
 type Deps struct {
 	CatalogueURL string
 	WalletURL    string
 	// Wallet calls the wallet as an operator: top-ups and ledgers.
 	Wallet walletv1.Wallet
+	// Kafka is the cluster Config and Env point ordering at; a test that
+	// stops its broker (an outage) sets one of its own before calling
+	// them.
+	Kafka kafkatest.Cluster
 }
+
+// Topic is the topic of order events Config and Env name: one per
+// cluster, shared by every ordering started from these Deps.
+func (d *Deps) Topic() string { return d.Kafka.Topic("esim.orders.v1") }
 
 // quietTelemetry is a service's telemetry for a test: warnings and errors
 // only, to the test's log when verbose.
@@ -64,7 +79,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // StartDeps starts the catalogue, seeded with the bundled plans, and the
 // wallet, each on a fresh database and an HTTP server of its own, both
-// closed when the test ends. wrapWallet, when not nil, wraps the wallet's
+// closed when the test ends, and gives ordering a Kafka cluster
+// (kafkatest.New: an embedded broker of the test's own unless
+// KAFKA_BROKERS names one). wrapWallet, when not nil, wraps the wallet's
 // handler: a test's way to act at a precise moment of a call to it.
 func StartDeps(t testing.TB, wrapWallet func(http.Handler) http.Handler) *Deps {
 	t.Helper()
@@ -101,6 +118,7 @@ func StartDeps(t testing.TB, wrapWallet func(http.Handler) http.Handler) *Deps {
 		CatalogueURL: catTS.URL,
 		WalletURL:    walTS.URL,
 		Wallet:       walletv1.NewWalletProtobufClient(walTS.URL, internalauthtest.Client(internalauth.Operator)),
+		Kafka:        kafkatest.New(t),
 	}
 }
 
@@ -187,9 +205,13 @@ func Unavailable(w http.ResponseWriter) {
 // Config is ordering's configuration against d, on a fresh database, as
 // the platform sets it, with the test tokens: the recovery loop waits an
 // hour before it takes an order, so that only tests that mean to see it
-// at work (and shorten RecoveryAfter) do.
+// at work (and shorten RecoveryAfter) do. Deps made by hand, without a
+// Kafka cluster, get one here (kafkatest.New).
 func (d *Deps) Config(t testing.TB) server.Config {
 	t.Helper()
+	if len(d.Kafka.Config.Brokers) == 0 {
+		d.Kafka = kafkatest.New(t)
+	}
 	callers, err := internalauth.ParseCallers(internalauthtest.CallersEnv())
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +228,10 @@ func (d *Deps) Config(t testing.TB) server.Config {
 		OrderTimeout:       30 * time.Second,
 		RecoveryInterval:   time.Hour,
 		RecoveryAfter:      time.Hour,
+		Kafka:              d.Kafka.Config,
+		KafkaTopic:         d.Topic(),
+		RelayInterval:      time.Second,
+		OutboxRetention:    7 * 24 * time.Hour,
 	}
 }
 
@@ -228,12 +254,95 @@ func smallPool(t testing.TB, dbURL string) string {
 // binary: DATABASE_URL and HTTP_ADDR are the caller's to add.
 func (d *Deps) Env() map[string]string {
 	return map[string]string{
-		"CALLERS":        internalauthtest.CallersEnv(),
-		"INTERNAL_TOKEN": internalauthtest.Token(internalauth.Ordering),
-		"CATALOGUE_URL":  d.CatalogueURL,
-		"WALLET_URL":     d.WalletURL,
-		"QR_BASE_URL":    "http://127.0.0.1:8080/qr",
-		"LOG_LEVEL":      "info",
+		"CALLERS":                  internalauthtest.CallersEnv(),
+		"INTERNAL_TOKEN":           internalauthtest.Token(internalauth.Ordering),
+		"CATALOGUE_URL":            d.CatalogueURL,
+		"WALLET_URL":               d.WalletURL,
+		"QR_BASE_URL":              "http://127.0.0.1:8080/qr",
+		"LOG_LEVEL":                "info",
+		"KAFKA_BROKERS":            strings.Join(d.Kafka.Config.Brokers, ","),
+		"KAFKA_TOPIC_PARTITIONS":   strconv.Itoa(d.Kafka.Config.Partitions),
+		"KAFKA_REPLICATION_FACTOR": strconv.Itoa(d.Kafka.Config.ReplicationFactor),
+		"KAFKA_TOPIC":              d.Topic(),
+	}
+}
+
+// Published is a message on the topic of order events, and its value
+// decoded.
+type Published struct {
+	Message kafkago.Message
+	Event   *orderingv1.OrderEvent
+}
+
+// Events reads the whole topic of order events, every partition from its
+// first offset to its last: what ordering published so far, a duplicate
+// as often as it was published. None while the topic does not exist.
+func (d *Deps) Events(t testing.TB) []Published {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := kafkago.DialContext(ctx, "tcp", d.Kafka.Config.Brokers[0])
+	if err != nil {
+		t.Fatalf("dial %s: %v", d.Kafka, err)
+	}
+	defer conn.Close()
+	partitions, err := conn.ReadPartitions(d.Topic())
+	if errors.Is(err, kafkago.UnknownTopicOrPartition) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("partitions of %s: %v", d.Topic(), err)
+	}
+	var out []Published
+	for _, p := range partitions {
+		leader, err := kafkago.DialLeader(ctx, "tcp", net.JoinHostPort(p.Leader.Host, strconv.Itoa(p.Leader.Port)), p.Topic, p.ID)
+		if err != nil {
+			t.Fatalf("dial the leader of %s/%d: %v", p.Topic, p.ID, err)
+		}
+		first, last, err := leader.ReadOffsets()
+		leader.Close()
+		if err != nil {
+			t.Fatalf("offsets of %s/%d: %v", p.Topic, p.ID, err)
+		}
+		if first == last {
+			continue
+		}
+		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: d.Kafka.Config.Brokers, Topic: p.Topic, Partition: p.ID, MaxWait: 50 * time.Millisecond})
+		if err := r.SetOffset(first); err != nil {
+			t.Fatal(err)
+		}
+		for offset := first; offset < last; {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("read %s/%d at %d of %d: %v", p.Topic, p.ID, offset, last, err)
+			}
+			var e orderingv1.OrderEvent
+			if err := proto.Unmarshal(m.Value, &e); err != nil {
+				t.Errorf("message %s/%d@%d is no OrderEvent: %v", p.Topic, p.ID, m.Offset, err)
+			}
+			out = append(out, Published{Message: m, Event: &e})
+			offset = m.Offset + 1
+		}
+		r.Close()
+	}
+	return out
+}
+
+// WaitForEvents reads the topic (Events) until it holds at least n
+// messages, or fails the test after a deadline.
+func (d *Deps) WaitForEvents(t testing.TB, n int) []Published {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		events := d.Events(t)
+		if len(events) >= n {
+			return events
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events on %s after 30 s, want %d", len(events), d.Topic(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -241,7 +350,14 @@ func (d *Deps) Env() map[string]string {
 // both are closed when the test ends.
 func Start(t testing.TB, cfg server.Config) (*server.Server, string) {
 	t.Helper()
-	srv, err := server.New(context.Background(), cfg, quietTelemetry(t, "ordering"))
+	return StartWith(t, cfg, quietTelemetry(t, "ordering"))
+}
+
+// StartWith is Start with the telemetry of the test's choosing: one shared
+// by every service of a test records a request's whole trace.
+func StartWith(t testing.TB, cfg server.Config, tel *telemetry.Telemetry) (*server.Server, string) {
+	t.Helper()
+	srv, err := server.New(context.Background(), cfg, tel)
 	if err != nil {
 		t.Fatalf("ordering: %v", err)
 	}

@@ -6,6 +6,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/ordering"
@@ -22,15 +25,16 @@ import (
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 )
 
-// Store implements ordering.Store and sandbox.Store.
+// Store implements ordering.Store, ordering.Outbox and sandbox.Store.
 type Store struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
 }
 
 var (
-	_ ordering.Store = (*Store)(nil)
-	_ sandbox.Store  = (*Store)(nil)
+	_ ordering.Store  = (*Store)(nil)
+	_ ordering.Outbox = (*Store)(nil)
+	_ sandbox.Store   = (*Store)(nil)
 )
 
 // NewStore returns a Store over pool; the pool stays the caller's to close.
@@ -227,15 +231,30 @@ func (l *lockHolder) MarkFailing(ctx context.Context, id uuid.UUID, e ordering.O
 	return oneRow(l.q.MarkOrderFailing(ctx, db.MarkOrderFailingParams{ID: id, ErrorCode: e.Code, ErrorMessage: e.Message}))("mark order failing")
 }
 
-// MarkFailed implements ordering.Locked.
-func (l *lockHolder) MarkFailed(ctx context.Context, id uuid.UUID) error {
-	return oneRow(l.q.MarkOrderFailed(ctx, id))("mark order failed")
+// MarkFailed implements ordering.Locked: the status and the event in one
+// statement, which is a transaction of its own.
+func (l *lockHolder) MarkFailed(ctx context.Context, id uuid.UUID, e ordering.Event) error {
+	return oneRow(l.q.MarkOrderFailed(ctx, db.MarkOrderFailedParams{
+		ID: id, EventID: e.ID, EventType: string(e.Type), EventCreatedAt: e.CreatedAt, TraceContext: traceContext(ctx),
+	}))("mark order failed")
 }
 
-// Complete implements ordering.Locked: the eSIMs and the status in one
-// transaction, so an order is never completed without its eSIMs nor has
-// eSIMs without being completed (the schema checks both at commit).
-func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []ordering.Esim) error {
+// traceContext is ctx's trace context as the propagators write it into
+// message headers, in JSON: the event's publication, long after ctx is
+// gone, continues its trace.
+func traceContext(ctx context.Context) []byte {
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	b, _ := json.Marshal(carrier) // a map of strings always encodes
+	return b
+}
+
+// Complete implements ordering.Locked: the eSIMs, the status and the event
+// in one transaction, so an order is never completed without its eSIMs
+// nor has eSIMs without being completed (the schema checks both at
+// commit), and the platform hears of every completed order exactly when
+// it completes.
+func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []ordering.Esim, e ordering.Event) error {
 	p := db.InsertEsimsParams{OrderID: id}
 	for _, e := range esims {
 		p.Ids = append(p.Ids, e.ID)
@@ -262,7 +281,9 @@ func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []orderin
 		if n != int64(len(esims)) {
 			return notFound(pgx.ErrNoRows, "select order to complete")
 		}
-		return oneRow(q.MarkOrderCompleted(ctx, id))("mark order completed")
+		return oneRow(q.MarkOrderCompleted(ctx, db.MarkOrderCompletedParams{
+			ID: id, EventID: e.ID, EventType: string(e.Type), EventCreatedAt: e.CreatedAt, TraceContext: traceContext(ctx),
+		}))("mark order completed")
 	})
 }
 
@@ -485,6 +506,68 @@ func (s *Store) UnfinishedOrders(ctx context.Context, createdBefore time.Time, l
 		orders[i] = order(r)
 	}
 	return orders, nil
+}
+
+// RelayEvents implements ordering.Outbox: the claim is a transaction
+// holding the rows' locks (FOR UPDATE SKIP LOCKED) across publish, which
+// another relay's claim skips.
+func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context.Context, []ordering.OutboxEvent) error) (int, error) {
+	var published int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		rows, err := q.ClaimOutboxEvents(ctx, int32(limit))
+		if err != nil {
+			return fmt.Errorf("claim outbox events: %w", err)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		events := make([]ordering.OutboxEvent, len(rows))
+		seqs := make([]int64, len(rows))
+		for i, r := range rows {
+			var tc map[string]string
+			// The schema keeps it an object; one of another shape (a
+			// writer that skipped the store) leaves the event untraced,
+			// never unpublished.
+			_ = json.Unmarshal(r.TraceContext, &tc)
+			events[i] = ordering.OutboxEvent{
+				Event: ordering.Event{ID: r.EventID, Type: ordering.EventType(r.Type), OrderID: r.OrderID,
+					CreatedAt: r.CreatedAt.UTC()},
+				TraceContext: tc,
+			}
+			seqs[i] = r.Seq
+		}
+		if err := publish(ctx, events); err != nil {
+			return err
+		}
+		if _, err := q.MarkOutboxSent(ctx, seqs); err != nil {
+			return fmt.Errorf("mark outbox events sent: %w", err)
+		}
+		published = len(rows)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return published, nil
+}
+
+// DeletePublishedBefore implements ordering.Outbox.
+func (s *Store) DeletePublishedBefore(ctx context.Context, t time.Time) (int64, error) {
+	n, err := s.q.DeleteSentOutbox(ctx, t)
+	if err != nil {
+		return 0, fmt.Errorf("delete sent outbox events: %w", err)
+	}
+	return n, nil
+}
+
+// UnpublishedEvents implements ordering.Outbox.
+func (s *Store) UnpublishedEvents(ctx context.Context) (int64, error) {
+	n, err := s.q.CountUnsentOutbox(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count unsent outbox events: %w", err)
+	}
+	return n, nil
 }
 
 // notFound turns "no row" into the domain's ErrNotFound and wraps anything

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,6 +89,12 @@ func esims(t *testing.T, s *postgres.Store, o ordering.Order) []ordering.Esim {
 	return out
 }
 
+// event is a new event of the order, as the domain makes them.
+func event(typ ordering.EventType, orderID uuid.UUID) ordering.Event {
+	id := uuid.Must(uuid.NewV7())
+	return ordering.Event{ID: "evt_" + hex.EncodeToString(id[:]), Type: typ, OrderID: orderID, CreatedAt: at(time.Hour)}
+}
+
 func qrToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -97,7 +104,9 @@ func qrToken() string {
 func complete(t *testing.T, s *postgres.Store, o ordering.Order) ordering.Order {
 	t.Helper()
 	e := esims(t, s, o)
-	locked(t, s, func(ctx context.Context, l ordering.Locked) error { return l.Complete(ctx, o.ID, e) })
+	locked(t, s, func(ctx context.Context, l ordering.Locked) error {
+		return l.Complete(ctx, o.ID, e, event(ordering.EventOrderCompleted, o.ID))
+	})
 	o.Status, o.Esims = ordering.StatusCompleted, e
 	return o
 }
@@ -161,7 +170,7 @@ func TestOrderLifecycle(t *testing.T) {
 	// Failing, then failed.
 	f := insert(t, s, newOrder(acme, "k2", at(time.Minute)))
 	locked(t, s, func(ctx context.Context, l ordering.Locked) error {
-		if err := l.MarkFailed(ctx, f.ID); err == nil {
+		if err := l.MarkFailed(ctx, f.ID, event(ordering.EventOrderFailed, f.ID)); err == nil {
 			t.Error("a pending order was marked failed without failing first")
 		}
 		if err := l.MarkFailing(ctx, f.ID, ordering.OrderError{Code: "provider_error", Message: "down"}); err != nil {
@@ -170,10 +179,10 @@ func TestOrderLifecycle(t *testing.T) {
 		if err := l.DeletePending(ctx, f.ID); err == nil {
 			t.Error("a failing order was deleted")
 		}
-		if err := l.Complete(ctx, f.ID, esims(t, s, f)); err == nil {
+		if err := l.Complete(ctx, f.ID, esims(t, s, f), event(ordering.EventOrderCompleted, f.ID)); err == nil {
 			t.Error("a failing order was completed")
 		}
-		return l.MarkFailed(ctx, f.ID)
+		return l.MarkFailed(ctx, f.ID, event(ordering.EventOrderFailed, f.ID))
 	})
 	got, err = s.Order(ctx, &acme, f.ID)
 	if err != nil || got.Status != ordering.StatusFailed || got.Error == nil || *got.Error != (ordering.OrderError{Code: "provider_error", Message: "down"}) || len(got.Esims) != 0 {
@@ -560,7 +569,7 @@ func TestSchemaConstraints(t *testing.T) {
 		if err := l.MarkFailing(ctx, failed.ID, ordering.OrderError{Code: "provider_error", Message: "x"}); err != nil {
 			return err
 		}
-		return l.MarkFailed(ctx, failed.ID)
+		return l.MarkFailed(ctx, failed.ID, event(ordering.EventOrderFailed, failed.ID))
 	})
 
 	good := sandbox.ICCID(999_999)
@@ -602,6 +611,11 @@ func TestSchemaConstraints(t *testing.T) {
 		"an order whose total is not unit x quantity": {"INSERT INTO orders (id, account_id, environment, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 3, 0, 'USD', 100, 200, 'pending', now())", []any{uuid.New(), acme.AccountID}},
 		"a free order":                                {"INSERT INTO orders (id, account_id, environment, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 1, 0, 'USD', 0, 0, 'pending', now())", []any{uuid.New(), acme.AccountID}},
 		"a key with a newline":                        {"INSERT INTO orders (id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', E'a\\nb', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 1, 0, 'USD', 1, 1, 'pending', now())", []any{uuid.New(), acme.AccountID}},
+		"an event id that is no evt_ id":              {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_1', 'order.failed', $1, now())", []any{pending.ID}},
+		"an event of an unknown type":                 {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_' || md5('x'), 'order.shipped', $1, now())", []any{pending.ID}},
+		"a second event of an order":                  {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_' || md5('x'), 'order.completed', $1, now())", []any{done.ID}},
+		"an event of no order":                        {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_' || md5('x'), 'order.failed', $1, now())", []any{uuid.New()}},
+		"a trace context that is no object":           {"INSERT INTO outbox (event_id, type, order_id, created_at, trace_context) VALUES ('evt_' || md5('x'), 'order.failed', $1, now(), '[]')", []any{pending.ID}},
 		"a failed order without error":                {"INSERT INTO orders (id, account_id, environment, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 1, 0, 'USD', 1, 1, 'failed', now())", []any{uuid.New(), acme.AccountID}},
 	} {
 		t.Run(name, func(t *testing.T) {

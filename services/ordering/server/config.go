@@ -9,6 +9,7 @@ import (
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/kafka"
 	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
@@ -56,13 +57,30 @@ type Config struct {
 	// be for it to take it: a younger one is left to its caller's retry.
 	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL, default=10s"`
 	RecoveryAfter    time.Duration `env:"RECOVERY_AFTER, default=1m"`
-	Telemetry        telemetry.Config
+	// Kafka is where the events of finished orders go (KAFKA_BROKERS,
+	// KAFKA_TOPIC_PARTITIONS, KAFKA_REPLICATION_FACTOR). Orders never
+	// wait for it: the outbox keeps their events while it is down.
+	Kafka kafka.Config
+	// KafkaTopic is the topic of order events, which the relay creates
+	// unless it exists.
+	KafkaTopic string `env:"KAFKA_TOPIC, default=esim.orders.v1"`
+	// RelayInterval is how often the relay looks for events it was not
+	// woken for: another replica's, a crashed one's, or those an outage
+	// kept waiting.
+	RelayInterval time.Duration `env:"RELAY_INTERVAL, default=1s"`
+	// OutboxRetention is how long published events stay in the outbox,
+	// for inspection, before the relay deletes them.
+	OutboxRetention time.Duration `env:"OUTBOX_RETENTION, default=168h"`
+	Telemetry       telemetry.Config
 }
 
 // maxOrderTimeout keeps an order's answer, which may wait up to
 // ORDER_TIMEOUT for its processing, inside the server's write deadline
 // with 10 s to spare.
 const maxOrderTimeout = httpserver.WriteTimeout - 10*time.Second
+
+// topicName is what Kafka accepts as a topic's name.
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // hostname is a DNS name of at least two labels, as an SM-DP+ address is
 // (it goes in the activation code between two $, so nothing else may).
@@ -90,12 +108,21 @@ func (c Config) Validate() error {
 	if c.RecoveryAfter <= 0 {
 		errs = append(errs, fmt.Errorf("RECOVERY_AFTER %s: must be positive", c.RecoveryAfter))
 	}
+	if !topicName.MatchString(c.KafkaTopic) {
+		errs = append(errs, fmt.Errorf("KAFKA_TOPIC %q: want 1 to 249 letters, digits, '.', '_' or '-', such as esim.orders.v1", c.KafkaTopic))
+	}
+	if c.RelayInterval <= 0 {
+		errs = append(errs, fmt.Errorf("RELAY_INTERVAL %s: must be positive", c.RelayInterval))
+	}
+	if c.OutboxRetention <= 0 {
+		errs = append(errs, fmt.Errorf("OUTBOX_RETENTION %s: must be positive", c.OutboxRetention))
+	}
 	if len(c.SandboxSMDPAddress) > 253 || !hostname.MatchString(c.SandboxSMDPAddress) {
 		errs = append(errs, fmt.Errorf("SANDBOX_SMDP_ADDRESS %q: want a lower-case DNS name such as smdp.sandbox.esim.invalid", c.SandboxSMDPAddress))
 	}
 	if c.LiveProvider != "" {
 		errs = append(errs, fmt.Errorf("LIVE_PROVIDER %q: unknown; leave it empty for none (live orders then fail and are refunded)", c.LiveProvider))
 	}
-	errs = append(errs, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
+	errs = append(errs, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Kafka.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)
 }

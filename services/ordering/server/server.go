@@ -1,7 +1,7 @@
 // Package server assembles the ordering service: its database, its clients
 // of the catalogue and the wallet, the providers, the Twirp API with the
-// probes, and the recovery loop, ready to serve in a process or in-process
-// in another service's tests.
+// probes, the recovery loop and the relay of order events to Kafka, ready
+// to serve in a process or in-process in another service's tests.
 package server
 
 import (
@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering"
+	orderingkafka "github.com/esimplatform/esim/services/ordering/kafka"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 	"github.com/esimplatform/esim/services/ordering/twirpclient"
@@ -34,11 +36,20 @@ type Server struct {
 	// it has returned.
 	stopRecovery context.CancelFunc
 	recovered    chan struct{}
+	// stopRelay ends the relay loop between batches and stopPublishing
+	// cuts short the batch it is publishing; relayed is closed once the
+	// loop has returned.
+	stopRelay, stopPublishing context.CancelFunc
+	relayed                   chan struct{}
+	publisher                 *orderingkafka.Publisher
+	published                 metric.Int64Counter
+	waitingMetric             metric.Registration
 }
 
 // New opens and migrates the ordering database, builds the handler and
-// starts the recovery loop. The database must exist: creating databases
-// is the platform's job, not a service's.
+// starts the recovery loop and the relay of order events to Kafka. The
+// database must exist: creating databases is the platform's job, not a
+// service's. Kafka need not be up: orders never wait for it.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
 	if tel == nil {
 		return nil, errors.New("ordering server: telemetry is required")
@@ -49,6 +60,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		return nil, fmt.Errorf("ordering database: %w", err)
 	}
 	store := postgres.NewStore(pool)
+	publisher := orderingkafka.NewPublisher(cfg.Kafka, cfg.KafkaTopic, tel.TracerProvider)
 	hc := internalauth.Client(tel.HTTPClient(cfg.ServiceTimeout), string(cfg.InternalToken.Reveal()))
 	svc := ordering.NewService(ordering.Deps{
 		Store:     store,
@@ -59,7 +71,14 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Providers:    map[ordering.Environment]ordering.Provider{ordering.Sandbox: sandbox.New(store, cfg.SandboxSMDPAddress)},
 		QRBaseURL:    string(cfg.QRBaseURL),
 		OrderTimeout: cfg.OrderTimeout,
+		Outbox:       store,
+		Publisher:    publisher,
 	})
+	published, waitingMetric, err := relayMetrics(tel.MeterProvider, svc)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ordering metrics: %w", err)
+	}
 
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Server{
@@ -73,10 +92,18 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 			// reach it, and then only with a caller's token.
 			AllowedHosts: cfg.AllowedHosts,
 		}),
-		stopRecovery: stop,
-		recovered:    make(chan struct{}),
+		stopRecovery:  stop,
+		recovered:     make(chan struct{}),
+		relayed:       make(chan struct{}),
+		publisher:     publisher,
+		published:     published,
+		waitingMetric: waitingMetric,
 	}
 	go s.recoveryLoop(loopCtx, svc, cfg.RecoveryInterval, cfg.RecoveryAfter)
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	publishCtx, stopPublishing := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopRelay, s.stopPublishing = stopRelay, stopPublishing
+	go s.relayLoop(relayCtx, publishCtx, svc, cfg.RelayInterval, cfg.OutboxRetention)
 	return s, nil
 }
 
@@ -132,14 +159,40 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // order unfinished and safe: whoever takes it next resumes it.
 const recoveryStopBudget = 5 * time.Second
 
-// Close stops the recovery loop and releases the database pool; call it
-// once the HTTP server stopped.
+// relayStopBudget is the most Close waits for a batch of events the relay
+// is publishing, which takes milliseconds unless Kafka is slow. Past it
+// the batch is cut short and left in the outbox, published again (at
+// least once) by the next relay.
+const relayStopBudget = 2 * time.Second
+
+// Close stops the recovery loop, then the relay (the recovery may still
+// write events; they wait for the next relay), and releases Kafka and the
+// database pool; call it once the HTTP server stopped.
 func (s *Server) Close() {
 	s.stopRecovery()
 	select {
 	case <-s.recovered:
 	case <-time.After(recoveryStopBudget):
 		s.log.Warn("the recovery loop was still finishing an order; closing the database under it")
+	}
+	s.stopRelay()
+	select {
+	case <-s.relayed:
+	case <-time.After(relayStopBudget):
+		s.log.Warn("the relay was still publishing a batch of order events; cutting it short, to be published again by the next relay")
+		s.stopPublishing()
+		select {
+		case <-s.relayed:
+		case <-time.After(relayStopBudget):
+			s.log.Warn("the relay did not stop; closing Kafka and the database under it")
+		}
+	}
+	s.stopPublishing()
+	if err := s.waitingMetric.Unregister(); err != nil {
+		s.log.Warn("unregistering the outbox metric", "err", err)
+	}
+	if err := s.publisher.Close(); err != nil {
+		s.log.Warn("closing the Kafka writer", "err", err)
 	}
 	if err := libpostgres.Close(s.pool); err != nil {
 		s.log.Warn("closing the database pool", "err", err)

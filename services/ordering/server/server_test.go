@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -32,20 +31,8 @@ var japan5GB = catalogue.SeedPlanID("jp-5gb-30d").String()
 // startLogged is orderingtest.Start with the service's log kept.
 func startLogged(t *testing.T, cfg server.Config) (string, *telemetrytest.LogBuffer) {
 	t.Helper()
-	logs := &telemetrytest.LogBuffer{}
-	tel, err := telemetry.Setup(context.Background(), "ordering", telemetry.Config{LogLevel: "debug"}, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
-	srv, err := server.New(context.Background(), cfg, tel)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	t.Cleanup(srv.Close)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts.URL, logs
+	r := startReplica(t, cfg)
+	return r.url, r.logs
 }
 
 func order(account, key, reference string) *orderingv1.CreateOrderRequest {

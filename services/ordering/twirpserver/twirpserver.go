@@ -65,7 +65,7 @@ func (s *Server) CreateOrder(ctx context.Context, req *orderingv1.CreateOrderReq
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	return &orderingv1.CreateOrderResponse{Order: orderToProto(created.Order), Replayed: created.Replayed}, nil
+	return &orderingv1.CreateOrderResponse{Order: OrderToProto(created.Order), Replayed: created.Replayed}, nil
 }
 
 // GetOrder implements orderingv1.Ordering.
@@ -82,7 +82,7 @@ func (s *Server) GetOrder(ctx context.Context, req *orderingv1.GetOrderRequest) 
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	return orderToProto(o), nil
+	return OrderToProto(o), nil
 }
 
 // ListOrders implements orderingv1.Ordering.
@@ -115,7 +115,7 @@ func (s *Server) ListOrders(ctx context.Context, req *orderingv1.ListOrdersReque
 		Total: int32(min(page.Total, math.MaxInt32)),
 	}
 	for i, o := range page.Orders {
-		resp.Orders[i] = orderToProto(o)
+		resp.Orders[i] = OrderToProto(o)
 	}
 	return resp, nil
 }
@@ -210,7 +210,9 @@ func lookupID(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func orderToProto(o ordering.Order) *orderingv1.Order {
+// OrderToProto is o as the API shows it; the events ordering publishes
+// carry it too, so that a consumer sees an order as GetOrder answers it.
+func OrderToProto(o ordering.Order) *orderingv1.Order {
 	po := &orderingv1.Order{
 		Id:          o.ID.String(),
 		AccountId:   o.Scope.AccountID.String(),

@@ -25,7 +25,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	// The gateway starts without its peers: they are called per request.
 	// /metrics has a port of its own, as the charts run it.
 	env := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret, "INTERNAL_TOKEN": testInternalToken,
-		"ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1", "ORDERING_URL": "http://127.0.0.1:1", "WALLET_URL": "http://127.0.0.1:1"}
+		"ACCOUNTS_URL": "http://127.0.0.1:1", "CATALOGUE_URL": "http://127.0.0.1:1", "ORDERING_URL": "http://127.0.0.1:1", "WALLET_URL": "http://127.0.0.1:1", "WEBHOOK_URL": "http://127.0.0.1:1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs, listeners := telemetrytest.Listening()
@@ -129,7 +129,7 @@ func runRefused(t *testing.T, args []string, env map[string]string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	defaults := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "AUTH_CACHE_SECRET": testAuthCacheSecret, "INTERNAL_TOKEN": testInternalToken,
-		"ORDERING_URL": "http://ordering", "WALLET_URL": "http://wallet"}
+		"ORDERING_URL": "http://ordering", "WALLET_URL": "http://wallet", "WEBHOOK_URL": "http://webhook"}
 	return run(ctx, args, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
@@ -187,7 +187,7 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 	// LOG_LEVEL would hide the lines the test waits for.
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_RUN_MAIN=1", "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=info", "OTEL_EXPORTER_OTLP_ENDPOINT=",
 		"ACCOUNTS_URL=http://"+hung.Addr().String(), "CATALOGUE_URL=http://"+hung.Addr().String(),
-		"ORDERING_URL=http://"+hung.Addr().String(), "WALLET_URL=http://"+hung.Addr().String(),
+		"ORDERING_URL=http://"+hung.Addr().String(), "WALLET_URL=http://"+hung.Addr().String(), "WEBHOOK_URL=http://"+hung.Addr().String(),
 		"REDIS_URL="+redistest.URL(), "SERVICE_TIMEOUT=25s", "SHUTDOWN_TIMEOUT=10s", "AUTH_CACHE_SECRET="+testAuthCacheSecret, "INTERNAL_TOKEN="+testInternalToken)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

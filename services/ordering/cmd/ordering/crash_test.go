@@ -91,7 +91,8 @@ func startProcess(t *testing.T, bin string, vars map[string]string) *process {
 // right after the wallet debited an order and before ordering hears of it,
 // let alone completes the order, and starts it again: a retry with the
 // same key, or the recovery loop alone, finishes the order, completed xor
-// failed and refunded, debited once, and money is conserved.
+// failed and refunded, debited once, money is conserved, and the order's
+// event is published.
 func TestOrderingKilledAfterTheDebit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the ordering binary")
@@ -187,6 +188,11 @@ func TestOrderingKilledAfterTheDebit(t *testing.T) {
 				t.Errorf("%d debits, %d refunds, balance %d; want 1, %d, %d", l.DebitsOf[id], l.RefundsOf[id], l.Balance, wantRefunds, wantBalance)
 			}
 			deps.CheckMoney(t, operator, account, accountsv1.Environment_ENVIRONMENT_SANDBOX, "USD")
+			// And the platform hears of the order's end, from the process
+			// that finished it.
+			if events := deps.WaitForEvents(t, 1); len(events) != 1 || string(events[0].Message.Key) != id || events[0].Event.GetOrder().GetStatus() != tc.want {
+				t.Errorf("events on the topic: %v; want one of order %s, %s", events, id, tc.want)
+			}
 			if !tc.retry && !strings.Contains(second.logs.String(), "recovery finished an order") {
 				t.Errorf("the recovery is not in the second process's log:\n%s", second.logs)
 			}

@@ -16,7 +16,8 @@ import (
 )
 
 // valid is a configuration that starts, but for DATABASE_URL; the
-// catalogue and the wallet are never called when nothing is ordered.
+// catalogue and the wallet are never called when nothing is ordered, and
+// Kafka, where nothing listens, need not be up.
 func valid() map[string]string {
 	return map[string]string{
 		"DATABASE_URL":   "postgres://x/y",
@@ -25,6 +26,7 @@ func valid() map[string]string {
 		"CATALOGUE_URL":  "http://127.0.0.1:1",
 		"WALLET_URL":     "http://127.0.0.1:1",
 		"QR_BASE_URL":    "http://127.0.0.1:8080/qr",
+		"KAFKA_BROKERS":  "127.0.0.1:1",
 	}
 }
 
@@ -42,7 +44,8 @@ func env(vars map[string]string) func(string) string {
 
 // TestRunServesUntilCancelled runs the program as a process would, on
 // free ports, with /metrics on a port of its own as the charts run it, and
-// stops it the way SIGTERM does.
+// stops it the way SIGTERM does. Kafka is down throughout: ordering is
+// ready all the same, and stops while its relay retries.
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -107,9 +110,16 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"an SM-DP+ URL":         {nil, map[string]string{"SANDBOX_SMDP_ADDRESS": "https://smdp.example.com"}, []string{"SANDBOX_SMDP_ADDRESS"}},
 		"a single-label SM-DP+": {nil, map[string]string{"SANDBOX_SMDP_ADDRESS": "smdp"}, []string{"SANDBOX_SMDP_ADDRESS"}},
 		"a live provider":       {nil, map[string]string{"LIVE_PROVIDER": "es2plus"}, []string{`LIVE_PROVIDER "es2plus": unknown`}},
+		"no Kafka":              {nil, map[string]string{"KAFKA_BROKERS": "-"}, []string{"KAFKA_BROKERS is required"}},
+		"a Kafka URL":           {nil, map[string]string{"KAFKA_BROKERS": "kafka://k:9092"}, []string{`KAFKA_BROKERS: "kafka://k:9092" is not host:port`}},
+		"a topic with a space":  {nil, map[string]string{"KAFKA_TOPIC": "esim orders"}, []string{`KAFKA_TOPIC "esim orders"`}},
+		"relay interval 0":      {nil, map[string]string{"RELAY_INTERVAL": "0s"}, []string{"RELAY_INTERVAL 0s: must be positive"}},
+		"no retention":          {nil, map[string]string{"OUTBOX_RETENTION": "0s"}, []string{"OUTBOX_RETENTION 0s: must be positive"}},
 		"everything bad at once": {nil, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "INTERNAL_TOKEN": "short",
-			"ORDER_TIMEOUT": "0s", "RECOVERY_INTERVAL": "-1s", "LIVE_PROVIDER": "x", "SANDBOX_SMDP_ADDRESS": "-x-", "HTTP_ADDR": "ordering"},
-			[]string{"DATABASE_URL", "INTERNAL_TOKEN", "ORDER_TIMEOUT", "SERVICE_TIMEOUT", "RECOVERY_INTERVAL", "LIVE_PROVIDER", "SANDBOX_SMDP_ADDRESS", "HTTP_ADDR"}},
+			"ORDER_TIMEOUT": "0s", "RECOVERY_INTERVAL": "-1s", "LIVE_PROVIDER": "x", "SANDBOX_SMDP_ADDRESS": "-x-", "HTTP_ADDR": "ordering",
+			"KAFKA_BROKERS": "k", "RELAY_INTERVAL": "0s"},
+			[]string{"DATABASE_URL", "INTERNAL_TOKEN", "ORDER_TIMEOUT", "SERVICE_TIMEOUT", "RECOVERY_INTERVAL", "LIVE_PROVIDER", "SANDBOX_SMDP_ADDRESS", "HTTP_ADDR",
+				"KAFKA_BROKERS", "RELAY_INTERVAL"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := tc.args

@@ -57,6 +57,16 @@ type Order struct {
 	UpdatedAt         time.Time
 }
 
+type Outbox struct {
+	Seq          int64
+	EventID      string
+	Type         string
+	OrderID      uuid.UUID
+	CreatedAt    time.Time
+	TraceContext []byte
+	SentAt       *time.Time
+}
+
 type SandboxProfile struct {
 	OrderID    uuid.UUID
 	Position   int32

@@ -45,6 +45,53 @@ func (q *Queries) AdvisoryUnlock(ctx context.Context, key string) (bool, error) 
 	return pg_advisory_unlock, err
 }
 
+const claimOutboxEvents = `-- name: ClaimOutboxEvents :many
+SELECT seq, event_id, type, order_id, created_at, trace_context FROM outbox
+WHERE sent_at IS NULL
+ORDER BY seq
+LIMIT $1::integer
+FOR UPDATE SKIP LOCKED
+`
+
+type ClaimOutboxEventsRow struct {
+	Seq          int64
+	EventID      string
+	Type         string
+	OrderID      uuid.UUID
+	CreatedAt    time.Time
+	TraceContext []byte
+}
+
+// Rows another relay has claimed are skipped, not waited for: replicas
+// relay side by side, each its own rows, and a row claimed and published
+// is marked sent before its lock goes, so no relay publishes it again.
+func (q *Queries) ClaimOutboxEvents(ctx context.Context, rowLimit int32) ([]ClaimOutboxEventsRow, error) {
+	rows, err := q.db.Query(ctx, claimOutboxEvents, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimOutboxEventsRow
+	for rows.Next() {
+		var i ClaimOutboxEventsRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.EventID,
+			&i.Type,
+			&i.OrderID,
+			&i.CreatedAt,
+			&i.TraceContext,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const completedOrderInScope = `-- name: CompletedOrderInScope :many
 SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at
 FROM orders o
@@ -224,12 +271,35 @@ func (q *Queries) CountOrdersInScope(ctx context.Context, arg CountOrdersInScope
 	return count, err
 }
 
+const countUnsentOutbox = `-- name: CountUnsentOutbox :one
+SELECT count(*) FROM outbox WHERE sent_at IS NULL
+`
+
+func (q *Queries) CountUnsentOutbox(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countUnsentOutbox)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deletePendingOrder = `-- name: DeletePendingOrder :execrows
 DELETE FROM orders WHERE id = $1 AND status = 'pending'
 `
 
 func (q *Queries) DeletePendingOrder(ctx context.Context, id uuid.UUID) (int64, error) {
 	result, err := q.db.Exec(ctx, deletePendingOrder, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deleteSentOutbox = `-- name: DeleteSentOutbox :execrows
+DELETE FROM outbox WHERE sent_at < $1::timestamptz
+`
+
+func (q *Queries) DeleteSentOutbox(ctx context.Context, sentBefore time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteSentOutbox, sentBefore)
 	if err != nil {
 		return 0, err
 	}
@@ -738,11 +808,34 @@ func (q *Queries) ListOrdersInScope(ctx context.Context, arg ListOrdersInScopePa
 }
 
 const markOrderCompleted = `-- name: MarkOrderCompleted :execrows
-UPDATE orders SET status = 'completed', updated_at = now() WHERE id = $1 AND status = 'pending'
+WITH completed AS (
+    UPDATE orders SET status = 'completed', updated_at = now()
+    WHERE id = $5 AND status = 'pending'
+    RETURNING id
+)
+INSERT INTO outbox (event_id, type, order_id, created_at, trace_context)
+SELECT $1::text, $2::text, completed.id, $3::timestamptz,
+       $4::jsonb
+FROM completed
 `
 
-func (q *Queries) MarkOrderCompleted(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, markOrderCompleted, id)
+type MarkOrderCompletedParams struct {
+	EventID        string
+	EventType      string
+	EventCreatedAt time.Time
+	TraceContext   []byte
+	ID             uuid.UUID
+}
+
+// As MarkOrderFailed, within the transaction that inserts the eSIMs.
+func (q *Queries) MarkOrderCompleted(ctx context.Context, arg MarkOrderCompletedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markOrderCompleted,
+		arg.EventID,
+		arg.EventType,
+		arg.EventCreatedAt,
+		arg.TraceContext,
+		arg.ID,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -750,11 +843,36 @@ func (q *Queries) MarkOrderCompleted(ctx context.Context, id uuid.UUID) (int64, 
 }
 
 const markOrderFailed = `-- name: MarkOrderFailed :execrows
-UPDATE orders SET status = 'failed', updated_at = now() WHERE id = $1 AND status = 'failing'
+WITH failed AS (
+    UPDATE orders SET status = 'failed', updated_at = now()
+    WHERE id = $5 AND status = 'failing'
+    RETURNING id
+)
+INSERT INTO outbox (event_id, type, order_id, created_at, trace_context)
+SELECT $1::text, $2::text, failed.id, $3::timestamptz,
+       $4::jsonb
+FROM failed
 `
 
-func (q *Queries) MarkOrderFailed(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, markOrderFailed, id)
+type MarkOrderFailedParams struct {
+	EventID        string
+	EventType      string
+	EventCreatedAt time.Time
+	TraceContext   []byte
+	ID             uuid.UUID
+}
+
+// The status and the event in one statement, which is one transaction: no
+// moment shows the order failed without its event. No row (0) when the
+// order was not failing.
+func (q *Queries) MarkOrderFailed(ctx context.Context, arg MarkOrderFailedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markOrderFailed,
+		arg.EventID,
+		arg.EventType,
+		arg.EventCreatedAt,
+		arg.TraceContext,
+		arg.ID,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -776,6 +894,20 @@ type MarkOrderFailingParams struct {
 
 func (q *Queries) MarkOrderFailing(ctx context.Context, arg MarkOrderFailingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markOrderFailing, arg.ErrorCode, arg.ErrorMessage, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const markOutboxSent = `-- name: MarkOutboxSent :execrows
+UPDATE outbox SET sent_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
+`
+
+// clock_timestamp, not now(): the claim's transaction began before the
+// publication.
+func (q *Queries) MarkOutboxSent(ctx context.Context, seqs []int64) (int64, error) {
+	result, err := q.db.Exec(ctx, markOutboxSent, seqs)
 	if err != nil {
 		return 0, err
 	}

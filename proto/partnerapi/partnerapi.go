@@ -1,0 +1,191 @@
+// Package partnerapi holds the JSON shapes of the partner API's resources
+// that more than one service writes: the gateway answers orders and eSIMs
+// in them, and the webhook service sends an order in them as an event's
+// data. One definition keeps a webhook's data and GET /v1/orders/{id}
+// the same document. The struct tags also document the gateway's OpenAPI
+// schemas (doc, enum, format, nullable).
+package partnerapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/esimplatform/esim/libs/money"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+)
+
+// Amount is money in minor units that goes on the wire as a JSON number
+// with two decimals (1250 -> 12.50). It never passes through a float.
+type Amount int64
+
+// MarshalJSON writes the amount as a JSON number with two decimals.
+func (a Amount) MarshalJSON() ([]byte, error) { return []byte(money.Decimal(int64(a))), nil }
+
+// Order is an order and every eSIM it issued.
+type Order struct {
+	ID          string      `json:"id" format:"uuid"`
+	Status      string      `json:"status" enum:"pending,completed,failed" doc:"completed: the eSIMs were issued; failed: issuing failed and the order was refunded in full; pending: still being issued."`
+	Environment string      `json:"environment" enum:"sandbox,live"`
+	PlanID      string      `json:"plan_id" format:"uuid"`
+	Quantity    int         `json:"quantity"`
+	Days        *int        `json:"days,omitempty" doc:"Days ordered; present on per-day plans only."`
+	Price       OrderPrice  `json:"price"`
+	Customer    Customer    `json:"customer"`
+	Error       *OrderError `json:"error" doc:"null unless the order failed."`
+	CreatedAt   time.Time   `json:"created_at"`
+	Esims       []Esim      `json:"esims" doc:"One per eSIM issued; empty unless completed."`
+}
+
+// OrderPrice is what one eSIM cost and what the order debited.
+type OrderPrice struct {
+	Unit     Amount `json:"unit" doc:"One eSIM: the plan's price, times the days on per-day plans."`
+	Total    Amount `json:"total" doc:"unit x quantity: what was debited from the balance."`
+	Currency string `json:"currency" enum:"USD,EUR,GBP"`
+}
+
+// Customer is the order's customer; null where the order gave none.
+type Customer struct {
+	Name      *string `json:"name" nullable:"true"`
+	Email     *string `json:"email" nullable:"true"`
+	Reference *string `json:"reference" nullable:"true"`
+}
+
+// OrderError says why an order failed; an order that did not fail has
+// null in its place (huma takes nullable for a struct from its blank
+// field).
+type OrderError struct {
+	_       struct{} `nullable:"true"`
+	Code    string   `json:"code" enum:"provider_error"`
+	Message string   `json:"message"`
+}
+
+// Esim is one issued profile with everything needed to install it.
+type Esim struct {
+	ID             string      `json:"id" format:"uuid"`
+	OrderID        string      `json:"order_id" format:"uuid"`
+	PlanName       string      `json:"plan_name"`
+	ICCID          string      `json:"iccid" doc:"19 digits."`
+	QRCodeURL      string      `json:"qr_code_url" format:"uri" doc:"A PNG of a QR code that encodes activation_code. Public and unguessable: share it with the traveller only."`
+	ActivationCode string      `json:"activation_code" doc:"LPA:1$<smdp_address>$<matching id>."`
+	SMDPAddress    string      `json:"smdp_address"`
+	Status         string      `json:"status" doc:"ALLOCATED on a fresh order."`
+	ValidityDays   int         `json:"validity_days"`
+	Data           EsimData    `json:"data"`
+	Install        EsimInstall `json:"install"`
+	CreatedAt      time.Time   `json:"created_at"`
+}
+
+// EsimData is the data allowance and its use.
+type EsimData struct {
+	Unlimited  bool      `json:"unlimited"`
+	TotalBytes *int64    `json:"total_bytes" nullable:"true" doc:"null when unlimited."`
+	UsedBytes  int64     `json:"used_bytes"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// EsimInstall is how a traveller installs the eSIM.
+type EsimInstall struct {
+	Instructions         string `json:"instructions" doc:"iOS and Android steps, with the SM-DP+ address and activation code for manual entry."`
+	IOSUniversalLink     string `json:"ios_universal_link" format:"uri"`
+	AndroidUniversalLink string `json:"android_universal_link" format:"uri"`
+}
+
+// OrderFromProto is o as the partner API shows it.
+func OrderFromProto(o *orderingv1.Order) Order {
+	out := Order{
+		ID:          o.GetId(),
+		Status:      status(o.GetStatus()),
+		Environment: environment(o.GetEnvironment()),
+		PlanID:      o.GetPlanId(),
+		Quantity:    int(o.GetQuantity()),
+		Price: OrderPrice{
+			Unit: Amount(o.GetPrice().GetUnitMinor()), Total: Amount(o.GetPrice().GetTotalMinor()), Currency: o.GetPrice().GetCurrency(),
+		},
+		Customer: Customer{
+			Name: orNull(o.GetCustomer().GetName()), Email: orNull(o.GetCustomer().GetEmail()), Reference: orNull(o.GetCustomer().GetReference()),
+		},
+		CreatedAt: o.GetCreatedAt().AsTime().UTC(),
+		Esims:     make([]Esim, len(o.GetEsims())),
+	}
+	if o.GetPerDay() {
+		days := int(o.GetDays())
+		out.Days = &days
+	}
+	if o.GetStatus() == orderingv1.OrderStatus_ORDER_STATUS_FAILED {
+		out.Error = &OrderError{Code: o.GetError().GetCode(), Message: o.GetError().GetMessage()}
+	}
+	for i, e := range o.GetEsims() {
+		out.Esims[i] = EsimFromProto(e)
+	}
+	return out
+}
+
+// EsimFromProto is e as the partner API shows it.
+func EsimFromProto(e *orderingv1.Esim) Esim {
+	out := Esim{
+		ID:             e.GetId(),
+		OrderID:        e.GetOrderId(),
+		PlanName:       e.GetPlanName(),
+		ICCID:          e.GetIccid(),
+		QRCodeURL:      e.GetQrCodeUrl(),
+		ActivationCode: e.GetActivationCode(),
+		SMDPAddress:    e.GetSmdpAddress(),
+		Status:         e.GetStatus(),
+		ValidityDays:   int(e.GetValidityDays()),
+		Data: EsimData{
+			Unlimited: e.GetData().GetUnlimited(), UsedBytes: e.GetData().GetUsedBytes(), UpdatedAt: e.GetData().GetUpdatedAt().AsTime().UTC(),
+		},
+		Install: EsimInstall{
+			Instructions:         e.GetInstall().GetInstructions(),
+			IOSUniversalLink:     e.GetInstall().GetIosUniversalLink(),
+			AndroidUniversalLink: e.GetInstall().GetAndroidUniversalLink(),
+		},
+		CreatedAt: e.GetCreatedAt().AsTime().UTC(),
+	}
+	if !out.Data.Unlimited {
+		total := e.GetData().GetTotalBytes()
+		out.Data.TotalBytes = &total
+	}
+	return out
+}
+
+func status(s orderingv1.OrderStatus) string {
+	switch s {
+	case orderingv1.OrderStatus_ORDER_STATUS_COMPLETED:
+		return "completed"
+	case orderingv1.OrderStatus_ORDER_STATUS_FAILED:
+		return "failed"
+	default:
+		return "pending"
+	}
+}
+
+func environment(e accountsv1.Environment) string {
+	if e == accountsv1.Environment_ENVIRONMENT_LIVE {
+		return "live"
+	}
+	return "sandbox"
+}
+
+// orNull is s, or null when empty.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Marshal is v's JSON as the gateway writes it: without escaping <, >
+// and & (install instructions hold them), so that a webhook's data and
+// GET /v1/orders/{id} are the same bytes.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,36 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The webhook service's error vocabulary. Transports map these, and only
+// these, to their own codes; anything else is an internal failure.
+var (
+	// ErrNotFound: the scope has no endpoint, or the event does not exist
+	// or belongs to another scope (indistinguishable on purpose, so that
+	// other partners' event ids cannot be probed).
+	ErrNotFound = errors.New("not found")
+	// ErrLeaseLost: an attempt's result came after another replica took
+	// the delivery over, its lease having run out; the result is dropped,
+	// since that replica recorded the attempt as interrupted and went on.
+	// Internal: no caller ever sees it.
+	ErrLeaseLost = errors.New("the delivery's lease ran out before its attempt's result was recorded")
+)
+
+// ValidationError names the input field that was rejected and why.
+// Fields are named as the Twirp API spells them ("scope.account_id",
+// "url").
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
+
+func invalid(field, reason string) error {
+	return &ValidationError{Field: field, Reason: reason}
+}

@@ -1,0 +1,261 @@
+// Package kafkaconsumer feeds the webhook service from Kafka: it reads
+// ordering's events (esim.orders.v1, protobuf OrderEvent) as a member of
+// the service's consumer group, has each stored with its delivery job,
+// and only then commits its offset. A crash between the two reads the
+// message again, and the event's id makes the second read a no-op.
+package kafkaconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	kafkago "github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/esimplatform/esim/libs/kafka"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	"github.com/esimplatform/esim/proto/partnerapi"
+	"github.com/esimplatform/esim/services/webhook"
+)
+
+// Ingester stores events: the webhook Service.
+type Ingester interface {
+	Ingest(ctx context.Context, e webhook.IncomingEvent) (bool, error)
+}
+
+// Options configure a Consumer.
+type Options struct {
+	Kafka kafka.Config
+	Topic string
+	Group string
+	Log   *slog.Logger
+	// TracerProvider, when set, traces the processing of every message
+	// as a consumer span continuing the trace in its headers.
+	TracerProvider trace.TracerProvider
+}
+
+// Consumer is a running consumer.
+type Consumer struct {
+	o      Options
+	svc    Ingester
+	tracer trace.Tracer
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// Backoffs: how long to wait before trying again after a failure, the
+// wait doubling up to the maximum. A broker or database down delays
+// events, never loses them: nothing is committed meanwhile.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 10 * time.Second
+)
+
+// Start starts consuming in the background: it makes sure the topic
+// exists (retrying while the broker is down, so that the service starts
+// and serves its API meanwhile), then reads until Stop.
+func Start(o Options, svc Ingester) *Consumer {
+	ctx, stop := context.WithCancel(context.Background())
+	c := &Consumer{o: o, svc: svc, stop: stop, done: make(chan struct{})}
+	if o.TracerProvider != nil {
+		c.tracer = o.TracerProvider.Tracer("github.com/esimplatform/esim/services/webhook/kafkaconsumer")
+	}
+	go func() {
+		defer close(c.done)
+		if !c.ensureTopic(ctx) {
+			return
+		}
+		c.consume(ctx)
+	}()
+	return c
+}
+
+// Stop stops reading and returns once the consumer has left its group.
+// A message being stored is stored or not; either way its offset is
+// committed only if it was.
+func (c *Consumer) Stop() {
+	c.stop()
+	<-c.done
+}
+
+// ensureTopic creates the topic unless it exists, trying until it can or
+// ctx ends, which it reports.
+func (c *Consumer) ensureTopic(ctx context.Context) bool {
+	wait := minBackoff
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := kafka.EnsureTopic(attemptCtx, c.o.Kafka, c.o.Topic)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.o.Log.Warn("cannot make sure the Kafka topic exists; trying again", "topic", c.o.Topic, "in", wait.String(), "err", err)
+		if !sleep(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// consume reads, stores and commits one message at a time: a partition's
+// events are stored in their order, and an offset is committed only once
+// its event (and every one before it) is stored.
+func (c *Consumer) consume(ctx context.Context) {
+	r := kafka.NewReader(c.o.Kafka, c.o.Topic, c.o.Group)
+	defer func() {
+		if err := r.Close(); err != nil {
+			c.o.Log.Warn("closing the Kafka reader", "err", err)
+		}
+	}()
+	wait := minBackoff
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.o.Log.Warn("reading from Kafka failed; trying again", "topic", c.o.Topic, "in", wait.String(), "err", err)
+			if !sleep(ctx, wait) {
+				return
+			}
+			wait = min(2*wait, maxBackoff)
+			continue
+		}
+		wait = minBackoff
+		if !c.handle(ctx, m) {
+			return // stopped before the event was stored: not committed
+		}
+		// The commit's own context: a stop right now must not keep a
+		// stored event's offset from being committed.
+		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err = r.CommitMessages(commitCtx, m)
+		cancel()
+		if err != nil {
+			// Read again after a restart or a rebalance, and deduped
+			// then; a later commit covers it meanwhile.
+			c.o.Log.Warn("committing a Kafka offset failed", "partition", m.Partition, "offset", m.Offset, "err", err)
+		}
+	}
+}
+
+// handle stores m's event, trying until it is stored or can never be,
+// and reports false only when ctx ended first.
+func (c *Consumer) handle(ctx context.Context, m kafkago.Message) bool {
+	ctx = kafka.ExtractTrace(ctx, m)
+	if c.tracer != nil {
+		var span trace.Span
+		ctx, span = c.tracer.Start(ctx, c.o.Topic+" process", trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(
+				attribute.String("messaging.system", "kafka"),
+				attribute.String("messaging.operation.type", "process"),
+				attribute.String("messaging.destination.name", c.o.Topic),
+				attribute.String("messaging.consumer.group.name", c.o.Group),
+				attribute.Int("messaging.destination.partition.id", m.Partition),
+				attribute.String("messaging.kafka.offset", strconv.FormatInt(m.Offset, 10)),
+			))
+		defer span.End()
+	}
+	at := []any{"topic", c.o.Topic, "partition", m.Partition, "offset", m.Offset}
+
+	var pb orderingv1.OrderEvent
+	if err := proto.Unmarshal(m.Value, &pb); err != nil {
+		c.poison(ctx, at, err)
+		return true
+	}
+	in, err := incoming(&pb)
+	if err != nil {
+		c.poison(ctx, at, err)
+		return true
+	}
+	// The trace context stored is this span's (or, with tracing off, the
+	// producer's), so each attempt's span joins the trace of the order.
+	in.Trace = map[string]string{}
+	propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(in.Trace))
+
+	wait := minBackoff
+	for {
+		added, err := c.svc.Ingest(ctx, in)
+		if err == nil {
+			c.o.Log.DebugContext(ctx, "event consumed", append(at, "event_id", in.ID, "new", added)...)
+			return true
+		}
+		if _, ok := errors.AsType[*webhook.ValidationError](err); ok {
+			c.poison(ctx, at, err)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.o.Log.WarnContext(ctx, "storing an event failed; trying again", append(at, "event_id", in.ID, "in", wait.String(), "err", err)...)
+		if !sleep(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// poison logs a message that can never be stored, which is then
+// committed: one bad message must not hold up its partition's events.
+func (c *Consumer) poison(ctx context.Context, at []any, err error) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetStatus(codes.Error, "skipped: "+err.Error())
+	}
+	c.o.Log.ErrorContext(ctx, "skipping a Kafka message that is no order event", append(at, "err", err.Error())...)
+}
+
+// incoming is pb as the domain takes it, its order rendered as the
+// partner API shows orders.
+func incoming(pb *orderingv1.OrderEvent) (webhook.IncomingEvent, error) {
+	o := pb.GetOrder()
+	if o == nil {
+		return webhook.IncomingEvent{}, errors.New("event without an order")
+	}
+	account, err := uuid.Parse(o.GetAccountId())
+	if err != nil {
+		return webhook.IncomingEvent{}, fmt.Errorf("order's account id %q: %w", o.GetAccountId(), err)
+	}
+	orderID, err := uuid.Parse(o.GetId())
+	if err != nil {
+		return webhook.IncomingEvent{}, fmt.Errorf("order id %q: %w", o.GetId(), err)
+	}
+	data, err := partnerapi.Marshal(partnerapi.OrderFromProto(o))
+	if err != nil {
+		return webhook.IncomingEvent{}, fmt.Errorf("render order %s: %w", o.GetId(), err)
+	}
+	var createdAt time.Time
+	if pb.GetCreatedAt() != nil {
+		createdAt = pb.GetCreatedAt().AsTime()
+	}
+	return webhook.IncomingEvent{
+		ID:        pb.GetId(),
+		Type:      webhook.EventType(pb.GetType()),
+		Scope:     webhook.Scope{AccountID: account, Environment: webhook.Environment(o.GetEnvironment().ShortName())},
+		OrderID:   orderID,
+		CreatedAt: createdAt,
+		Data:      data,
+	}, nil
+}
+
+// sleep waits d unless ctx ends first, and reports whether it waited.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

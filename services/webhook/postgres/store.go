@@ -1,0 +1,440 @@
+// Package postgres is the webhook Store over Postgres (pgx/v5), with its
+// queries written in SQL and compiled by sqlc into package db.
+//
+// The delivery queue is the deliveries table: a row per pending event,
+// claimed with FOR NO KEY UPDATE SKIP LOCKED and a lease (locked_until),
+// so that the workers of every replica share it, and deleted when its
+// event is delivered or failed. A claim counts the attempt and records
+// its start before anything is sent, in one transaction: a replica that
+// dies mid-attempt leaves a started attempt and a lease that runs out,
+// and whoever claims the job next records that attempt as interrupted.
+// Attempts are thus never more than three, whatever crashes.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/services/webhook"
+	"github.com/esimplatform/esim/services/webhook/postgres/db"
+)
+
+// Store implements webhook.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	q    *db.Queries
+}
+
+var _ webhook.Store = (*Store)(nil)
+
+// NewStore returns a Store over pool; the pool stays the caller's to close.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, q: db.New(pool)}
+}
+
+// SetEndpoint implements webhook.Store.
+func (s *Store) SetEndpoint(ctx context.Context, scope webhook.Scope, url string, secret []byte, now time.Time) (webhook.SealedEndpoint, error) {
+	row, err := s.q.UpsertEndpoint(ctx, db.UpsertEndpointParams{
+		AccountID: scope.AccountID, Environment: string(scope.Environment), Url: url, Secret: secret, Now: now,
+	})
+	if err != nil {
+		return webhook.SealedEndpoint{}, fmt.Errorf("upsert endpoint: %w", err)
+	}
+	return endpoint(row), nil
+}
+
+// Endpoint implements webhook.Store.
+func (s *Store) Endpoint(ctx context.Context, scope webhook.Scope) (webhook.SealedEndpoint, error) {
+	row, err := s.q.GetEndpoint(ctx, db.GetEndpointParams{AccountID: scope.AccountID, Environment: string(scope.Environment)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return webhook.SealedEndpoint{}, webhook.ErrNotFound
+	}
+	if err != nil {
+		return webhook.SealedEndpoint{}, fmt.Errorf("select endpoint: %w", err)
+	}
+	return endpoint(row), nil
+}
+
+// AnyEndpoint implements webhook.Store.
+func (s *Store) AnyEndpoint(ctx context.Context) (webhook.SealedEndpoint, error) {
+	row, err := s.q.AnyEndpoint(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return webhook.SealedEndpoint{}, webhook.ErrNotFound
+	}
+	if err != nil {
+		return webhook.SealedEndpoint{}, fmt.Errorf("select an endpoint: %w", err)
+	}
+	return endpoint(row), nil
+}
+
+// RotateSecret implements webhook.Store.
+func (s *Store) RotateSecret(ctx context.Context, scope webhook.Scope, secret []byte, now, previousExpiresAt time.Time) (webhook.SealedEndpoint, error) {
+	row, err := s.q.RotateSecret(ctx, db.RotateSecretParams{
+		AccountID: scope.AccountID, Environment: string(scope.Environment),
+		Secret: secret, Now: now, PreviousExpiresAt: &previousExpiresAt,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return webhook.SealedEndpoint{}, webhook.ErrNotFound
+	}
+	if err != nil {
+		return webhook.SealedEndpoint{}, fmt.Errorf("rotate secret: %w", err)
+	}
+	return endpoint(row), nil
+}
+
+// AddEvent implements webhook.Store.
+func (s *Store) AddEvent(ctx context.Context, e webhook.NewEvent) (bool, error) {
+	trace, err := json.Marshal(e.Trace)
+	if err != nil {
+		return false, fmt.Errorf("encode trace context: %w", err)
+	}
+	if e.Trace == nil {
+		trace = []byte("{}")
+	}
+	var orderID *uuid.UUID
+	if e.OrderID != uuid.Nil {
+		orderID = &e.OrderID
+	}
+	added := false
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		status, err := q.InsertEvent(ctx, db.InsertEventParams{
+			ID: e.ID, Type: string(e.Type), AccountID: e.Scope.AccountID, Environment: string(e.Scope.Environment),
+			OrderID: orderID, CreatedAt: e.CreatedAt, Payload: string(e.Payload), TraceContext: trace,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // stored before: a message read again
+		}
+		if err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+		added = true
+		if webhook.Status(status) != webhook.StatusPending {
+			return nil
+		}
+		if err := q.InsertDelivery(ctx, db.InsertDeliveryParams{
+			EventID: e.ID, AccountID: e.Scope.AccountID, Environment: string(e.Scope.Environment),
+		}); err != nil {
+			return fmt.Errorf("insert delivery: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("add event %s: %w", e.ID, err)
+	}
+	return added, nil
+}
+
+// claimTries bounds the claims one Claim call makes when the first ones
+// find nothing to send: a scope that filled up between two statements,
+// or a job whose last attempt was interrupted and that is failed instead.
+const claimTries = 8
+
+// errScopeFull: the picked job's scope has its maximum in flight.
+var errScopeFull = errors.New("scope full")
+
+// Claim implements webhook.Store.
+func (s *Store) Claim(ctx context.Context, rules webhook.ClaimRules) (webhook.Job, bool, error) {
+	for range claimTries {
+		job, found, err := s.claimOnce(ctx, rules)
+		switch {
+		case errors.Is(err, errScopeFull):
+			continue
+		case err != nil:
+			return webhook.Job{}, false, fmt.Errorf("claim a delivery: %w", err)
+		case found || job.EventID == "":
+			return job, found, nil
+		}
+		// A job failed for its interrupted last attempt: look again.
+	}
+	return webhook.Job{}, false, nil
+}
+
+// claimOnce claims a due job, or finds none (a zero Job), or fails a job
+// whose last attempt was interrupted (the Job names it, found false).
+func (s *Store) claimOnce(ctx context.Context, rules webhook.ClaimRules) (webhook.Job, bool, error) {
+	var job webhook.Job
+	found := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.PickDue(ctx, int64(rules.MaxPerScope))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pick a due delivery: %w", err)
+		}
+		// PickDue's view of who is full was taken before it locked the
+		// endpoint; counted again under the lock, with every claim of
+		// the scope that committed before, the cap holds exactly.
+		inFlight, err := q.CountInFlight(ctx, db.CountInFlightParams{AccountID: row.AccountID, Environment: row.Environment})
+		if err != nil {
+			return fmt.Errorf("count attempts in flight: %w", err)
+		}
+		if inFlight >= int64(rules.MaxPerScope) {
+			return errScopeFull
+		}
+		job.EventID = row.EventID
+		if row.Attempts > 0 {
+			// A due job with attempts has either finished its last one
+			// (a retry) or had it cut short with its replica.
+			if _, err := q.InterruptAttempt(ctx, db.InterruptAttemptParams{EventID: row.EventID, Error: rules.Interrupted}); err != nil {
+				return fmt.Errorf("record an interrupted attempt: %w", err)
+			}
+		}
+		if row.Attempts >= webhook.MaxAttempts {
+			return s.end(ctx, q, row.EventID, row.Attempts, webhook.StatusFailed)
+		}
+		attempt, err := q.LeaseDelivery(ctx, db.LeaseDeliveryParams{EventID: row.EventID, LeaseMs: rules.Lease.Milliseconds()})
+		if err != nil {
+			return fmt.Errorf("lease delivery: %w", err)
+		}
+		if err := q.InsertAttempt(ctx, db.InsertAttemptParams{EventID: row.EventID, Number: attempt}); err != nil {
+			return fmt.Errorf("insert attempt: %w", err)
+		}
+		var trace map[string]string
+		if err := json.Unmarshal(row.TraceContext, &trace); err != nil {
+			return fmt.Errorf("decode trace context: %w", err)
+		}
+		if row.Url == nil {
+			return fmt.Errorf("pending event %s has no URL", row.EventID)
+		}
+		job = webhook.Job{
+			EventID:        row.EventID,
+			Scope:          webhook.Scope{AccountID: row.AccountID, Environment: webhook.Environment(row.Environment)},
+			URL:            *row.Url,
+			Payload:        []byte(row.Payload),
+			Trace:          trace,
+			Attempt:        int(attempt),
+			Secret:         row.Secret,
+			PreviousSecret: row.PreviousSecret,
+		}
+		if row.PreviousSecretExpiresAt != nil {
+			job.PreviousSecretExpiresAt = row.PreviousSecretExpiresAt.UTC()
+		}
+		found = true
+		return nil
+	})
+	if err != nil {
+		return webhook.Job{}, false, err
+	}
+	return job, found, nil
+}
+
+// end deletes the job of an event whose delivery is over and sets the
+// event's final status, provided the job is still at attempt.
+func (s *Store) end(ctx context.Context, q *db.Queries, eventID string, attempt int32, status webhook.Status) error {
+	n, err := q.DeleteDelivery(ctx, db.DeleteDeliveryParams{EventID: eventID, Attempts: attempt})
+	if err != nil {
+		return fmt.Errorf("delete delivery: %w", err)
+	}
+	if n == 0 {
+		return webhook.ErrLeaseLost
+	}
+	if err := q.SetEventStatus(ctx, db.SetEventStatusParams{ID: eventID, Status: string(status)}); err != nil {
+		return fmt.Errorf("set event status: %w", err)
+	}
+	return nil
+}
+
+// Finish implements webhook.Store.
+func (s *Store) Finish(ctx context.Context, job webhook.Job, r webhook.Result, next webhook.Status, retryIn time.Duration) error {
+	duration := r.Duration.Milliseconds()
+	body := r.ResponseBody
+	if len(body) > webhook.ResponseBodyLimit {
+		body = body[:webhook.ResponseBodyLimit]
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		n, err := q.FinishAttempt(ctx, db.FinishAttemptParams{
+			EventID: job.EventID, Number: int32(job.Attempt), DurationMs: &duration,
+			StatusCode: int32(r.StatusCode), Error: r.Error, ResponseBody: body,
+		})
+		if err != nil {
+			return fmt.Errorf("finish attempt: %w", err)
+		}
+		if n == 0 {
+			return webhook.ErrLeaseLost
+		}
+		switch next {
+		case webhook.StatusPending:
+			n, err := q.RescheduleDelivery(ctx, db.RescheduleDeliveryParams{
+				EventID: job.EventID, Attempts: int32(job.Attempt), RetryInMs: retryIn.Milliseconds(),
+			})
+			if err != nil {
+				return fmt.Errorf("reschedule delivery: %w", err)
+			}
+			if n == 0 {
+				return webhook.ErrLeaseLost
+			}
+			return nil
+		case webhook.StatusDelivered, webhook.StatusFailed:
+			return s.end(ctx, q, job.EventID, int32(job.Attempt), next)
+		}
+		return fmt.Errorf("an attempt cannot leave its event %s", next)
+	})
+	if err != nil {
+		return fmt.Errorf("finish attempt %d of %s: %w", job.Attempt, job.EventID, err)
+	}
+	return nil
+}
+
+// Event implements webhook.Store.
+func (s *Store) Event(ctx context.Context, scope *webhook.Scope, id string) (webhook.Event, error) {
+	params := db.EventInScopeParams{ID: id, AnyScope: scope == nil}
+	if scope != nil {
+		params.AccountID, params.Environment = scope.AccountID, string(scope.Environment)
+	}
+	var e webhook.Event
+	// The event and its attempts as of one moment: an attempt finishing
+	// between the two reads would show beside the event's older status.
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.EventInScope(ctx, params)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return webhook.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("select event: %w", err)
+		}
+		events, err := withAttempts(ctx, q, []db.Event{row})
+		if err != nil {
+			return err
+		}
+		e = events[0]
+		return nil
+	})
+	return e, err
+}
+
+// ListEvents implements webhook.Store. The page, its attempts and the
+// count are read in one snapshot, so that they agree while events arrive.
+// It first refuses a page the domain would never ask for.
+func (s *Store) ListEvents(ctx context.Context, f webhook.EventFilter, limit int32, offset int64) ([]webhook.Event, int64, error) {
+	if limit < 1 || limit > webhook.MaxPageLimit || offset < 0 {
+		return nil, 0, fmt.Errorf("page of %d rows at offset %d is out of range (limit 1..%d, offset >= 0)", limit, offset, webhook.MaxPageLimit)
+	}
+	var orderID *uuid.UUID
+	if f.OrderID != uuid.Nil {
+		orderID = &f.OrderID
+	}
+	var events []webhook.Event
+	var total int64
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var rows []db.Event
+		var err error
+		if f.Scope != nil {
+			rows, err = q.ListEventsInScope(ctx, db.ListEventsInScopeParams{
+				AccountID: f.Scope.AccountID, Environment: string(f.Scope.Environment),
+				Type: string(f.Type), OrderID: orderID, Status: string(f.Status), RowLimit: limit, RowOffset: offset,
+			})
+			if err == nil {
+				total, err = q.CountEventsInScope(ctx, db.CountEventsInScopeParams{
+					AccountID: f.Scope.AccountID, Environment: string(f.Scope.Environment),
+					Type: string(f.Type), OrderID: orderID, Status: string(f.Status),
+				})
+			}
+		} else {
+			rows, err = q.ListAllEvents(ctx, db.ListAllEventsParams{
+				Type: string(f.Type), OrderID: orderID, Status: string(f.Status), RowLimit: limit, RowOffset: offset,
+			})
+			if err == nil {
+				total, err = q.CountAllEvents(ctx, db.CountAllEventsParams{Type: string(f.Type), OrderID: orderID, Status: string(f.Status)})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("select events: %w", err)
+		}
+		events, err = withAttempts(ctx, q, rows)
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list events: %w", err)
+	}
+	return events, total, nil
+}
+
+// withAttempts is rows as events, each with its attempts, read in one
+// query.
+func withAttempts(ctx context.Context, q *db.Queries, rows []db.Event) ([]webhook.Event, error) {
+	events := make([]webhook.Event, len(rows))
+	ids := make([]string, len(rows))
+	at := make(map[string]int, len(rows))
+	for i, r := range rows {
+		events[i] = event(r)
+		ids[i] = r.ID
+		at[r.ID] = i
+	}
+	if len(rows) == 0 {
+		return events, nil
+	}
+	attempts, err := q.AttemptsOf(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("select attempts: %w", err)
+	}
+	for _, a := range attempts {
+		e := &events[at[a.EventID]]
+		e.Attempts = append(e.Attempts, attempt(a))
+	}
+	return events, nil
+}
+
+func endpoint(r db.Endpoint) webhook.SealedEndpoint {
+	e := webhook.SealedEndpoint{
+		Scope:           webhook.Scope{AccountID: r.AccountID, Environment: webhook.Environment(r.Environment)},
+		URL:             r.Url,
+		Secret:          r.Secret,
+		SecretCreatedAt: r.SecretCreatedAt.UTC(),
+		PreviousSecret:  r.PreviousSecret,
+		UpdatedAt:       r.UpdatedAt.UTC(),
+	}
+	if r.PreviousSecretExpiresAt != nil {
+		e.PreviousSecretExpiresAt = r.PreviousSecretExpiresAt.UTC()
+	}
+	return e
+}
+
+func event(r db.Event) webhook.Event {
+	e := webhook.Event{
+		ID:        r.ID,
+		Type:      webhook.EventType(r.Type),
+		Scope:     webhook.Scope{AccountID: r.AccountID, Environment: webhook.Environment(r.Environment)},
+		CreatedAt: r.CreatedAt.UTC(),
+		Status:    webhook.Status(r.Status),
+		Payload:   []byte(r.Payload),
+	}
+	if r.OrderID != nil {
+		e.OrderID = *r.OrderID
+	}
+	if r.Url != nil {
+		e.URL = *r.Url
+	}
+	return e
+}
+
+func attempt(r db.Attempt) webhook.Attempt {
+	a := webhook.Attempt{
+		Number:       int(r.Number),
+		StartedAt:    r.StartedAt.UTC(),
+		Finished:     r.Finished,
+		StatusCode:   int(r.StatusCode),
+		Error:        r.Error,
+		ResponseBody: r.ResponseBody,
+	}
+	if r.DurationMs != nil {
+		a.Duration = time.Duration(*r.DurationMs) * time.Millisecond
+	}
+	return a
+}
