@@ -30,9 +30,13 @@ require (
 require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/segmentio/kafka-go v0.4.51 // indirect
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
 )
 
