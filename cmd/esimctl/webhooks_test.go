@@ -286,7 +286,7 @@ func TestWebhooksAndEventsUsageErrors(t *testing.T) {
 		{[]string{"events", "get", acct, "--json"}, `esimctl: invalid EVENT_ID "` + acct + `": want evt_ and 32 hex digits`},
 		{[]string{"events", "get", "evt_" + strings.Repeat("g", 32)}, `esimctl: invalid EVENT_ID "evt_ggg`},
 		{[]string{"events"}, "esimctl: events: missing subcommand: get or list"},
-		{[]string{"webhooks"}, "esimctl: webhooks: missing subcommand: rotate-secret, send-test, set or show"},
+		{[]string{"webhooks"}, "esimctl: webhooks: missing subcommand: listen, rotate-secret, send-test, set or show"},
 	} {
 		r := esimctl(t, env, tc.args...)
 		r.wantError(t, 2)
