@@ -172,6 +172,8 @@ func (m *memStore) RelayEvents(ctx context.Context, limit int, publish func(cont
 	var batch []OutboxEvent
 	for _, e := range m.events {
 		if !m.published[e.ID] && len(batch) < limit {
+			e.Order = m.orders[e.OrderID]
+			e.Order.Esims = slices.Clone(e.Order.Esims)
 			batch = append(batch, e)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 // publisher that is down delays events and loses none.
 type Outbox interface {
 	// RelayEvents claims up to limit unpublished events, oldest first,
-	// skipping those another relay has claimed, and hands them to
-	// publish. When publish returns nil they are marked published;
+	// skipping those another relay has claimed, and hands them, each with
+	// its order, to publish. When publish returns nil they are marked published;
 	// otherwise they are left for the next try. The claim lasts until
 	// then, so that relays running side by side (one per replica) never
 	// publish one event twice. It returns how many events it published.
@@ -34,6 +34,11 @@ type OutboxEvent struct {
 	// the order's processing as it was when the event was written, empty
 	// when it was not traced: its publication joins the order's trace.
 	TraceContext map[string]string
+	// Order is the event's order with its eSIMs as stored, read in the
+	// claim's transaction: a relay that asked the pool for each order
+	// waited behind the orders in flight, which hold a connection each,
+	// and events lagged for seconds under load.
+	Order Order
 }
 
 // Publication is an event with its order as GetOrder answers it. Both are
@@ -81,10 +86,7 @@ func (s *Service) PublishEvents(ctx context.Context) (int, error) {
 	n, err := s.outbox.RelayEvents(ctx, EventBatch, func(ctx context.Context, events []OutboxEvent) error {
 		ps := make([]Publication, len(events))
 		for i, e := range events {
-			o, err := s.store.Order(ctx, nil, e.OrderID)
-			if err != nil {
-				return fmt.Errorf("event %s: order %s: %w", e.ID, e.OrderID, err)
-			}
+			o := e.Order
 			s.present(&o)
 			ps[i] = Publication{Event: e, Order: o}
 		}

@@ -28,6 +28,9 @@ WHERE account_id = $1 AND environment = $2 AND idempotency_key = sqlc.arg(idempo
 -- name: OrderByID :one
 SELECT * FROM orders WHERE id = $1;
 
+-- name: OrdersByIDs :many
+SELECT * FROM orders WHERE id = ANY(sqlc.arg(ids)::uuid[]);
+
 -- name: OrderInScope :one
 SELECT * FROM orders
 WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean

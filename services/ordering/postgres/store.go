@@ -522,9 +522,18 @@ func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context
 		if len(rows) == 0 {
 			return nil
 		}
+		orders, err := ordersByID(ctx, q, rows)
+		if err != nil {
+			return err
+		}
 		events := make([]ordering.OutboxEvent, len(rows))
 		seqs := make([]int64, len(rows))
 		for i, r := range rows {
+			o, found := orders[r.OrderID]
+			if !found {
+				// The schema's foreign key makes it unreachable.
+				return fmt.Errorf("outbox event %s: order %s not found", r.EventID, r.OrderID)
+			}
 			var tc map[string]string
 			// The schema keeps it an object; one of another shape (a
 			// writer that skipped the store) leaves the event untraced,
@@ -534,6 +543,7 @@ func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context
 				Event: ordering.Event{ID: r.EventID, Type: ordering.EventType(r.Type), OrderID: r.OrderID,
 					CreatedAt: r.CreatedAt.UTC()},
 				TraceContext: tc,
+				Order:        o,
 			}
 			seqs[i] = r.Seq
 		}
@@ -550,6 +560,33 @@ func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context
 		return 0, err
 	}
 	return published, nil
+}
+
+// ordersByID reads the orders of claimed outbox rows with their eSIMs,
+// in two statements whatever the batch.
+func ordersByID(ctx context.Context, q *db.Queries, rows []db.ClaimOutboxEventsRow) (map[uuid.UUID]ordering.Order, error) {
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.OrderID
+	}
+	found, err := q.OrdersByIDs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("select the events' orders: %w", err)
+	}
+	esims, err := q.EsimsOfOrders(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("select the events' eSIMs: %w", err)
+	}
+	orders := make(map[uuid.UUID]ordering.Order, len(found))
+	for _, r := range found {
+		orders[r.ID] = order(r)
+	}
+	for _, e := range esims {
+		o := orders[e.OrderID]
+		o.Esims = append(o.Esims, esim(e))
+		orders[e.OrderID] = o
+	}
+	return orders, nil
 }
 
 // DeletePublishedBefore implements ordering.Outbox.

@@ -109,12 +109,23 @@ func (c *Consumer) ensureTopic(ctx context.Context) bool {
 	}
 }
 
-// consume reads, stores and commits one message at a time: a partition's
-// events are stored in their order, and an offset is committed only once
-// its event (and every one before it) is stored.
+// consume reads and stores one message at a time, so a partition's events
+// are stored in their order, and hands each stored message to commit,
+// which commits offsets in the background: only stored events' offsets,
+// never before they are stored, yet without a broker round trip between
+// one event and the next.
 func (c *Consumer) consume(ctx context.Context) {
 	r := kafka.NewReader(c.o.Kafka, c.o.Topic, c.o.Group)
+	stored := make(chan kafkago.Message, commitBacklog)
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		c.commit(r, stored)
+	}()
 	defer func() {
+		// The committer commits what was stored, then the reader goes.
+		close(stored)
+		<-committed
 		if err := r.Close(); err != nil {
 			c.o.Log.Warn("closing the Kafka reader", "err", err)
 		}
@@ -137,15 +148,42 @@ func (c *Consumer) consume(ctx context.Context) {
 		if !c.handle(ctx, m) {
 			return // stopped before the event was stored: not committed
 		}
-		// The commit's own context: a stop right now must not keep a
-		// stored event's offset from being committed.
-		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		err = r.CommitMessages(commitCtx, m)
+		stored <- m
+	}
+}
+
+// commitBacklog is how many stored messages may wait for their offsets'
+// commit; past it, reading waits for the committer.
+const commitBacklog = 1024
+
+// commit commits the offsets of stored messages until stored is closed:
+// whatever has piled up during one commit goes in the next, in one call
+// (kafka-go commits each partition's highest offset).
+func (c *Consumer) commit(r *kafkago.Reader, stored <-chan kafkago.Message) {
+	for m := range stored {
+		batch := []kafkago.Message{m}
+	drain:
+		for {
+			select {
+			case more, ok := <-stored:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, more)
+			default:
+				break drain
+			}
+		}
+		// Its own context: a stop must not keep a stored event's offset
+		// from being committed.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := r.CommitMessages(ctx, batch...)
 		cancel()
 		if err != nil {
 			// Read again after a restart or a rebalance, and deduped
 			// then; a later commit covers it meanwhile.
-			c.o.Log.Warn("committing a Kafka offset failed", "partition", m.Partition, "offset", m.Offset, "err", err)
+			last := batch[len(batch)-1]
+			c.o.Log.Warn("committing Kafka offsets failed", "messages", len(batch), "partition", last.Partition, "offset", last.Offset, "err", err)
 		}
 	}
 }

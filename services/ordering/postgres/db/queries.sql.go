@@ -1043,6 +1043,55 @@ func (q *Queries) OrderInScope(ctx context.Context, arg OrderInScopeParams) (Ord
 	return i, err
 }
 
+const ordersByIDs = `-- name: OrdersByIDs :many
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders WHERE id = ANY($1::uuid[])
+`
+
+func (q *Queries) OrdersByIDs(ctx context.Context, ids []uuid.UUID) ([]Order, error) {
+	rows, err := q.db.Query(ctx, ordersByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Order
+	for rows.Next() {
+		var i Order
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Environment,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.PlanID,
+			&i.PlanName,
+			&i.PerDay,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.ValidityDays,
+			&i.Quantity,
+			&i.Days,
+			&i.Currency,
+			&i.UnitMinor,
+			&i.TotalMinor,
+			&i.CustomerName,
+			&i.CustomerEmail,
+			&i.CustomerReference,
+			&i.Status,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const unfinishedOrders = `-- name: UnfinishedOrders :many
 SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders
 WHERE status IN ('pending', 'failing') AND created_at < $1::timestamptz
