@@ -30,7 +30,7 @@ func TestBenchSettingsAreAcceptedByTheServices(t *testing.T) {
 	// What the launcher sets itself, so that the gateway's config is whole.
 	launcher := map[string]string{
 		"ACCOUNTS_URL": "http://127.0.0.1:8081", "CATALOGUE_URL": "http://127.0.0.1:8082", "ORDERING_URL": "http://127.0.0.1:8084",
-		"WALLET_URL": "http://127.0.0.1:8083", "AUTH_CACHE_SECRET": strings.Repeat("s", 32), "INTERNAL_TOKEN": strings.Repeat("t", 32),
+		"WALLET_URL": "http://127.0.0.1:8083", "WEBHOOK_URL": "http://127.0.0.1:8085", "AUTH_CACHE_SECRET": strings.Repeat("s", 32), "INTERNAL_TOKEN": strings.Repeat("t", 32),
 	}
 	var gw gateway.Config
 	if err := libconfig.Parse(context.Background(), getenv(env[platform.Gateway], launcher), &gw); err != nil {

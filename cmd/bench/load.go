@@ -24,6 +24,8 @@ type result struct {
 	FirstErr string        // an example, for the report
 	Elapsed  time.Duration // wall time of the phase
 	P50, P99 time.Duration
+	// P90 and Max complete the spread where a table shows it whole.
+	P90, Max time.Duration
 	// Rate is the offered rate of an open-loop phase, 0 for closed loops.
 	Rate float64
 	// CPU is the CPU time per request during the phase, by process, and
@@ -72,12 +74,18 @@ func merge(recs []*recorder, elapsed time.Duration) result {
 		}
 	}
 	res.Requests = len(all)
-	if len(all) > 0 {
-		slices.Sort(all)
-		res.P50 = all[(len(all)-1)*50/100]
-		res.P99 = all[(len(all)-1)*99/100]
-	}
+	slices.Sort(all)
+	res.P50, res.P90, res.P99, res.Max = quantile(all, 50), quantile(all, 90), quantile(all, 99), quantile(all, 100)
 	return res
+}
+
+// quantile is the q-th percentile of sorted, nearest rank below, or 0 for
+// no sample.
+func quantile(sorted []time.Duration, q int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[(len(sorted)-1)*q/100]
 }
 
 // target is what a phase requests: one URL, with or without a key.

@@ -4,7 +4,9 @@
 // net/http handler serving the same body; then places orders through the
 // gateway side by side with pgbench writing an order's rows on the same
 // Postgres, and reads one back side by side with a bare handler again;
-// then writes BENCHMARKS.md.
+// then times an order's signed webhook from the order's 201 to a receiver
+// in this process, side by side with that receiver's own round trip; then
+// writes BENCHMARKS.md.
 package main
 
 import (
@@ -88,15 +90,20 @@ type config struct {
 	trials   int
 	pgURL    string
 	redisURL string
-	// only limits the run to the plan rows or the order rows ("" for
-	// both).
+	// only limits the run to the plan rows, the order rows or the
+	// webhook rows ("" for all).
 	only string
+	// webhookRate and webhookDuration are the webhook phase's steady load:
+	// orders per second, for how long (after warmup).
+	webhookRate     float64
+	webhookDuration time.Duration
 }
 
 // The phases -only selects.
 const (
-	onlyPlans  = "plans"
-	onlyOrders = "orders"
+	onlyPlans    = "plans"
+	onlyOrders   = "orders"
+	onlyWebhooks = "webhooks"
 )
 
 // runs reports whether the run includes the phases named.
@@ -124,13 +131,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
-	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler) or orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler); both by default", func(v string) error {
-		if v != onlyPlans && v != onlyOrders {
-			return fmt.Errorf("want %s or %s", onlyPlans, onlyOrders)
+	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) or webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip); all by default", func(v string) error {
+		if v != onlyPlans && v != onlyOrders && v != onlyWebhooks {
+			return fmt.Errorf("want %s, %s or %s", onlyPlans, onlyOrders, onlyWebhooks)
 		}
 		cfg.only = v
 		return nil
 	})
+	fs.Float64Var(&cfg.webhookRate, "webhook-rate", 100, "orders per second of the webhooks phase, a steady open loop")
+	fs.DurationVar(&cfg.webhookDuration, "webhook-duration", 20*time.Second, "length of the webhooks phase's measured load, and of its control")
 	// Internal: the baseline server is this binary re-executed.
 	fs.StringVar(&bareBody, serveBareFlag, "", "internal: serve the body in `file` as the bare baseline")
 	if err := fs.Parse(args); err != nil {
@@ -148,6 +157,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if cfg.trials < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
 		return fmt.Errorf("-trials must be >= 1, -duration > 0 and -warmup >= 0")
+	}
+	if cfg.webhookRate <= 0 || cfg.webhookRate*cfg.webhookDuration.Seconds() < 1 {
+		return fmt.Errorf("-webhook-rate and -webhook-duration must make at least one order")
 	}
 	return benchmark(ctx, cfg, stdout, stderr)
 }
@@ -239,6 +251,13 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		}
 		rep.orders = &orders
 	}
+	if cfg.runs(onlyWebhooks) {
+		hooks, err := webhookPhase(ctx, cfg, p, say)
+		if err != nil {
+			return err
+		}
+		rep.webhooks = &hooks
+	}
 
 	// Peak memory while everything is still running.
 	for _, pr := range servers {
@@ -256,6 +275,17 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	for _, r := range rep.allRows() {
 		if errs, first := r.errors(); errs > 0 {
 			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", r.name, errs, first)
+		}
+	}
+	if w := rep.webhooks; w != nil {
+		if w.errors > 0 {
+			say("warning: %s: %d orders not answered 201 (e.g. %s)", webhookTarget, w.errors, w.firstErr)
+		}
+		if w.missing+w.unverified+w.duplicates > 0 {
+			say("warning: %s: %d webhooks missing, %d unverified (e.g. %s), %d duplicates", webhookTarget, w.missing, w.unverified, w.firstUnverified, w.duplicates)
+		}
+		if w.control.Errors > 0 {
+			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", webhookControlTarget, w.control.Errors, w.control.FirstErr)
 		}
 	}
 	return nil

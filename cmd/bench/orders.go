@@ -204,13 +204,27 @@ func pgbenchPhases(ctx context.Context, cfg config, runDir string, say func(stri
 type partnerAPI struct {
 	ctx       context.Context
 	base, key string
+	// client sends the calls; nil is http.DefaultClient.
+	client *http.Client
 }
 
 // do sends one request and returns the 2xx answer's body.
 func (a *partnerAPI) do(method, path string, body []byte, idempotencyKey string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(a.ctx, method, a.base+path, bytes.NewReader(body))
+	status, out, err := a.send(method, path, body, idempotencyKey)
 	if err != nil {
 		return nil, err
+	}
+	if status < 200 || status > 299 {
+		return nil, fmt.Errorf("%s /v1%s: %d %s: %.500s", method, path, status, http.StatusText(status), out)
+	}
+	return out, nil
+}
+
+// send sends one request and returns the answer, whatever its status.
+func (a *partnerAPI) send(method, path string, body []byte, idempotencyKey string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(a.ctx, method, a.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+a.key)
 	if body != nil {
@@ -219,19 +233,20 @@ func (a *partnerAPI) do(method, path string, body []byte, idempotencyKey string)
 	if idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", idempotencyKey)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := a.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("%s /v1%s: %s: %.500s", method, path, resp.Status, out)
-	}
-	return out, nil
+	return resp.StatusCode, out, nil
 }
 
 // randomHex is n random bytes as hex: a run's mark on its keys and
