@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/platform"
 	"github.com/esimplatform/esim/cmd/internal/services"
 )
@@ -81,7 +82,10 @@ const openLoopConns = 128
 var openLoadFractions = []float64{0.5, 0.25}
 
 type config struct {
-	out      string
+	out string
+	// keysDir is make run's (operator.DefaultKeysDir): the benchmark
+	// runs on make run's databases, so it needs the keys that open them.
+	keysDir  string
 	duration time.Duration
 	warmup   time.Duration
 	// workers are the closed-loop concurrencies tried; a target's maximum
@@ -161,6 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.webhookRate <= 0 || cfg.webhookRate*cfg.webhookDuration.Seconds() < 1 {
 		return fmt.Errorf("-webhook-rate and -webhook-duration must make at least one order")
 	}
+	cfg.keysDir = operator.DefaultKeysDir(getenv)
 	return benchmark(ctx, cfg, stdout, stderr)
 }
 
@@ -206,6 +211,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		RedisURL: cfg.redisURL,
 		Services: svcs,
 		RunDir:   runDir,
+		KeysDir:  cfg.keysDir,
 		KeyName:  "bench",
 		Env:      benchEnv(svcs.Names()),
 		Progress: stderr,

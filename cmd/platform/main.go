@@ -63,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&opts.DatabasePrefix, "db-prefix", "esim_", "`prefix` of the services' database names (<prefix>accounts, <prefix>catalogue)")
 	fs.StringVar(&opts.KeyName, "key-name", platform.DefaultKeyName, "`name` of the sandbox key minted at start; earlier active keys of that name are revoked")
 	fs.StringVar(&opts.BinDir, "bin-dir", "", "`directory` of the service binaries (default: next to this executable)")
+	fs.StringVar(&opts.KeysDir, "keys-dir", operator.DefaultKeysDir(getenv),
+		"`directory` keeping the keys of what the databases hold sealed (the webhook service's SECRETS_KEY), made on first use")
 	fs.StringVar(&opts.OperatorTokenFile, "operator-token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
 		"`file` to write this start's operator credential to, where esimctl reads it (env "+operator.TokenFileEnv+")")
 	if err := fs.Parse(args); err != nil {

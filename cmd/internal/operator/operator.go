@@ -31,6 +31,16 @@ func DefaultTokenFile(getenv func(string) string) string {
 	return filepath.Join(dir, "esim", "operator-token")
 }
 
+// DefaultKeysDir is where `make run` keeps the keys of what outlives a
+// start (services.yaml keys), beside the operator token: per machine, as
+// the databases they open are, not per checkout. Empty without a home.
+func DefaultKeysDir(getenv func(string) string) string {
+	if f := DefaultTokenFile(getenv); f != "" {
+		return filepath.Join(filepath.Dir(f), "keys")
+	}
+	return ""
+}
+
 // WriteToken stores token at path, readable by its owner only.
 func WriteToken(path, token string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

@@ -97,6 +97,12 @@ type Options struct {
 	// KeyName names the sandbox key created at every start; earlier active
 	// keys of the demo account with this name are revoked.
 	KeyName string
+	// KeysDir keeps the keys services.yaml lists under keys, made on
+	// first use, as <KeysDir>/<database prefix><service>/<NAME>: with the
+	// databases whose contents they open. <RunDir>/keys by default; make
+	// run and the benchmark, whose databases outlive any checkout, keep
+	// them per machine (operator.DefaultKeysDir).
+	KeysDir string
 	// OperatorTokenFile receives the operator credential of this start,
 	// where esimctl reads it; <RunDir>/operator-token by default.
 	OperatorTokenFile string
@@ -126,6 +132,7 @@ func (o *Options) defaults() error {
 	set(&o.DatabasePrefix, "esim_")
 	set(&o.KeyName, DefaultKeyName)
 	set(&o.OperatorTokenFile, filepath.Join(o.RunDir, "operator-token"))
+	set(&o.KeysDir, filepath.Join(o.RunDir, "keys"))
 	if o.Services == nil {
 		path, err := services.Find(".")
 		if err != nil {
@@ -403,7 +410,7 @@ func (p *Platform) childSpecs(ctx context.Context, opts Options) (map[string]chi
 			env = append(env, name+"="+newSecret())
 		}
 		for _, name := range s.Keys {
-			key, err := keptSecret(filepath.Join(opts.RunDir, "keys", s.Name, name))
+			key, err := keptSecret(filepath.Join(opts.KeysDir, opts.DatabasePrefix+s.Name, name))
 			if err != nil {
 				return nil, err
 			}
