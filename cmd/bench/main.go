@@ -226,6 +226,18 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		err = errors.Join(err, p.RevokeSandboxKey(stopCtx), p.Stop(stopCtx))
 	}()
 
+	hooks, err := receiveWebhooks(ctx, p)
+	if err != nil {
+		return err
+	}
+	if hooks != nil {
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			err = errors.Join(err, hooks.close(stopCtx, say))
+		}()
+	}
+
 	// The processes whose peak memory the report gives.
 	var servers []proc
 	for _, svc := range p.Services() {
@@ -258,11 +270,11 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		rep.orders = &orders
 	}
 	if cfg.runs(onlyWebhooks) {
-		hooks, err := webhookPhase(ctx, cfg, p, say)
+		res, err := webhookPhase(ctx, cfg, p, hooks, say)
 		if err != nil {
 			return err
 		}
-		rep.webhooks = &hooks
+		rep.webhooks = &res
 	}
 
 	// Peak memory while everything is still running.

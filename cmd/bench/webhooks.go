@@ -145,23 +145,55 @@ type stage struct {
 // webhookPhase measures how long after an order's 201 its signed webhook
 // reaches a receiver in this process, at a steady open-loop rate, and the
 // receiver's own round trip as the control.
-func webhookPhase(ctx context.Context, cfg config, p *platform.Platform, say func(string, ...any)) (res webhookResults, err error) {
-	res.rate, res.duration, res.warmup = cfg.webhookRate, cfg.webhookDuration, cfg.warmup
+// benchReceiver is the demo sandbox's webhook endpoint for the whole run:
+// every order of every phase has its event delivered, as in production,
+// and none is left retrying against a URL nobody answers.
+type benchReceiver struct {
+	rcv   *receiver
+	hooks webhookv1.Webhook
+	scope *webhookv1.Scope
+	// restore puts the URL set before the run back.
+	restore func(context.Context, func(string, ...any)) error
+}
+
+// receiveWebhooks starts the receiver and makes it the demo partner's
+// sandbox endpoint; nil when the platform has no webhook service.
+func receiveWebhooks(ctx context.Context, p *platform.Platform) (*benchReceiver, error) {
 	if p.URL(webhookService) == "" {
+		return nil, nil
+	}
+	operator := internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken)
+	b := &benchReceiver{
+		hooks: webhookv1.NewWebhookProtobufClient(p.URL(webhookService), operator),
+		scope: &webhookv1.Scope{AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX},
+	}
+	var err error
+	if b.rcv, err = startReceiver(); err != nil {
+		return nil, err
+	}
+	if b.restore, err = setEndpoint(ctx, b.hooks, b.scope, b.rcv); err != nil {
+		b.rcv.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// close puts the previous URL back and stops the receiver.
+func (b *benchReceiver) close(ctx context.Context, say func(string, ...any)) error {
+	defer b.rcv.close()
+	return b.restore(ctx, say)
+}
+
+func webhookPhase(ctx context.Context, cfg config, p *platform.Platform, b *benchReceiver, say func(string, ...any)) (res webhookResults, err error) {
+	res.rate, res.duration, res.warmup = cfg.webhookRate, cfg.webhookDuration, cfg.warmup
+	if b == nil {
 		return res, fmt.Errorf("no %s service in services.yaml to deliver webhooks", webhookService)
 	}
 	operator := internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken)
-	hooks := webhookv1.NewWebhookProtobufClient(p.URL(webhookService), operator)
-	scope := &webhookv1.Scope{AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}
-
-	rcv, err := startReceiver()
-	if err != nil {
-		return res, err
-	}
-	defer rcv.close()
+	hooks, scope, rcv := b.hooks, b.scope, b.rcv
 
 	// 1. Earlier phases' events through first, so none queues ahead of
-	// these orders' at any hop, and none goes to this receiver.
+	// these orders' at any hop.
 	say("webhooks: waiting for earlier order events to leave ordering's outbox, Kafka and the webhook service")
 	draining := time.Now()
 	res.backlog, err = drainPipeline(ctx, p, hooks, scope, drainTimeout)
@@ -173,18 +205,6 @@ func webhookPhase(ctx context.Context, cfg config, p *platform.Platform, say fun
 	default:
 		say("webhooks: no earlier event on its way (waited %s)", time.Since(draining).Round(time.Millisecond))
 	}
-
-	// 2. The receiver as the demo partner's sandbox endpoint, the URL it
-	// had put back afterwards.
-	restore, err := setEndpoint(ctx, hooks, scope, rcv)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		err = errors.Join(err, restore(stopCtx, say))
-	}()
 
 	// 3. A fixed plan, and money for every order of it.
 	planID, plan, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey, "type=fixed&")

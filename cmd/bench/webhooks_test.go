@@ -246,8 +246,12 @@ func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 	}
 
 	cfg := config{webhookRate: 20, webhookDuration: time.Second}
-	res, err := webhookPhase(ctx, cfg, p, t.Logf)
+	b, err := receiveWebhooks(ctx, p)
 	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := webhookPhase(ctx, cfg, p, b, t.Logf)
+	if err := errors.Join(err, b.close(ctx, t.Logf)); err != nil {
 		t.Fatal(err)
 	}
 	const orders = 20

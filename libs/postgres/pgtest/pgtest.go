@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +168,19 @@ func CheckMigrationsReversible(t testing.TB, migrations fs.FS) {
 	if _, err := provider.Up(ctx); err != nil {
 		t.Fatalf("migrate up again: %v", err)
 	}
+}
+
+// WithMaxConns is dbURL with a pool of at most n connections: the tests
+// of several packages, each starting services, share one Postgres and its
+// max_connections.
+func WithMaxConns(t testing.TB, dbURL string, n int) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
 }

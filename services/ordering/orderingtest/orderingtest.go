@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -217,7 +216,7 @@ func (d *Deps) Config(t testing.TB) server.Config {
 		t.Fatal(err)
 	}
 	return server.Config{
-		DatabaseURL:        config.NewSecretURL(smallPool(t, pgtest.NewDatabase(t))),
+		DatabaseURL:        config.NewSecretURL(pgtest.WithMaxConns(t, pgtest.NewDatabase(t), 10)),
 		Callers:            callers,
 		InternalToken:      config.NewSecret(internalauthtest.Token(internalauth.Ordering)),
 		CatalogueURL:       config.BaseURL(d.CatalogueURL),
@@ -233,21 +232,6 @@ func (d *Deps) Config(t testing.TB) server.Config {
 		RelayInterval:      time.Second,
 		OutboxRetention:    7 * 24 * time.Hour,
 	}
-}
-
-// smallPool caps the pool of a test's ordering at 10 connections, half
-// the service's default: the tests of several packages, each starting
-// three services, share one Postgres and its max_connections.
-func smallPool(t testing.TB, dbURL string) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("pool_max_conns", "10")
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // Env is Config as the ordering process reads it, for tests that run the

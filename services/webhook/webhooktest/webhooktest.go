@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +46,7 @@ const Topic = "esim.orders.v1"
 func Config(t testing.TB, c kafkatest.Cluster) server.Config {
 	t.Helper()
 	return server.Config{
-		DatabaseURL:            config.NewSecretURL(smallPool(t, pgtest.NewDatabase(t))),
+		DatabaseURL:            config.NewSecretURL(pgtest.WithMaxConns(t, pgtest.NewDatabase(t), 5)),
 		Callers:                internalauthtest.Callers(),
 		Kafka:                  c.Config,
 		Topic:                  c.Topic(Topic),
@@ -66,21 +65,6 @@ func NewSecretsKey() string {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	return base64.StdEncoding.EncodeToString(key)
-}
-
-// smallPool caps the service's pool at 5 connections: the tests of
-// several packages, each starting services, share one Postgres and its
-// max_connections.
-func smallPool(t testing.TB, dbURL string) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("pool_max_conns", "5")
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // Env is cfg as the webhook process reads it, for tests that run the

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,69 +20,6 @@ import (
 	"github.com/esimplatform/esim/services/ordering/orderingtest"
 )
 
-// process is the ordering binary running as a process of its own.
-type process struct {
-	cmd *exec.Cmd
-	url string
-	// done is closed once the process ended, waitErr saying how.
-	done    chan struct{}
-	waitErr error
-	logs    *telemetrytest.LogBuffer
-}
-
-// buildOrdering builds this command into a temporary directory.
-func buildOrdering(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ordering")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// startProcess runs bin with exactly vars as its environment, on a free
-// loopback port, and returns once it listens. It is stopped, gracefully,
-// when the test ends, unless something killed it before.
-func startProcess(t *testing.T, bin string, vars map[string]string) *process {
-	t.Helper()
-	logs := &telemetrytest.LogBuffer{}
-	out, listeners := telemetrytest.Listening()
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0"}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdout = io.MultiWriter(out, logs)
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{}), logs: logs}
-	exited := make(chan error, 1)
-	go func() {
-		p.waitErr = cmd.Wait()
-		out.Close()
-		exited <- p.waitErr
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("ordering did not stop on SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("ordering's log:\n%s", logs)
-		}
-	})
-	addr, _ := listeners.Wait(t, exited, false)
-	p.url = "http://" + addr
-	return p
-}
-
 // TestOrderingKilledAfterTheDebit kills the ordering process (SIGKILL)
 // right after the wallet debited an order and before ordering hears of it,
 // let alone completes the order, and starts it again: a retry with the
@@ -97,7 +30,7 @@ func TestOrderingKilledAfterTheDebit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the ordering binary")
 	}
-	bin := buildOrdering(t)
+	bin := telemetrytest.Build(t, "ordering")
 	plan := catalogue.SeedPlanID("jp-5gb-30d").String()
 	const price = 1650
 
@@ -115,11 +48,12 @@ func TestOrderingKilledAfterTheDebit(t *testing.T) {
 			ctx := context.Background()
 			// The process to kill once the wallet has debited, before the
 			// wallet's answer leaves: ordering never learns of the debit.
-			var victim atomic.Pointer[process]
+			var victim atomic.Pointer[telemetrytest.Process]
 			deps := orderingtest.StartDeps(t, orderingtest.WrapWallet(nil, func(c orderingtest.WalletCall, status int) {
 				if p := victim.Swap(nil); p != nil && c.Method == "Debit" && status == http.StatusOK {
-					_ = p.cmd.Process.Kill()
-					<-p.done
+					if err := p.KillNow(); err != nil {
+						t.Error(err)
+					}
 				}
 			}))
 			dbURL := pgtest.NewDatabase(t)
@@ -141,16 +75,14 @@ func TestOrderingKilledAfterTheDebit(t *testing.T) {
 				Customer: &orderingv1.Customer{Reference: tc.reference},
 			}
 
-			first := startProcess(t, bin, vars)
+			first := telemetrytest.StartProcess(t, bin, vars)
 			victim.Store(first)
-			if res, err := orderingtest.Client(first.url, internalauth.Gateway).CreateOrder(ctx, req); err == nil {
+			if res, err := orderingtest.Client(first.URL, internalauth.Gateway).CreateOrder(ctx, req); err == nil {
 				t.Fatalf("CreateOrder answered %v from a process killed mid-call", res)
 			}
+			// The wallet's wrapper killed it, and checked it died of SIGKILL.
 			select {
-			case <-first.done:
-				if ee, ok := first.waitErr.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-					t.Fatalf("the first process ended with %v, not SIGKILL", first.waitErr)
-				}
+			case <-first.Done():
 			case <-time.After(10 * time.Second):
 				t.Fatal("the first process is still running")
 			}
@@ -164,8 +96,8 @@ func TestOrderingKilledAfterTheDebit(t *testing.T) {
 				t.Fatalf("after the crash: %d debits of the order, balance %d; want 1 and 0", l.DebitsOf[id], l.Balance)
 			}
 
-			second := startProcess(t, bin, vars)
-			gateway, operator := orderingtest.Client(second.url, internalauth.Gateway), orderingtest.Client(second.url, internalauth.Operator)
+			second := telemetrytest.StartProcess(t, bin, vars)
+			gateway, operator := orderingtest.Client(second.URL, internalauth.Gateway), orderingtest.Client(second.URL, internalauth.Operator)
 			var final *orderingv1.Order
 			if tc.retry {
 				res, err := gateway.CreateOrder(ctx, req)
@@ -193,8 +125,8 @@ func TestOrderingKilledAfterTheDebit(t *testing.T) {
 			if events := deps.WaitForEvents(t, 1); len(events) != 1 || string(events[0].Message.Key) != id || events[0].Event.GetOrder().GetStatus() != tc.want {
 				t.Errorf("events on the topic: %v; want one of order %s, %s", events, id, tc.want)
 			}
-			if !tc.retry && !strings.Contains(second.logs.String(), "recovery finished an order") {
-				t.Errorf("the recovery is not in the second process's log:\n%s", second.logs)
+			if !tc.retry && !strings.Contains(second.Logs.String(), "recovery finished an order") {
+				t.Errorf("the recovery is not in the second process's log:\n%s", second.Logs)
 			}
 			// And the same key replays what it became.
 			again, err := gateway.CreateOrder(ctx, req)

@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,84 +14,6 @@ import (
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
-
-// process is the webhook binary running as a process of its own.
-type process struct {
-	cmd *exec.Cmd
-	url string
-	// done is closed once the process ended, waitErr saying how.
-	done    chan struct{}
-	waitErr error
-	logs    *telemetrytest.LogBuffer
-}
-
-// buildWebhook builds this command into a temporary directory.
-func buildWebhook(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "webhook")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// startProcess runs bin with exactly vars as its environment, on a free
-// loopback port, and returns once it listens. It is stopped, gracefully,
-// when the test ends, unless something killed it before.
-func startProcess(t *testing.T, bin string, vars map[string]string) *process {
-	t.Helper()
-	logs := &telemetrytest.LogBuffer{}
-	out, listeners := telemetrytest.Listening()
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0"}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdout = io.MultiWriter(out, logs)
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{}), logs: logs}
-	exited := make(chan error, 1)
-	go func() {
-		p.waitErr = cmd.Wait()
-		out.Close()
-		exited <- p.waitErr
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("webhook did not stop on SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("webhook's log:\n%s", logs)
-		}
-	})
-	addr, _ := listeners.Wait(t, exited, false)
-	p.url = "http://" + addr
-	return p
-}
-
-// kill ends the process with SIGKILL: no shutdown, no result recorded,
-// no lease given back.
-func (p *process) kill(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-		if ee, ok := p.waitErr.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("the process ended with %v, not SIGKILL", p.waitErr)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the process is still running")
-	}
-}
 
 // attempts reads the event's attempts through the API.
 func attempts(t *testing.T, url, id string) []*webhookv1.Attempt {
@@ -120,14 +38,14 @@ func firstAttemptFailed(url, id string) bool {
 // again: the remaining two attempts happen, no more, each recorded.
 func TestKilledBetweenAttempts(t *testing.T) {
 	t.Parallel()
-	bin := buildWebhook(t)
+	bin := telemetrytest.Build(t, "webhook")
 	hooks := webhooktest.NewReceiver(t, webhooktest.Answer{Status: 500})
 	cfg := webhooktest.Config(t, kafkatest.New(t))
 	vars := webhooktest.Env(cfg)
 
-	first := startProcess(t, bin, vars)
+	first := telemetrytest.StartProcess(t, bin, vars)
 	scope := &webhookv1.Scope{AccountId: uuid.NewString(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}
-	if _, err := webhooktest.Client(first.url, internalauth.Operator).SetEndpoint(context.Background(), &webhookv1.SetEndpointRequest{Scope: scope, Url: hooks.URL}); err != nil {
+	if _, err := webhooktest.Client(first.URL, internalauth.Operator).SetEndpoint(context.Background(), &webhookv1.SetEndpointRequest{Scope: scope, Url: hooks.URL}); err != nil {
 		t.Fatal(err)
 	}
 	e := webhooktest.OrderEvent(scope.GetAccountId(), scope.GetEnvironment(), "order.completed")
@@ -135,22 +53,22 @@ func TestKilledBetweenAttempts(t *testing.T) {
 	// Killed once the first attempt's failure is recorded: its retry is
 	// a second away.
 	deadline := time.Now().Add(30 * time.Second)
-	for !firstAttemptFailed(first.url, e.GetId()) {
+	for !firstAttemptFailed(first.URL, e.GetId()) {
 		if time.Now().After(deadline) {
 			t.Fatal("the first attempt was not recorded")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	first.kill(t)
+	first.Kill(t)
 	if n := len(hooks.Deliveries()); n != 1 {
 		t.Fatalf("%d deliveries before the restart, want 1", n)
 	}
 
-	second := startProcess(t, bin, vars)
-	operator := webhooktest.Client(second.url, internalauth.Operator)
+	second := telemetrytest.StartProcess(t, bin, vars)
+	operator := webhooktest.Client(second.URL, internalauth.Operator)
 	got := webhooktest.WaitForStatus(t, operator, e.GetId(), webhookv1.DeliveryStatus_DELIVERY_STATUS_FAILED, 30*time.Second)
 	time.Sleep(3 * time.Second) // nothing more may happen: no condition to wait for
-	a := attempts(t, second.url, e.GetId())
+	a := attempts(t, second.URL, e.GetId())
 	if len(got.GetAttempts()) != 3 || len(a) != 3 {
 		t.Fatalf("%d attempts, want 3: %v", len(a), a)
 	}
@@ -171,7 +89,7 @@ func TestKilledBetweenAttempts(t *testing.T) {
 // fourth.
 func TestKilledDuringAnAttempt(t *testing.T) {
 	t.Parallel()
-	bin := buildWebhook(t)
+	bin := telemetrytest.Build(t, "webhook")
 	hang, fail := webhooktest.Answer{Hang: true}, webhooktest.Answer{Status: 500}
 	for _, tc := range []struct {
 		name    string
@@ -193,9 +111,9 @@ func TestKilledDuringAnAttempt(t *testing.T) {
 			cfg.AttemptTimeout = time.Second
 			vars := webhooktest.Env(cfg)
 
-			first := startProcess(t, bin, vars)
+			first := telemetrytest.StartProcess(t, bin, vars)
 			scope := &webhookv1.Scope{AccountId: uuid.NewString(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}
-			if _, err := webhooktest.Client(first.url, internalauth.Operator).SetEndpoint(context.Background(), &webhookv1.SetEndpointRequest{Scope: scope, Url: hooks.URL}); err != nil {
+			if _, err := webhooktest.Client(first.URL, internalauth.Operator).SetEndpoint(context.Background(), &webhookv1.SetEndpointRequest{Scope: scope, Url: hooks.URL}); err != nil {
 				t.Fatal(err)
 			}
 			e := webhooktest.OrderEvent(scope.GetAccountId(), scope.GetEnvironment(), "order.completed")
@@ -203,17 +121,17 @@ func TestKilledDuringAnAttempt(t *testing.T) {
 			if !hooks.WaitFor(30*time.Second, func(d []webhooktest.Delivery, hanging int) bool { return len(d) == tc.killAt && hanging == 1 }) {
 				t.Fatalf("attempt %d never reached the receiver", tc.killAt)
 			}
-			first.kill(t)
-			second := startProcess(t, bin, vars)
+			first.Kill(t)
+			second := telemetrytest.StartProcess(t, bin, vars)
 			// Its lease has seconds to run: the attempt is still in flight
 			// as far as anyone can tell.
-			a := attempts(t, second.url, e.GetId())
+			a := attempts(t, second.URL, e.GetId())
 			if len(a) != tc.killAt || a[tc.killAt-1].GetError() != "in progress" {
 				t.Fatalf("right after the restart: attempts %v; want %d, the last in progress", a, tc.killAt)
 			}
-			got := webhooktest.WaitForStatus(t, webhooktest.Client(second.url, internalauth.Operator), e.GetId(), tc.status, 60*time.Second)
+			got := webhooktest.WaitForStatus(t, webhooktest.Client(second.URL, internalauth.Operator), e.GetId(), tc.status, 60*time.Second)
 			time.Sleep(3 * time.Second) // nothing more may happen: no condition to wait for
-			a = attempts(t, second.url, e.GetId())
+			a = attempts(t, second.URL, e.GetId())
 			if len(got.GetAttempts()) != 3 || len(a) != 3 {
 				t.Fatalf("%d attempts, want 3: %v", len(a), a)
 			}
