@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/esimplatform/esim/libs/kafka"
+	"github.com/esimplatform/esim/libs/kafka/embedded"
+	"github.com/esimplatform/esim/libs/kafka/kafkatest"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
@@ -302,4 +308,81 @@ func TestOneTraceFromOrderToWebhook(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestBrokerOutageLosesNoWebhook stops Kafka while orders are placed: they
+// succeed, and once the broker is back every order's event arrives at the
+// partner's endpoint exactly once.
+func TestBrokerOutageLosesNoWebhook(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	broker, err := embedded.Start(embedded.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := kafkatest.Cluster{Config: kafka.Config{Brokers: broker.Addrs(), Partitions: 3, ReplicationFactor: 1}}
+	p := start(t, options{kafka: &cluster})
+	pt := p.partner("USD", sandbox, 100_00)
+	plan := p.firstPlanID(pt.key, "type=fixed&limit=1")
+	hooks := webhooktest.NewReceiver(t)
+	secret := pt.setWebhook(hooks.URL)
+	hooks.Trust(secret)
+	// The topic exists and the consumer reads it before the outage.
+	if r := pt.order("before", orderBody(plan, "")); r.status != http.StatusCreated {
+		t.Fatalf("order before the outage: %d %s", r.status, r.body)
+	}
+	hooks.Wait(t, 1, 30*time.Second)
+
+	_, port, err := net.SplitHostPort(broker.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker.Close()
+	const during = 5
+	for i := range during {
+		if r := pt.order(fmt.Sprintf("during-%d", i), orderBody(plan, "")); r.status != http.StatusCreated {
+			t.Fatalf("order %d while Kafka is down: %d %s", i, r.status, r.body)
+		}
+	}
+	n, _ := strconv.Atoi(port)
+	kafkatest.Embedded(t, embedded.Options{Port: n, DataDir: dir})
+
+	deliveries := hooks.Wait(t, 1+during, 90*time.Second)
+	orders := map[string]int{}
+	for _, d := range deliveries {
+		body := checkDelivery(t, pt, d, secret, "order.completed", orderIDOf(t, d))
+		orders[body.ID]++
+	}
+	if len(orders) != 1+during {
+		t.Errorf("%d distinct events delivered for %d orders: %v", len(orders), 1+during, orders)
+	}
+	// Nothing more comes: none of them is published twice.
+	pt.eventsUntil("", 10*time.Second, func(l eventList) bool {
+		if len(l.Data) != 1+during {
+			return false
+		}
+		for _, e := range l.Data {
+			if e.Status != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
+	if got := len(hooks.Deliveries()); got != 1+during {
+		t.Errorf("the receiver got %d deliveries; want %d, one per order", got, 1+during)
+	}
+}
+
+// orderIDOf is the id of the order a delivery carries.
+func orderIDOf(t *testing.T, d webhooktest.Delivery) string {
+	t.Helper()
+	var body struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(d.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Data.ID
 }

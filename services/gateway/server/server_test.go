@@ -30,6 +30,7 @@ import (
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
+	"github.com/esimplatform/esim/libs/kafka/kafkatest"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
@@ -89,6 +90,9 @@ type options struct {
 	// endpointCAFile is the webhook service's ENDPOINT_CA_FILE: the CA of
 	// a test's https receiver.
 	endpointCAFile string
+	// kafka, when set, is the cluster ordering and webhook use instead of
+	// kafkatest.New's: a broker the test stops and starts again.
+	kafka *kafkatest.Cluster
 }
 
 // testAuthCacheSecret is every test gateway's AUTH_CACHE_SECRET: replicas
@@ -137,6 +141,9 @@ func start(t testing.TB, opt options) *platform {
 	t.Cleanup(first.Close)
 	money := &orderingtest.Deps{CatalogueURL: catSrv.URL, WalletURL: walSrv.URL,
 		Wallet: walletv1.NewWalletProtobufClient(walSrv.URL, internalauthtest.Client(internalauth.Operator))}
+	if opt.kafka != nil {
+		money.Kafka = *opt.kafka
+	}
 	orderingCfg := money.Config(t)
 	orderingCfg.QRBaseURL = config.BaseURL("http://" + first.Listener.Addr().String() + "/qr")
 	_, orderingURL := orderingtest.StartWith(t, orderingCfg, tel)
