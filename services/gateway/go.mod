@@ -16,6 +16,7 @@ require (
 	github.com/danielgtaylor/huma/v2 v2.37.2
 	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
@@ -36,7 +37,6 @@ require (
 
 require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
