@@ -116,6 +116,9 @@ build: ## build every binary into bin/
 	for s in $(SERVICES); do go build $(BUILDVCS) -o bin/$$s ./services/$$s/cmd/$$s; done
 	for c in $(COMMANDS); do go build $(BUILDVCS) -o bin/$$c ./cmd/$$c; done
 
+# How long make test fuzzes each fuzz target.
+FUZZ_TIME ?= 5s
+
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
@@ -124,6 +127,11 @@ test: helm ## run every test, with the race detector, against the local Postgres
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"
 	@awk '$$1 == "ok" && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%8.1fs  %s\n", t, $$2 }' .run/test.log | sort -rn | head -15
+	@echo "==> fuzzing the ES2+ client's wire format for $(FUZZ_TIME) per target (seeds: testdata/fuzz)"
+	# go test -fuzz takes one target per run; a failing input is written
+	# under testdata/fuzz, where the next plain go test replays it.
+	for f in FuzzDecodeResponse FuzzEncodeRequest; do \
+	  go test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZ_TIME) ./services/ordering/es2plus/; done
 
 .PHONY: run
 run: build ## start the whole platform on loopback

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 
 	"encoding/base64"
 	"encoding/json"
@@ -385,6 +387,46 @@ func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service,
 	}
 }
 
+// singleReplica are the charts that run one replica in production too,
+// and why.
+var singleReplica = map[string]string{
+	"smdp-sim": "the simulator keeps its profiles and orders in memory, so a second replica would answer for profiles it never issued",
+}
+
+// checkSecretFiles: Secrets mounted as files are read-only, for the pod's
+// group at most, and mounted where a volume of that name is.
+func checkSecretFiles(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	ps := d.Spec.Template.Spec
+	secretVolumes := map[string]bool{}
+	for _, v := range ps.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		secretVolumes[v.Name] = true
+		if m := v.Secret.DefaultMode; m == nil || *m&0o037 != 0 {
+			t.Errorf("volume %s: defaultMode %v, want at most 0440 (the pod's group reads, no one writes)", v.Name, m)
+		}
+		if isTrue(v.Secret.Optional) {
+			t.Errorf("volume %s: an optional Secret hides missing files until they are read", v.Name)
+		}
+	}
+	mounted := map[string]bool{}
+	for _, m := range ps.Containers[0].VolumeMounts {
+		if secretVolumes[m.Name] {
+			mounted[m.Name] = true
+			if !m.ReadOnly {
+				t.Errorf("volume %s is mounted writable at %s", m.Name, m.MountPath)
+			}
+		}
+	}
+	for name := range secretVolumes {
+		if !mounted[name] {
+			t.Errorf("Secret volume %s is mounted nowhere", name)
+		}
+	}
+}
+
 func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 	var (
 		deployments []*appsv1.Deployment
@@ -456,11 +498,23 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 	if !labels.SelectorFromSet(s.Spec.Selector).Matches(pod) {
 		t.Errorf("Service selector %v does not match the pods %v", s.Spec.Selector, pod)
 	}
+	// The Service carries the API (http) and the further listeners
+	// (extraPorts), each by its container port's name, never /metrics.
+	ports := containerPorts(d.Spec.Template.Spec.Containers[0])
+	var targets []string
 	for _, p := range s.Spec.Ports {
-		if p.TargetPort.String() != "http" {
-			t.Errorf("Service port %s targets %s, want the named port http", p.Name, p.TargetPort.String())
+		target := p.TargetPort.String()
+		targets = append(targets, target)
+		if target == "metrics" || ports[target] == 0 || p.Name != target {
+			t.Errorf("Service port %s targets %s, want a named container port of its name other than metrics", p.Name, target)
 		}
 	}
+	for name := range ports {
+		if name != "metrics" && !slices.Contains(targets, name) {
+			t.Errorf("container port %s is on no Service port", name)
+		}
+	}
+	checkSecretFiles(t, d)
 
 	checkIngress(t, chartName, dev, s, ingresses)
 
@@ -475,6 +529,12 @@ func checkChart(t *testing.T, chartName string, dev bool, objs []rendered) {
 	}
 	if len(secrets) != 0 {
 		t.Error("production values must not render Secrets: they come from the cluster's secret manager")
+	}
+	if why, ok := singleReplica[chartName]; ok {
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || len(hpas)+len(pdbs) != 0 {
+			t.Errorf("want 1 replica and no HPA or PDB (%s), got %v, %d HPAs and %d PDBs", why, d.Spec.Replicas, len(hpas), len(pdbs))
+		}
+		return
 	}
 	if d.Spec.Replicas != nil {
 		t.Errorf("with an HPA the Deployment must leave replicas unset, got %d", *d.Spec.Replicas)
@@ -608,14 +668,36 @@ func TestMetricsPortMustDifferFromContainerPort(t *testing.T) {
 // again in env or secretEnv, the container would carry both values and the
 // service would read the later one.
 func TestDerivedEnvCannotBeSet(t *testing.T) {
-	for _, name := range []string{"HTTP_ADDR", "METRICS_ADDR"} {
-		for from, vals := range map[string]map[string]any{
-			"env":       {"env": map[string]any{name: ":9999"}},
-			"secretEnv": {"secretEnv": map[string]any{name: map[string]any{"secretName": "s", "key": "k"}}},
-		} {
-			if _, err := renderChart("accounts", vals); err == nil || !strings.Contains(err.Error(), "env "+name+" is set twice") {
-				t.Errorf("%s in %s: want the chart to refuse it, got %v", name, from, err)
+	for chartName, names := range map[string][]string{
+		"accounts": {"HTTP_ADDR", "METRICS_ADDR"},
+		// An extraPorts listener's, derived from its containerPort.
+		"smdp-sim": {"HTTP_ADDR", "METRICS_ADDR", "ES2PLUS_ADDR"},
+	} {
+		for _, name := range names {
+			for from, vals := range map[string]map[string]any{
+				"env":       {"env": map[string]any{name: ":9999"}},
+				"secretEnv": {"secretEnv": map[string]any{name: map[string]any{"secretName": "s", "key": "k"}}},
+			} {
+				if _, err := renderChart(chartName, vals); err == nil || !strings.Contains(err.Error(), "env "+name+" is set twice") {
+					t.Errorf("%s: %s in %s: want the chart to refuse it, got %v", chartName, name, from, err)
+				}
 			}
+		}
+	}
+}
+
+// TestExtraPortsMustDiffer: a further listener on the API's or the
+// metrics port, or under their names, would make the NetworkPolicy and
+// the Service ambiguous; the chart refuses it.
+func TestExtraPortsMustDiffer(t *testing.T) {
+	for _, p := range []map[string]any{
+		{"name": "es2plus", "containerPort": 8080, "env": "ES2PLUS_ADDR"},
+		{"name": "es2plus", "containerPort": 9090, "env": "ES2PLUS_ADDR"},
+		{"name": "http", "containerPort": 8443, "env": "ES2PLUS_ADDR"},
+		{"name": "es2plus", "containerPort": 8443},
+	} {
+		if _, err := renderChart("smdp-sim", map[string]any{"extraPorts": []any{p}}); err == nil || !strings.Contains(err.Error(), "extraPorts") {
+			t.Errorf("extraPorts %v: want the chart to refuse it, got %v", p, err)
 		}
 	}
 }
@@ -1738,6 +1820,26 @@ func tiltServices(t *testing.T, tiltfile string) map[string][]string {
 		t.Fatal("Tiltfile: SERVICES is not read from services.yaml")
 	}
 	out := map[string][]string{}
+	// The charts whose dev values make a Secret of certificates
+	// (devCerts), by its name.
+	owners := map[string]string{}
+	secretFiles := map[string][]string{}
+	for _, s := range declared(t) {
+		vals, err := chartutil.ReadValuesFile(filepath.Join(s.Name, "values-dev.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if create, _ := vals.PathValue("devCerts.create"); create == true {
+			name, _ := vals.PathValue("devCerts.name")
+			owners[fmt.Sprint(name)] = s.Name
+		}
+		files, _ := vals["secretFiles"].([]any)
+		for _, f := range files {
+			if m, ok := f.(map[string]any); ok {
+				secretFiles[s.Name] = append(secretFiles[s.Name], fmt.Sprint(m["secretName"]))
+			}
+		}
+	}
 	for _, s := range declared(t) {
 		deps := []string{}
 		if s.Database {
@@ -1749,7 +1851,14 @@ func tiltServices(t *testing.T, tiltfile string) map[string][]string {
 		if s.Kafka {
 			deps = append(deps, "kafka")
 		}
-		out[s.Name] = append(deps, s.Calls...)
+		deps = append(deps, s.Calls...)
+		// A pod mounting another chart's Secret cannot start before it.
+		for _, secret := range secretFiles[s.Name] {
+			if owner, ok := owners[secret]; ok && owner != s.Name && !slices.Contains(deps, owner) {
+				deps = append(deps, owner)
+			}
+		}
+		out[s.Name] = deps
 	}
 	return out
 }
@@ -1975,11 +2084,18 @@ func checkTiltObjects(t *testing.T, tiltfile string, services []string, deps []r
 				secret, _ := vals.PathValue("devSecret.name")
 				vars["secret['name']"] = fmt.Sprint(secret)
 			}
+			if create, _ := vals.PathValue("devCerts.create"); create == true {
+				certs, _ := vals.PathValue("devCerts.name")
+				vars["certs['name']"] = fmt.Sprint(certs)
+			}
 			objs := append(slices.Clone(deps), renderObjects(t, n, "values-dev.yaml")...)
 			for _, e := range entries {
 				// service() adds the dev Secret only when the chart
 				// creates one.
 				if _, bound := vars["secret['name']"]; !bound && strings.Contains(e, "secret[") {
+					continue
+				}
+				if _, bound := vars["certs['name']"]; !bound && strings.Contains(e, "certs[") {
 					continue
 				}
 				resolve("service() for "+n, e, vars, objs)
@@ -2032,6 +2148,20 @@ func TestTiltHelmRendersAsTests(t *testing.T) {
 				t.Fatalf("helm template renders %v, the tests %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 			}
 			for k, w := range want {
+				// Certificates made at render differ at each one: their
+				// keys must agree, and each value be there.
+				if g, ok := got[k].(*corev1.Secret); ok && g.Annotations["esim.dev/generated"] == "true" {
+					gs, ws := g.DeepCopy(), w.(*corev1.Secret).DeepCopy()
+					for _, s := range []*corev1.Secret{gs, ws} {
+						for key, v := range s.StringData {
+							if v == "" {
+								t.Errorf("%s: %s is empty", k, key)
+							}
+							s.StringData[key] = ""
+						}
+					}
+					got[k], w = gs, ws
+				}
 				if !equality.Semantic.DeepEqual(got[k], w) {
 					t.Errorf("%s differs between helm template and the tests' rendering", k)
 				}
@@ -2099,4 +2229,177 @@ func labelSets(doc any) []map[string]any {
 		}
 	}
 	return sets
+}
+
+// envOf is a container's plain environment.
+func envOf(c corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	return env
+}
+
+// deploymentOf is the Deployment among a chart's objects, with the other
+// objects by type and name.
+func deploymentOf(t *testing.T, objs []rendered) (*appsv1.Deployment, map[string]runtime.Object) {
+	t.Helper()
+	var d *appsv1.Deployment
+	byName := map[string]runtime.Object{}
+	for _, r := range objs {
+		m, _ := metaOf(r.obj)
+		byName[fmt.Sprintf("%T/%s", r.obj, m.GetName())] = r.obj
+		if o, ok := r.obj.(*appsv1.Deployment); ok {
+			d = o
+		}
+	}
+	if d == nil {
+		t.Fatal("no Deployment")
+	}
+	return d, byName
+}
+
+// mountedSecretKey finds the Secret and key a file path of the container
+// reads through a read-only Secret volume.
+func mountedSecretKey(t *testing.T, d *appsv1.Deployment, path string) (secret, key string) {
+	t.Helper()
+	ps := d.Spec.Template.Spec
+	for _, m := range ps.Containers[0].VolumeMounts {
+		rel, ok := strings.CutPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok {
+			continue
+		}
+		for _, v := range ps.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			if !m.ReadOnly {
+				t.Errorf("%s: volume %s is mounted writable", path, m.Name)
+			}
+			if len(v.Secret.Items) == 0 {
+				return v.Secret.SecretName, rel
+			}
+			for _, it := range v.Secret.Items {
+				if it.Path == rel {
+					return v.Secret.SecretName, it.Key
+				}
+			}
+			t.Errorf("%s: volume %s projects no file %s", path, m.Name, rel)
+			return "", ""
+		}
+	}
+	t.Errorf("%s is under no Secret mounted in the container", path)
+	return "", ""
+}
+
+// TestSMDPSim holds the SM-DP+ simulator's production values to ES2+ on its
+// own port, on the Service, with its certificates from a read-only Secret
+// and the unauthenticated control API off; and ordering's dev values to
+// calling it there with the client certificate the simulator's dev CA
+// signed.
+func TestSMDPSim(t *testing.T) {
+	d, objs := deploymentOf(t, renderObjects(t, "smdp-sim", "values.yaml"))
+	c := d.Spec.Template.Spec.Containers[0]
+	env := envOf(c)
+	if env["CONTROL_API"] != "false" {
+		t.Errorf("CONTROL_API %q in production, want \"false\": the control API is unauthenticated", env["CONTROL_API"])
+	}
+	es2plus := containerPorts(c)["es2plus"]
+	if es2plus == 0 || env["ES2PLUS_ADDR"] != ":"+strconv.Itoa(int(es2plus)) {
+		t.Errorf("ES2PLUS_ADDR %q, container port es2plus %d: want them to agree", env["ES2PLUS_ADDR"], es2plus)
+	}
+	svc, _ := objs["*v1.Service/smdp-sim"].(*corev1.Service)
+	if svc == nil {
+		t.Fatal("no Service smdp-sim")
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+		return p.Port == 8443 && p.TargetPort.String() == "es2plus"
+	}) {
+		t.Errorf("Service ports %v: want 8443 to es2plus, where ordering calls", svc.Spec.Ports)
+	}
+	np, _ := objs["*v1.NetworkPolicy/smdp-sim"].(*networkingv1.NetworkPolicy)
+	if np == nil || !slices.ContainsFunc(np.Spec.Ingress, func(rule networkingv1.NetworkPolicyIngressRule) bool {
+		return admitsPort(rule, "es2plus", es2plus) && slices.ContainsFunc(rule.From, func(peer networkingv1.NetworkPolicyPeer) bool {
+			return peer.NamespaceSelector == nil && selects(peer.PodSelector, labels.Set{"app.kubernetes.io/name": "ordering"})
+		})
+	}) {
+		t.Error("the NetworkPolicy does not admit ordering to the ES2+ port")
+	}
+	for _, name := range []string{"TLS_CERT_FILE", "TLS_KEY_FILE", "CLIENT_CA_FILE"} {
+		if secret, _ := mountedSecretKey(t, d, env[name]); secret != "smdp-sim-tls" {
+			t.Errorf("%s %q: want a file of the Secret smdp-sim-tls, got %q", name, env[name], secret)
+		}
+	}
+
+	// In development the simulator's chart makes the certificates, and
+	// both ends read them from that one Secret.
+	simDev := renderObjects(t, "smdp-sim", "values-dev.yaml")
+	simD, simObjs := deploymentOf(t, simDev)
+	if v := envOf(simD.Spec.Template.Spec.Containers[0])["CONTROL_API"]; v != "true" {
+		t.Errorf("dev CONTROL_API %q, want \"true\"", v)
+	}
+	certs, _ := simObjs["*v1.Secret/esim-dev-smdp-certs"].(*corev1.Secret)
+	if certs == nil {
+		t.Fatal("smdp-sim's dev values make no Secret esim-dev-smdp-certs")
+	}
+	ord, _ := deploymentOf(t, renderObjects(t, "ordering", "values-dev.yaml"))
+	ordEnv := envOf(ord.Spec.Template.Spec.Containers[0])
+	if ordEnv["SMDP_URL"] != "https://smdp-sim:8443" {
+		t.Errorf("ordering dev SMDP_URL %q, want https://smdp-sim:8443", ordEnv["SMDP_URL"])
+	}
+	pems := map[string]string{}
+	for _, name := range []string{"SMDP_CERT_FILE", "SMDP_KEY_FILE", "SMDP_CA_FILE"} {
+		secret, key := mountedSecretKey(t, ord, ordEnv[name])
+		if secret != certs.Name || certs.StringData[key] == "" {
+			t.Errorf("ordering dev %s %q: Secret %q key %q, want a key of %s", name, ordEnv[name], secret, key, certs.Name)
+		}
+		pems[name] = certs.StringData[key]
+	}
+	for _, name := range []string{"TLS_CERT_FILE", "TLS_KEY_FILE", "CLIENT_CA_FILE"} {
+		f := envOf(simD.Spec.Template.Spec.Containers[0])[name]
+		if secret, key := mountedSecretKey(t, simD, f); secret != certs.Name || certs.StringData[key] == "" {
+			t.Errorf("smdp-sim dev %s %q: Secret %q key %q, want a key of %s", name, f, secret, key, certs.Name)
+		} else {
+			pems[name] = certs.StringData[key]
+		}
+	}
+	checkDevMutualTLS(t, pems)
+}
+
+// checkDevMutualTLS: ordering's client certificate and the simulator's
+// server certificate (for the name ordering dials) are signed by the CA
+// each side trusts, and each key matches its certificate.
+func checkDevMutualTLS(t *testing.T, pems map[string]string) {
+	t.Helper()
+	client, err := tls.X509KeyPair([]byte(pems["SMDP_CERT_FILE"]), []byte(pems["SMDP_KEY_FILE"]))
+	if err != nil {
+		t.Fatalf("ordering's client certificate and key: %v", err)
+	}
+	server, err := tls.X509KeyPair([]byte(pems["TLS_CERT_FILE"]), []byte(pems["TLS_KEY_FILE"]))
+	if err != nil {
+		t.Fatalf("smdp-sim's certificate and key: %v", err)
+	}
+	for _, c := range []struct {
+		what, ca string
+		cert     tls.Certificate
+		opts     x509.VerifyOptions
+	}{
+		{"ordering's client certificate", pems["CLIENT_CA_FILE"], client, x509.VerifyOptions{KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}},
+		{"smdp-sim's server certificate", pems["SMDP_CA_FILE"], server, x509.VerifyOptions{DNSName: "smdp-sim", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}},
+	} {
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM([]byte(c.ca)) {
+			t.Fatalf("%s: no CA certificate", c.what)
+		}
+		leaf, err := x509.ParseCertificate(c.cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.opts.Roots = roots
+		if _, err := leaf.Verify(c.opts); err != nil {
+			t.Errorf("%s does not verify against the other side's CA: %v", c.what, err)
+		}
+	}
 }

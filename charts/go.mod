@@ -70,6 +70,7 @@ require (
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
 	github.com/evanphx/json-patch v5.9.11+incompatible // indirect
@@ -220,3 +221,7 @@ replace github.com/esimplatform/esim/services/ordering => ../services/ordering
 replace github.com/esimplatform/esim/libs/kafka => ../libs/kafka
 
 replace github.com/esimplatform/esim/services/webhook => ../services/webhook
+
+replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
+
+replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim

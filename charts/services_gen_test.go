@@ -10,6 +10,7 @@ import (
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 	gatewayserver "github.com/esimplatform/esim/services/gateway/server"
 	orderingserver "github.com/esimplatform/esim/services/ordering/server"
+	smdpsimserver "github.com/esimplatform/esim/services/smdp-sim/server"
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
 	webhookserver "github.com/esimplatform/esim/services/webhook/server"
 )
@@ -20,6 +21,7 @@ var services = map[string][]string{
 	"accounts":  config.EnvVars(accountsserver.Config{}),
 	"catalogue": config.EnvVars(catalogueserver.Config{}),
 	"wallet":    config.EnvVars(walletserver.Config{}),
+	"smdp-sim":  config.EnvVars(smdpsimserver.Config{}),
 	"ordering":  config.EnvVars(orderingserver.Config{}),
 	"webhook":   config.EnvVars(webhookserver.Config{}),
 	"gateway":   config.EnvVars(gatewayserver.Config{}),
@@ -39,6 +41,10 @@ var parsers = map[string]func(config.Getenv) error{
 	},
 	"wallet": func(getenv config.Getenv) error {
 		var cfg walletserver.Config
+		return config.Parse(context.Background(), getenv, &cfg)
+	},
+	"smdp-sim": func(getenv config.Getenv) error {
+		var cfg smdpsimserver.Config
 		return config.Parse(context.Background(), getenv, &cfg)
 	},
 	"ordering": func(getenv config.Getenv) error {

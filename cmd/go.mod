@@ -51,11 +51,13 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
@@ -122,3 +124,7 @@ replace github.com/esimplatform/esim/services/ordering => ../services/ordering
 replace github.com/esimplatform/esim/libs/kafka => ../libs/kafka
 
 replace github.com/esimplatform/esim/services/webhook => ../services/webhook
+
+replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
+
+replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim

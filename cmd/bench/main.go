@@ -223,7 +223,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		// The benchmark's key must not outlive it in the shared database.
-		err = errors.Join(err, p.RevokeSandboxKey(stopCtx), p.Stop(stopCtx))
+		err = errors.Join(err, p.RevokeKeys(stopCtx), p.Stop(stopCtx))
 	}()
 
 	hooks, err := receiveWebhooks(ctx, p)

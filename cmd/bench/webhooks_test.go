@@ -232,7 +232,7 @@ func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := errors.Join(p.RevokeSandboxKey(ctx), p.Stop(ctx)); err != nil {
+		if err := errors.Join(p.RevokeKeys(ctx), p.Stop(ctx)); err != nil {
 			t.Error(err)
 		}
 	})

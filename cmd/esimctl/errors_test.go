@@ -21,7 +21,8 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, events, keys, orders, plans, wallet or webhooks"},
+		{[]string{}, "esimctl: missing command: accounts, events, keys, orders, plans, provider, wallet or webhooks"},
+		{[]string{"provider"}, "esimctl: provider: missing subcommand: check"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, get, list or set-rate-limit"},
 		{[]string{"keys"}, "esimctl: keys: missing subcommand: create, list or revoke"},
 		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},

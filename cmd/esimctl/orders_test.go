@@ -5,9 +5,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/esimplatform/esim/libs/devcerts"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/money"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -15,6 +17,7 @@ import (
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/orderingtest"
+	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 )
 
 // startOrdering runs the real ordering service, with the real catalogue
@@ -295,5 +298,47 @@ func TestOrdersUsageErrors(t *testing.T) {
 		"orders", "list", "--account", acct, "--env", "sandbox", "--json").ok(t).data(t, &none)
 	if len(none) != 0 {
 		t.Errorf("orders of a fresh account: %+v", none)
+	}
+}
+
+// TestProviderCheck: esimctl provider check calls the live SM-DP+ over
+// ES2+ and says it answered; with a CA that does not sign the SM-DP+'s
+// certificate it says why it failed; without an SM-DP+ it says there is
+// none; the sandbox is always there.
+func TestProviderCheck(t *testing.T) {
+	sim := smdpsimtest.Start(t, smdpsimtest.Options{})
+	deps := orderingtest.StartDeps(t, nil)
+	cfg := deps.Config(t)
+	cfg.SMDP = orderingtest.SMDP(sim, "esim-travel", 5*time.Second)
+	_, good := orderingtest.Start(t, cfg)
+	other, err := devcerts.Generate(t.TempDir(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = deps.Config(t)
+	cfg.SMDP = orderingtest.SMDP(sim, "esim-travel", 5*time.Second)
+	cfg.SMDP.CAFile = other.CACert
+	_, untrusting := orderingtest.Start(t, cfg)
+	_, none := orderingtest.Start(t, deps.Config(t))
+
+	var v struct {
+		Environment, Provider, Target, Detail string
+		OK                                    bool
+	}
+	esimctl(t, nil, "--ordering-url", good, "provider", "check", "--json").ok(t).data(t, &v)
+	if !v.OK || v.Provider != "es2plus" || v.Target != sim.ES2PlusURL || v.Environment != "live" || !strings.Contains(v.Detail, "Failed 8.2.1/3.9") {
+		t.Errorf("check of a working SM-DP+: %+v", v)
+	}
+	out := esimctl(t, nil, "--ordering-url", good, "provider", "check").ok(t).stdout
+	if !strings.Contains(out, "live: the es2plus provider at "+sim.ES2PlusURL+" answered") {
+		t.Errorf("check printed:\n%s", out)
+	}
+	esimctl(t, nil, "--ordering-url", untrusting, "provider", "check").
+		wantError(t, 1, "the live provider (es2plus at "+sim.ES2PlusURL+") did not answer", "transport error", "certificate")
+	esimctl(t, nil, "--ordering-url", none, "provider", "check").wantError(t, 1, "live has no provider")
+	esimctl(t, nil, "--ordering-url", none, "provider", "check", "--env", "sandbox").ok(t)
+	esimctl(t, nil, "--ordering-url", none, "provider", "check", "--env", "moon").wantError(t, 2, `invalid --env "moon"`)
+	if calls := sim.State(t).Calls["cancelOrder"]; calls["failed"] != 2 {
+		t.Errorf("the SM-DP+ saw cancelOrders %v; want the two checks that reached it, refused", calls)
 	}
 }

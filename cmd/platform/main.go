@@ -119,11 +119,19 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 	}
 	fmt.Fprintf(w, "  kafka:         %s\n", strings.Join(p.KafkaBrokers, ","))
 	fmt.Fprintf(w, "  operator token: %s (esimctl reads it)\n", p.OperatorTokenFile)
-	fmt.Fprintf(w, "  demo account:  %s (USD, sandbox balance %s)\n", p.DemoAccountID, money.Decimal(p.DemoBalance))
+	fmt.Fprintf(w, "  demo account:  %s (USD, sandbox balance %s, live balance %s)\n", p.DemoAccountID, money.Decimal(p.DemoBalance), money.Decimal(p.DemoLiveBalance))
 	fmt.Fprintf(w, "  logs:          %s/<service>.log\n\n", p.LogDir)
 	// Kept exactly in this form: scripts and docs grep for it.
-	fmt.Fprintf(w, "sandbox key: %s\n\n", p.SandboxKey)
-	fmt.Fprintf(w, "The key is shown once; every start prints a new one and revokes the previous.\n")
+	fmt.Fprintf(w, "sandbox key: %s\n", p.SandboxKey)
+	if p.LiveKey != "" {
+		fmt.Fprintf(w, "live key: %s\n", p.LiveKey)
+	}
+	fmt.Fprintf(w, "\nKeys are shown once; every start prints new ones and revokes the previous.\n")
+	if sim := p.URL(platform.SMDPSim); sim != "" {
+		fmt.Fprintf(w, "Live orders go to the SM-DP+ simulator over ES2+ with mutual TLS; its control API\n")
+		fmt.Fprintf(w, "makes it fail, hang or run dry (README, \"Live provisioning\"):\n\n  curl -s %s/control/state\n", sim)
+		fmt.Fprintf(w, "  curl -s -d '{\"function\":\"confirmOrder\",\"mode\":\"fail\",\"count\":1}' %s/control/faults\n\n", sim)
+	}
 	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n", p.SandboxKey, p.APIBaseURL)
 	fmt.Fprintf(w, "  curl -s -H 'Authorization: Bearer %s' -H 'Idempotency-Key: first-order' \\\n", p.SandboxKey)
 	fmt.Fprintf(w, "    -d '{\"plan_id\": \"<a plan id>\", \"quantity\": 1}' '%s/orders'\n\n", p.APIBaseURL)

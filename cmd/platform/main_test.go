@@ -56,13 +56,16 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 		w.Close()
 	}()
 
-	var key, printed, operatorCLI string
+	var key, liveKey, printed, operatorCLI string
 	lines := bufio.NewScanner(out)
 	deadline := time.AfterFunc(90*time.Second, func() { out.CloseWithError(io.ErrUnexpectedEOF) })
 	for lines.Scan() {
 		printed += lines.Text() + "\n"
 		if k, ok := strings.CutPrefix(lines.Text(), "sandbox key: "); ok {
 			key = k
+		}
+		if k, ok := strings.CutPrefix(lines.Text(), "live key: "); ok {
+			liveKey = k
 		}
 		if c, ok := strings.CutPrefix(lines.Text(), "Operator CLI: "); ok {
 			operatorCLI = c
@@ -76,8 +79,12 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	if !strings.HasPrefix(key, "sk_sandbox_") {
 		t.Fatalf("no `sandbox key: sk_sandbox_...` line in:\n%s", printed)
 	}
+	if !strings.HasPrefix(liveKey, "sk_live_") {
+		t.Errorf("no `live key: sk_live_...` line in:\n%s", printed)
+	}
 	api := "http://" + gateway + "/v1"
-	for _, want := range []string{api, api + "/openapi.json", "curl -s -H 'Authorization: Bearer " + key + "'", "logs/<service>.log"} {
+	for _, want := range []string{api, api + "/openapi.json", "curl -s -H 'Authorization: Bearer " + key + "'", "logs/<service>.log",
+		"curl -s http://" + addrs[platform.SMDPSim] + "/control/state"} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("output lacks %q:\n%s", want, printed)
 		}

@@ -295,6 +295,44 @@ type Provider interface {
 	Issue(ctx context.Context, req IssueRequest) ([]Profile, error)
 }
 
+// Checker is a provider an operator can check: Check calls it harmlessly
+// and says what it answered; an error says why it could not be reached.
+type Checker interface {
+	Check(ctx context.Context) (string, error)
+	// Describe names the provider's kind and where it is.
+	Describe() (kind, target string)
+}
+
+// ProviderCheck is what CheckProvider found.
+type ProviderCheck struct {
+	// Provider is the kind, "" when the environment has none.
+	Provider string
+	Target   string
+	OK       bool
+	Detail   string
+}
+
+// CheckProvider checks the provider of env, for operators.
+func (s *Service) CheckProvider(ctx context.Context, env Environment) (ProviderCheck, error) {
+	if !env.Valid() {
+		return ProviderCheck{}, invalid("environment", "must be sandbox or live")
+	}
+	p, ok := s.providers[env]
+	if !ok || p == nil {
+		return ProviderCheck{Detail: fmt.Sprintf("no %s provider is configured: its orders fail and are refunded", env)}, nil
+	}
+	c, ok := p.(Checker)
+	if !ok {
+		return ProviderCheck{Provider: "unknown", Detail: "this provider cannot be checked"}, nil
+	}
+	kind, target := c.Describe()
+	detail, err := c.Check(ctx)
+	if err != nil {
+		return ProviderCheck{Provider: kind, Target: target, Detail: err.Error()}, nil
+	}
+	return ProviderCheck{Provider: kind, Target: target, OK: true, Detail: detail}, nil
+}
+
 // OrderQuery selects a page of orders.
 type OrderQuery struct {
 	// Scope nil is every account and environment (operators).

@@ -99,6 +99,11 @@ spec:
             - name: metrics
               containerPort: {{ $metricsPort }}
               protocol: TCP
+            {{- range (include "library.extraPorts" . | fromYamlArray) }}
+            - name: {{ .name }}
+              containerPort: {{ int .containerPort }}
+              protocol: TCP
+            {{- end }}
           env:
             {{- include "library.env" . | nindent 12 }}
           # Startup allows for migrations at boot (up to
@@ -154,10 +159,30 @@ spec:
             # The root filesystem is read-only; /tmp is the one writable place.
             - name: tmp
               mountPath: /tmp
+            {{- range .Values.secretFiles }}
+            - name: {{ include "library.secretVolumeName" . }}
+              mountPath: {{ required (printf "secretFiles %s: mountPath is required" .name) .mountPath }}
+              readOnly: true
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        {{- range .Values.secretFiles }}
+        - name: {{ include "library.secretVolumeName" . }}
+          secret:
+            secretName: {{ required (printf "secretFiles %s: secretName is required" .name) .secretName }}
+            # 0440: readable by the pod's group (fsGroup 65532) only, and
+            # never writable.
+            defaultMode: 288
+            {{- with .items }}
+            items:
+              {{- range . }}
+              - key: {{ required "secretFiles items: key is required" .key }}
+                path: {{ .path | default .key }}
+              {{- end }}
+            {{- end }}
+        {{- end }}
       {{- with .Values.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
@@ -186,22 +211,64 @@ Prometheus in without letting it call the API.
 {{- end }}
 
 {{/*
+library.extraPorts validates .Values.extraPorts (further listeners besides
+HTTP_ADDR: name, containerPort, env, and servicePort, which defaults to
+containerPort) and returns them as a YAML list, servicePort filled in. Each
+must differ in name and port from http, metrics and the others: one port,
+one listener.
+*/}}
+{{- define "library.extraPorts" -}}
+{{- $names := list "http" "metrics" }}
+{{- $ports := list (int .Values.containerPort) (int (include "library.metricsPort" .)) }}
+{{- $out := list }}
+{{- range .Values.extraPorts }}
+{{- $name := required "extraPorts: name is required" .name }}
+{{- if not (regexMatch "^[a-z]([a-z0-9-]{0,13}[a-z0-9])?$" $name) }}
+{{- fail (printf "extraPorts %s: a port name is up to 15 lower-case letters, digits and dashes" $name) }}
+{{- end }}
+{{- $port := int (required (printf "extraPorts %s: containerPort is required" $name) .containerPort) }}
+{{- if or (has $name $names) (has $port $ports) }}
+{{- fail (printf "extraPorts %s: name and containerPort %d must differ from http, metrics and the other extraPorts" $name $port) }}
+{{- end }}
+{{- $names = append $names $name }}
+{{- $ports = append $ports $port }}
+{{- $out = append $out (dict "name" $name "containerPort" $port "env" (required (printf "extraPorts %s: env is required (the variable that takes its address)" $name) .env) "servicePort" (int (.servicePort | default $port))) }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/* library.secretVolumeName names the volume of a secretFiles entry apart
+from the chart's own (tmp). */}}
+{{- define "library.secretVolumeName" -}}
+{{- printf "secret-%s" (required "secretFiles: name is required" .name) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
 library.env renders the container's environment: HTTP_ADDR from
-containerPort and METRICS_ADDR from metrics.port (so probes, ports and the
-listeners cannot disagree), then .Values.env (name: value; null removes a
-variable set by values.yaml), then .Values.secretEnv (name: {secretName,
-key}). METRICS_ADDR is set even with metrics.enabled false, so the API port
-never serves /metrics to whoever the NetworkPolicy admits to it. The charts
-test checks that the names equal exactly what the service's server.Config
-reads.
+containerPort, METRICS_ADDR from metrics.port and each extraPorts' env from
+its containerPort (so probes, ports and the listeners cannot disagree), then
+.Values.env (name: value; null removes a variable set by values.yaml), then
+.Values.secretEnv (name: {secretName, key}). METRICS_ADDR is set even with
+metrics.enabled false, so the API port never serves /metrics to whoever the
+NetworkPolicy admits to it. The charts test checks that the names equal
+exactly what the service's server.Config reads.
 */}}
 {{- define "library.env" -}}
+{{- $extra := include "library.extraPorts" . | fromYamlArray }}
 {{- $derived := list "HTTP_ADDR" "METRICS_ADDR" }}
-{{- $twice := "env %s is set twice (env, secretEnv, or HTTP_ADDR and METRICS_ADDR, which the chart derives from containerPort and metrics.port)" -}}
+{{- $twice := "env %s is set twice (env, secretEnv, or HTTP_ADDR, METRICS_ADDR and extraPorts' env, which the chart derives from the ports)" -}}
 - name: HTTP_ADDR
   value: {{ printf ":%d" (int .Values.containerPort) | quote }}
 - name: METRICS_ADDR
   value: {{ printf ":%s" (include "library.metricsPort" .) | quote }}
+{{- range $extra }}
+{{- if has .env $derived }}
+{{- fail (printf $twice .env) }}
+{{- end }}
+{{- $derived = append $derived .env }}
+- name: {{ .env }}
+  value: {{ printf ":%d" (int .containerPort) | quote }}
+{{- end }}
 {{- range $name, $value := .Values.env }}
 {{- if not (kindIs "invalid" $value) }}
 {{- if or (has $name $derived) (get ($.Values.secretEnv | default dict) $name) }}

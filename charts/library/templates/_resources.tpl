@@ -22,6 +22,12 @@ spec:
       {{- if and (eq .Values.service.type "NodePort") .Values.service.nodePort }}
       nodePort: {{ .Values.service.nodePort }}
       {{- end }}
+    {{- range (include "library.extraPorts" . | fromYamlArray) }}
+    - name: {{ .name }}
+      port: {{ .servicePort }}
+      targetPort: {{ .name }}
+      protocol: TCP
+    {{- end }}
 {{- end }}
 
 {{- define "library.serviceaccount" -}}
@@ -133,6 +139,11 @@ spec:
     - ports:
         - port: http
           protocol: TCP
+        {{- /* The further listeners (extraPorts) are the same callers'. */}}
+        {{- range (include "library.extraPorts" . | fromYamlArray) }}
+        - port: {{ .name }}
+          protocol: TCP
+        {{- end }}
       {{- with .Values.networkPolicy.from }}
       from:
         {{- toYaml . | nindent 8 }}
@@ -169,5 +180,44 @@ stringData:
   {{- range $k, $v := .Values.devSecret.stringData }}
   {{ $k }}: {{ $v | toString | quote }}
   {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Development only: a CA, a server certificate for the chart's Service
+names and a client certificate, for mutual TLS between services in a local
+cluster (the SM-DP+ simulator and ordering). They are made afresh at each
+render (helm template cannot look up what the cluster holds), so both ends
+must be restarted together after a re-render. */}}
+{{- define "library.devcerts" -}}
+{{- if .Values.devCerts.create }}
+{{- $name := include "library.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- $days := int (.Values.devCerts.days | default 365) }}
+{{- $ca := genCA (printf "esim dev CA (%s)" $name) $days }}
+{{- $hosts := list $name (printf "%s.%s" $name $ns) (printf "%s.%s.svc" $name $ns) (printf "%s.%s.svc.cluster.local" $name $ns) }}
+{{- $server := genSignedCert $name nil $hosts $days $ca }}
+{{- $client := genSignedCert (required "devCerts.clientCommonName is required" .Values.devCerts.clientCommonName) nil nil $days $ca }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ required "devCerts.name is required" .Values.devCerts.name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+  annotations:
+    # Tells the charts tests these values differ at every render.
+    esim.dev/generated: "true"
+type: Opaque
+stringData:
+  ca.crt: |
+    {{- $ca.Cert | nindent 4 }}
+  tls.crt: |
+    {{- $server.Cert | nindent 4 }}
+  tls.key: |
+    {{- $server.Key | nindent 4 }}
+  client.crt: |
+    {{- $client.Cert | nindent 4 }}
+  client.key: |
+    {{- $client.Key | nindent 4 }}
 {{- end }}
 {{- end }}

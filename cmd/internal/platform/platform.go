@@ -28,6 +28,7 @@ import (
 
 	"github.com/esimplatform/esim/cmd/internal/operator"
 	"github.com/esimplatform/esim/cmd/internal/services"
+	"github.com/esimplatform/esim/libs/devcerts"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/kafka/embedded"
 	"github.com/esimplatform/esim/libs/money"
@@ -44,10 +45,13 @@ const (
 	Catalogue = "catalogue"
 	Gateway   = "gateway"
 	Wallet    = "wallet"
+	SMDPSim   = "smdp-sim"
 )
 
 // DemoSandboxBalance is what every start tops the demo partner's sandbox
-// balance up to, in minor units: 1000.00 USD to order with.
+// and live balances up to, in minor units: 1000.00 USD to order with. The
+// live one is play money too: make run's live orders go to the SM-DP+
+// simulator.
 const DemoSandboxBalance = 1000_00
 
 // DemoAccountID is the demo partner of `make run`. It is fixed so reruns
@@ -79,8 +83,9 @@ type Options struct {
 	// Services are what to start; by default services.yaml, found from
 	// the working directory up.
 	Services services.Platform
-	// Addrs are listen addresses by service name, over the default of
-	// 127.0.0.1 and the port services.yaml gives.
+	// Addrs are listen addresses by service name, and by
+	// services.Service.ListenerKey for further listeners, over the
+	// default of 127.0.0.1 and the port services.yaml gives.
 	Addrs map[string]string
 	// BinDir holds the service binaries; by default the directory of the
 	// running executable, since `make build` puts every binary in bin/.
@@ -145,10 +150,13 @@ func (o *Options) defaults() error {
 	addrs := map[string]string{}
 	for _, s := range o.Services {
 		addrs[s.Name] = fmt.Sprintf("127.0.0.1:%d", s.Port)
+		for v, port := range s.Listeners {
+			addrs[s.ListenerKey(v)] = fmt.Sprintf("127.0.0.1:%d", port)
+		}
 	}
 	for name, addr := range o.Addrs {
 		if _, ok := addrs[name]; !ok {
-			return fmt.Errorf("an address for %q, which is no service (%s)", name, strings.Join(o.Services.Names(), ", "))
+			return fmt.Errorf("an address for %q, which is no service or listener (%s)", name, strings.Join(slices.Sorted(maps.Keys(addrs)), ", "))
 		}
 		addrs[name] = addr
 	}
@@ -197,9 +205,14 @@ type Platform struct {
 	SandboxKey string
 	// SandboxKeyID identifies SandboxKey (for revocation).
 	SandboxKeyID string
-	// DemoBalance is the demo partner's sandbox balance after the start's
-	// top-up, in minor units.
-	DemoBalance int64
+	// LiveKey is a fresh live secret of the demo partner, whose orders go
+	// to the SM-DP+ of services.yaml (the simulator), and LiveKeyID its id.
+	LiveKey   string
+	LiveKeyID string
+	// DemoBalance and DemoLiveBalance are the demo partner's sandbox and
+	// live balances after the start's top-ups, in minor units.
+	DemoBalance     int64
+	DemoLiveBalance int64
 	// OperatorToken is this start's operator credential, written to
 	// OperatorTokenFile for esimctl.
 	OperatorToken     string
@@ -210,7 +223,10 @@ type Platform struct {
 	// one of Options, or the embedded broker's.
 	KafkaBrokers []string
 
-	urls     map[string]string
+	urls map[string]string
+	// certs is the development PKI of the services whose settings name
+	// ${certs}; empty when none does.
+	certs    devcerts.Files
 	children []*child // in start order
 	broker   *embedded.Broker
 	grace    time.Duration
@@ -267,8 +283,11 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 		grace:             opts.StopGrace,
 		exited:            make(chan error, len(opts.Services)),
 	}
-	for name, addr := range opts.Addrs {
-		p.urls[name] = "http://" + addr
+	for _, s := range opts.Services {
+		p.urls[s.Name] = "http://" + opts.Addrs[s.Name]
+	}
+	if err := p.makeCerts(opts, say); err != nil {
+		return nil, err
 	}
 	if err := p.startKafka(opts, say); err != nil {
 		return nil, err
@@ -317,42 +336,45 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 		}
 	}
 
-	say("ensuring demo partner %s and a fresh sandbox key", DemoAccountID)
+	say("ensuring demo partner %s and fresh sandbox and live keys", DemoAccountID)
 	accounts := accountsv1.NewAccountsProtobufClient(p.URL(Accounts), p.operatorClient())
 	if err := p.ensureDemo(ctx, accounts, opts.KeyName); err != nil {
 		return fail(err)
 	}
 	if p.URL(Wallet) != "" {
-		say("topping the demo partner's sandbox balance up to %s USD", money.Decimal(DemoSandboxBalance))
+		say("topping the demo partner's sandbox and live balances up to %s USD", money.Decimal(DemoSandboxBalance))
 		wallet := walletv1.NewWalletProtobufClient(p.URL(Wallet), p.operatorClient())
-		if err := p.ensureDemoBalance(ctx, wallet); err != nil {
+		if p.DemoBalance, err = p.ensureDemoBalance(ctx, wallet, accountsv1.Environment_ENVIRONMENT_SANDBOX, p.SandboxKeyID); err != nil {
+			return fail(err)
+		}
+		if p.DemoLiveBalance, err = p.ensureDemoBalance(ctx, wallet, accountsv1.Environment_ENVIRONMENT_LIVE, p.LiveKeyID); err != nil {
 			return fail(err)
 		}
 	}
 	return p, nil
 }
 
-// ensureDemoBalance tops the demo partner's sandbox balance up to
-// DemoSandboxBalance, so every start has money to order with. The top-up's
-// reference names this start, so it counts once however often it is sent.
-func (p *Platform) ensureDemoBalance(ctx context.Context, wallet walletv1.Wallet) error {
-	b, err := wallet.GetBalance(ctx, &walletv1.GetBalanceRequest{AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Currency: "USD"})
+// ensureDemoBalance tops the demo partner's balance in env up to
+// DemoSandboxBalance, so every start has money to order with, and returns
+// it. The top-up's reference names this start's key, so it counts once
+// however often it is sent.
+func (p *Platform) ensureDemoBalance(ctx context.Context, wallet walletv1.Wallet, env accountsv1.Environment, keyID string) (int64, error) {
+	b, err := wallet.GetBalance(ctx, &walletv1.GetBalanceRequest{AccountId: p.DemoAccountID, Environment: env, Currency: "USD"})
 	if err != nil {
-		return fmt.Errorf("read the demo partner's sandbox balance: %w", err)
+		return 0, fmt.Errorf("read the demo partner's %s balance: %w", env.ShortName(), err)
 	}
-	p.DemoBalance = b.GetAmountMinor()
 	if b.GetAmountMinor() >= DemoSandboxBalance {
-		return nil
+		return b.GetAmountMinor(), nil
 	}
 	entry, err := wallet.TopUp(ctx, &walletv1.TopUpRequest{
-		AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Currency: "USD",
-		AmountMinor: DemoSandboxBalance - b.GetAmountMinor(), Reference: "make-run-" + p.SandboxKeyID, Note: "make run: the demo partner's sandbox balance",
+		AccountId: p.DemoAccountID, Environment: env, Currency: "USD",
+		AmountMinor: DemoSandboxBalance - b.GetAmountMinor(), Reference: "make-run-" + keyID,
+		Note: "make run: the demo partner's " + env.ShortName() + " balance",
 	})
 	if err != nil {
-		return fmt.Errorf("top up the demo partner's sandbox balance: %w", err)
+		return 0, fmt.Errorf("top up the demo partner's %s balance: %w", env.ShortName(), err)
 	}
-	p.DemoBalance = entry.GetBalanceAfterMinor()
-	return nil
+	return entry.GetBalanceAfterMinor(), nil
 }
 
 // childSpecs makes every service's settings from the declaration: its
@@ -416,8 +438,11 @@ func (p *Platform) childSpecs(ctx context.Context, opts Options) (map[string]chi
 			}
 			env = append(env, name+"="+key)
 		}
+		for v := range s.Listeners {
+			env = append(env, v+"="+opts.Addrs[s.ListenerKey(v)])
+		}
 		for _, name := range slices.Sorted(maps.Keys(s.Env)) {
-			env = append(env, name+"="+os.Expand(s.Env[name], p.URL))
+			env = append(env, name+"="+os.Expand(s.Env[name], func(key string) string { return expand(key, opts, p.certs) }))
 		}
 		spec := childSpec{
 			name:    s.Name,
@@ -452,14 +477,19 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 	}
 	p.DemoAccountID = acct.GetId()
 
-	created, err := accounts.CreateKey(ctx, &accountsv1.CreateKeyRequest{
-		AccountId: acct.GetId(), Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX, Name: keyName,
-	})
-	if err != nil {
-		return fmt.Errorf("create sandbox key for the demo account: %w", err)
+	for _, k := range []struct {
+		env        accountsv1.Environment
+		secret, id *string
+	}{
+		{accountsv1.Environment_ENVIRONMENT_SANDBOX, &p.SandboxKey, &p.SandboxKeyID},
+		{accountsv1.Environment_ENVIRONMENT_LIVE, &p.LiveKey, &p.LiveKeyID},
+	} {
+		created, err := accounts.CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: acct.GetId(), Environment: k.env, Name: keyName})
+		if err != nil {
+			return fmt.Errorf("create %s key for the demo account: %w", k.env.ShortName(), err)
+		}
+		*k.secret, *k.id = created.GetSecret(), created.GetKey().GetId()
 	}
-	p.SandboxKey = created.GetSecret()
-	p.SandboxKeyID = created.GetKey().GetId()
 
 	// Revoked after the new key exists, so a failure here still leaves a
 	// working key.
@@ -472,7 +502,7 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 			return fmt.Errorf("list the demo account's keys: %w", err)
 		}
 		for _, k := range keys.GetKeys() {
-			if k.GetName() == keyName && k.GetId() != p.SandboxKeyID && k.GetRevokedAt() == nil {
+			if k.GetName() == keyName && k.GetId() != p.SandboxKeyID && k.GetId() != p.LiveKeyID && k.GetRevokedAt() == nil {
 				stale = append(stale, k.GetId())
 			}
 		}
@@ -488,12 +518,14 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 	return nil
 }
 
-// RevokeSandboxKey revokes the key this start minted, for callers (the
-// benchmark) whose key must not outlive them.
-func (p *Platform) RevokeSandboxKey(ctx context.Context) error {
+// RevokeKeys revokes the keys this start minted, for callers (the
+// benchmark) whose keys must not outlive them.
+func (p *Platform) RevokeKeys(ctx context.Context) error {
 	accounts := accountsv1.NewAccountsProtobufClient(p.URL(Accounts), p.operatorClient())
-	if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: p.DemoAccountID, KeyId: p.SandboxKeyID}); err != nil {
-		return fmt.Errorf("revoke sandbox key %s: %w", p.SandboxKeyID, err)
+	for _, id := range []string{p.SandboxKeyID, p.LiveKeyID} {
+		if _, err := accounts.RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: p.DemoAccountID, KeyId: id}); err != nil {
+			return fmt.Errorf("revoke key %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -511,6 +543,45 @@ func (p *Platform) Stop(ctx context.Context) error {
 	}
 	p.stopKafka()
 	return errors.Join(errs...)
+}
+
+// CertsDir is where the development certificates ${certs} of
+// services.yaml stand for are kept, under Options.RunDir.
+const CertsDir = "certs"
+
+// makeCerts makes, or keeps from an earlier start, the development CA and
+// the certificates of loopback that services.yaml's ${certs} names: the
+// mutual TLS between ordering and the SM-DP+ simulator.
+func (p *Platform) makeCerts(opts Options, say func(string, ...any)) error {
+	uses := slices.ContainsFunc(opts.Services, func(s services.Service) bool {
+		return slices.ContainsFunc(slices.Collect(maps.Values(s.Env)), func(v string) bool { return strings.Contains(v, "${certs}") })
+	})
+	if !uses {
+		return nil
+	}
+	dir, err := filepath.Abs(filepath.Join(opts.RunDir, CertsDir))
+	if err != nil {
+		return err
+	}
+	if p.certs, err = devcerts.Ensure(dir, "127.0.0.1", "localhost"); err != nil {
+		return fmt.Errorf("development certificates: %w", err)
+	}
+	say("development CA and certificates for mutual TLS in %s", dir)
+	return nil
+}
+
+// expand gives ${key} in a service's env in services.yaml its value:
+// certs is the development certificates' directory, <service>.<VAR> a
+// further listener's address, and a service's name its base URL.
+func expand(key string, opts Options, certs devcerts.Files) string {
+	if key == "certs" {
+		return certs.Dir
+	}
+	addr, ok := opts.Addrs[key]
+	if !ok || strings.Contains(key, ".") {
+		return addr
+	}
+	return "http://" + addr
 }
 
 // startKafka gives the services the cluster of Options or, when none is

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -462,6 +463,18 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	}
 	wantStatus(t, first.APIBaseURL+"/plans?limit=1", first.SandboxKey, http.StatusOK)
 	wantStatus(t, first.APIBaseURL+"/plans?limit=1", "sk_sandbox_wrong", http.StatusUnauthorized)
+	// The live key orders from the SM-DP+ simulator, over mutual TLS with
+	// the development certificates, on balance the start topped up.
+	if !strings.HasPrefix(first.LiveKey, "sk_live_") || first.DemoLiveBalance != DemoSandboxBalance {
+		t.Fatalf("live key %q, live balance %d", first.LiveKey, first.DemoLiveBalance)
+	}
+	if smdp := liveOrder(t, first); smdp != "smdp-sim.esim.invalid" {
+		t.Errorf("a live eSIM from SM-DP+ %q, want the simulator's", smdp)
+	}
+	ca, err := os.ReadFile(filepath.Join(opts.RunDir, CertsDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A hundred newer keys push the first start's key off the first page
 	// of the demo account's keys: the rerun must still find it.
 	accounts := accountsv1.NewAccountsProtobufClient(first.URL(Accounts), internalauth.Client(http.DefaultClient, first.OperatorToken))
@@ -489,7 +502,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Leave the shared demo account without a working test key.
-		if err := second.RevokeSandboxKey(ctx); err != nil {
+		if err := second.RevokeKeys(ctx); err != nil {
 			t.Error(err)
 		}
 		if err := second.Stop(context.Background()); err != nil {
@@ -498,6 +511,10 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	})
 	if second.SandboxKey == first.SandboxKey || second.DemoAccountID != first.DemoAccountID {
 		t.Fatalf("second start: account %s key %s", second.DemoAccountID, second.SandboxKey)
+	}
+	// The development CA is kept: certificates handed out stay trusted.
+	if again, err := os.ReadFile(filepath.Join(opts.RunDir, CertsDir, "ca.crt")); err != nil || string(again) != string(ca) {
+		t.Errorf("the rerun made a new development CA (%v)", err)
 	}
 	wantStatus(t, second.APIBaseURL+"/plans?limit=1", second.SandboxKey, http.StatusOK)
 	// The gateway's auth cache lives in Redis and outlives the restart;
@@ -508,6 +525,53 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 			t.Fatal("the previous start's key still works 5 s after the rerun revoked it")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// liveOrder orders one eSIM with p's live key and returns its SM-DP+.
+func liveOrder(t *testing.T, p *Platform) string {
+	t.Helper()
+	var plans struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	getJSON(t, p.APIBaseURL+"/plans?limit=1&type=fixed", p.LiveKey, &plans)
+	if len(plans.Data) != 1 {
+		t.Fatalf("no plan: %+v", plans)
+	}
+	req, _ := http.NewRequest(http.MethodPost, p.APIBaseURL+"/orders", strings.NewReader(`{"plan_id":"`+plans.Data[0].ID+`"}`))
+	req.Header.Set("Authorization", "Bearer "+p.LiveKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var order struct {
+		Data struct {
+			Esims []struct {
+				SMDPAddress string `json:"smdp_address"`
+			} `json:"esims"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&order); err != nil || resp.StatusCode != http.StatusCreated || len(order.Data.Esims) != 1 {
+		t.Fatalf("live order: %d %+v %v", resp.StatusCode, order, err)
+	}
+	return order.Data.Esims[0].SMDPAddress
+}
+
+func getJSON(t *testing.T, url, key string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
 	}
 }
 

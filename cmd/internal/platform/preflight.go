@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -33,6 +34,11 @@ func preflight(ctx context.Context, opts Options) error {
 	for _, s := range opts.Services {
 		if err := checkPortFree(s.Name, opts.Addrs[s.Name]); err != nil {
 			errs = append(errs, err)
+		}
+		for _, v := range slices.Sorted(maps.Keys(s.Listeners)) {
+			if err := checkPortFree(s.ListenerKey(v), opts.Addrs[s.ListenerKey(v)]); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if len(errs) > 0 {

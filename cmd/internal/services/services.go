@@ -6,6 +6,7 @@ package services
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,7 +31,14 @@ type Service struct {
 	Secrets  []string          `json:"secrets,omitempty"`
 	Keys     []string          `json:"keys,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
+	// Listeners are the service's listeners besides HTTP_ADDR: the
+	// variable that takes the address and its port under make run.
+	Listeners map[string]int `json:"listeners,omitempty"`
 }
+
+// ListenerKey names a further listener of s among Options.Addrs and in
+// ${...} of env values: "smdp-sim.ES2PLUS_ADDR".
+func (s Service) ListenerKey(variable string) string { return s.Name + "." + variable }
 
 // URLVar is the variable a caller of s reads its base URL from:
 // ACCOUNTS_URL for accounts.
@@ -175,6 +183,18 @@ func Parse(data []byte) (Platform, error) {
 			errs = append(errs, fmt.Errorf("%s: port %d is %s's too", s.Name, s.Port, other))
 		}
 		ports[s.Port] = s.Name
+		for _, v := range keys(s.Listeners) {
+			port := s.Listeners[v]
+			switch other, taken := ports[port]; {
+			case !validVar.MatchString(v) || v == "HTTP_ADDR":
+				errs = append(errs, fmt.Errorf("%s: listener %q: want an environment variable name other than HTTP_ADDR", s.Name, v))
+			case port < 1 || port > 65535:
+				errs = append(errs, fmt.Errorf("%s: listener %s port %d: want 1 to 65535", s.Name, v, port))
+			case taken:
+				errs = append(errs, fmt.Errorf("%s: listener %s port %d is %s's too", s.Name, v, port, other))
+			}
+			ports[port] = s.ListenerKey(v)
+		}
 		if s.Public {
 			public++
 		}
@@ -235,11 +255,6 @@ func (p Platform) cycle() []string {
 	return nil
 }
 
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+func keys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -1332,6 +1332,122 @@ func (x *GetActivationCodeResponse) GetActivationCode() string {
 	return ""
 }
 
+type CheckProviderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Environment   v1.Environment         `protobuf:"varint,1,opt,name=environment,proto3,enum=esim.accounts.v1.Environment" json:"environment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckProviderRequest) Reset() {
+	*x = CheckProviderRequest{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckProviderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckProviderRequest) ProtoMessage() {}
+
+func (x *CheckProviderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckProviderRequest.ProtoReflect.Descriptor instead.
+func (*CheckProviderRequest) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CheckProviderRequest) GetEnvironment() v1.Environment {
+	if x != nil {
+		return x.Environment
+	}
+	return v1.Environment(0)
+}
+
+type CheckProviderResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The provider's kind: "sandbox", "es2plus", or "" for none.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Where it is, for ES2+ the SM-DP+'s URL.
+	Target string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// Whether it answered as it should.
+	Ok bool `protobuf:"varint,3,opt,name=ok,proto3" json:"ok,omitempty"`
+	// What it answered, or why the call failed.
+	Detail        string `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckProviderResponse) Reset() {
+	*x = CheckProviderResponse{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckProviderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckProviderResponse) ProtoMessage() {}
+
+func (x *CheckProviderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckProviderResponse.ProtoReflect.Descriptor instead.
+func (*CheckProviderResponse) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckProviderResponse) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *CheckProviderResponse) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *CheckProviderResponse) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *CheckProviderResponse) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 var File_ordering_v1_ordering_proto protoreflect.FileDescriptor
 
 const file_ordering_v1_ordering_proto_rawDesc = "" +
@@ -1441,12 +1557,19 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\x18GetActivationCodeRequest\x12\x19\n" +
 	"\bqr_token\x18\x01 \x01(\tR\aqrToken\"D\n" +
 	"\x19GetActivationCodeResponse\x12'\n" +
-	"\x0factivation_code\x18\x01 \x01(\tR\x0eactivationCode*z\n" +
+	"\x0factivation_code\x18\x01 \x01(\tR\x0eactivationCode\"W\n" +
+	"\x14CheckProviderRequest\x12?\n" +
+	"\venvironment\x18\x01 \x01(\x0e2\x1d.esim.accounts.v1.EnvironmentR\venvironment\"s\n" +
+	"\x15CheckProviderResponse\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12\x0e\n" +
+	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail*z\n" +
 	"\vOrderStatus\x12\x1c\n" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ORDER_STATUS_PENDING\x10\x01\x12\x1a\n" +
 	"\x16ORDER_STATUS_COMPLETED\x10\x02\x12\x17\n" +
-	"\x13ORDER_STATUS_FAILED\x10\x032\x90\x04\n" +
+	"\x13ORDER_STATUS_FAILED\x10\x032\xf2\x04\n" +
 	"\bOrdering\x12Z\n" +
 	"\vCreateOrder\x12$.esim.ordering.v1.CreateOrderRequest\x1a%.esim.ordering.v1.CreateOrderResponse\x12F\n" +
 	"\bGetOrder\x12!.esim.ordering.v1.GetOrderRequest\x1a\x17.esim.ordering.v1.Order\x12W\n" +
@@ -1454,7 +1577,8 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"ListOrders\x12#.esim.ordering.v1.ListOrdersRequest\x1a$.esim.ordering.v1.ListOrdersResponse\x12C\n" +
 	"\aGetEsim\x12 .esim.ordering.v1.GetEsimRequest\x1a\x16.esim.ordering.v1.Esim\x12T\n" +
 	"\tListEsims\x12\".esim.ordering.v1.ListEsimsRequest\x1a#.esim.ordering.v1.ListEsimsResponse\x12l\n" +
-	"\x11GetActivationCode\x12*.esim.ordering.v1.GetActivationCodeRequest\x1a+.esim.ordering.v1.GetActivationCodeResponseB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
+	"\x11GetActivationCode\x12*.esim.ordering.v1.GetActivationCodeRequest\x1a+.esim.ordering.v1.GetActivationCodeResponse\x12`\n" +
+	"\rCheckProvider\x12&.esim.ordering.v1.CheckProviderRequest\x1a'.esim.ordering.v1.CheckProviderResponseB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
 
 var (
 	file_ordering_v1_ordering_proto_rawDescOnce sync.Once
@@ -1469,7 +1593,7 @@ func file_ordering_v1_ordering_proto_rawDescGZIP() []byte {
 }
 
 var file_ordering_v1_ordering_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ordering_v1_ordering_proto_goTypes = []any{
 	(OrderStatus)(0),                  // 0: esim.ordering.v1.OrderStatus
 	(*Scope)(nil),                     // 1: esim.ordering.v1.Scope
@@ -1490,22 +1614,24 @@ var file_ordering_v1_ordering_proto_goTypes = []any{
 	(*ListEsimsResponse)(nil),         // 16: esim.ordering.v1.ListEsimsResponse
 	(*GetActivationCodeRequest)(nil),  // 17: esim.ordering.v1.GetActivationCodeRequest
 	(*GetActivationCodeResponse)(nil), // 18: esim.ordering.v1.GetActivationCodeResponse
-	(v1.Environment)(0),               // 19: esim.accounts.v1.Environment
-	(*timestamppb.Timestamp)(nil),     // 20: google.protobuf.Timestamp
+	(*CheckProviderRequest)(nil),      // 19: esim.ordering.v1.CheckProviderRequest
+	(*CheckProviderResponse)(nil),     // 20: esim.ordering.v1.CheckProviderResponse
+	(v1.Environment)(0),               // 21: esim.accounts.v1.Environment
+	(*timestamppb.Timestamp)(nil),     // 22: google.protobuf.Timestamp
 }
 var file_ordering_v1_ordering_proto_depIdxs = []int32{
-	19, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
-	19, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
+	21, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
+	21, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
 	0,  // 2: esim.ordering.v1.Order.status:type_name -> esim.ordering.v1.OrderStatus
 	3,  // 3: esim.ordering.v1.Order.price:type_name -> esim.ordering.v1.Price
 	2,  // 4: esim.ordering.v1.Order.customer:type_name -> esim.ordering.v1.Customer
 	4,  // 5: esim.ordering.v1.Order.error:type_name -> esim.ordering.v1.OrderError
-	20, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	22, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 7: esim.ordering.v1.Order.esims:type_name -> esim.ordering.v1.Esim
-	20, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
 	6,  // 9: esim.ordering.v1.Esim.data:type_name -> esim.ordering.v1.EsimData
 	7,  // 10: esim.ordering.v1.Esim.install:type_name -> esim.ordering.v1.Install
-	20, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
+	22, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 12: esim.ordering.v1.CreateOrderRequest.scope:type_name -> esim.ordering.v1.Scope
 	2,  // 13: esim.ordering.v1.CreateOrderRequest.customer:type_name -> esim.ordering.v1.Customer
 	5,  // 14: esim.ordering.v1.CreateOrderResponse.order:type_name -> esim.ordering.v1.Order
@@ -1516,23 +1642,26 @@ var file_ordering_v1_ordering_proto_depIdxs = []int32{
 	1,  // 19: esim.ordering.v1.GetEsimRequest.scope:type_name -> esim.ordering.v1.Scope
 	1,  // 20: esim.ordering.v1.ListEsimsRequest.scope:type_name -> esim.ordering.v1.Scope
 	8,  // 21: esim.ordering.v1.ListEsimsResponse.esims:type_name -> esim.ordering.v1.Esim
-	9,  // 22: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
-	11, // 23: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
-	12, // 24: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
-	14, // 25: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
-	15, // 26: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
-	17, // 27: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
-	10, // 28: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
-	5,  // 29: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
-	13, // 30: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
-	8,  // 31: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
-	16, // 32: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
-	18, // 33: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
-	28, // [28:34] is the sub-list for method output_type
-	22, // [22:28] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	21, // 22: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
+	9,  // 23: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
+	11, // 24: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
+	12, // 25: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
+	14, // 26: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
+	15, // 27: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
+	17, // 28: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
+	19, // 29: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
+	10, // 30: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
+	5,  // 31: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
+	13, // 32: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
+	8,  // 33: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
+	16, // 34: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
+	18, // 35: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
+	20, // 36: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
+	30, // [30:37] is the sub-list for method output_type
+	23, // [23:30] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_ordering_v1_ordering_proto_init() }
@@ -1547,7 +1676,7 @@ func file_ordering_v1_ordering_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ordering_v1_ordering_proto_rawDesc), len(file_ordering_v1_ordering_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -45,6 +46,7 @@ import (
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 	"github.com/esimplatform/esim/services/gateway/server"
 	"github.com/esimplatform/esim/services/ordering/orderingtest"
+	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
@@ -93,6 +95,11 @@ type options struct {
 	// kafka, when set, is the cluster ordering and webhook use instead of
 	// kafkatest.New's: a broker the test stops and starts again.
 	kafka *kafkatest.Cluster
+	// smdp, when set, is the SM-DP+ of live orders (every plan of profile
+	// type esim-travel, each ES2+ call bounded by smdpTimeout); without
+	// it live orders have no provider.
+	smdp        *smdpsimtest.Sim
+	smdpTimeout time.Duration
 }
 
 // testAuthCacheSecret is every test gateway's AUTH_CACHE_SECRET: replicas
@@ -146,6 +153,9 @@ func start(t testing.TB, opt options) *platform {
 	}
 	orderingCfg := money.Config(t)
 	orderingCfg.QRBaseURL = config.BaseURL("http://" + first.Listener.Addr().String() + "/qr")
+	if opt.smdp != nil {
+		orderingCfg.SMDP = orderingtest.SMDP(opt.smdp, "esim-travel", cmp.Or(opt.smdpTimeout, 5*time.Second))
+	}
 	_, orderingURL := orderingtest.StartWith(t, orderingCfg, tel)
 
 	// The webhook service reads the events ordering publishes.

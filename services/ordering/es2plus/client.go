@@ -72,12 +72,20 @@ type options struct {
 
 // WithTracerProvider makes each call a span of tp (no-op by default).
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tp = tp }
+	return func(o *options) {
+		if tp != nil {
+			o.tp = tp
+		}
+	}
 }
 
 // WithMeterProvider records each call's duration in mp (no-op by default).
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(o *options) { o.mp = mp }
+	return func(o *options) {
+		if mp != nil {
+			o.mp = mp
+		}
+	}
 }
 
 // Client calls the ES2+ functions of one SM-DP+. It is safe for concurrent

@@ -33,6 +33,7 @@ import (
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 	"github.com/esimplatform/esim/services/ordering/server"
+	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
 )
 
@@ -470,4 +471,34 @@ func (d *Deps) CheckMoney(t testing.TB, orders orderingv1.Ordering, account stri
 		t.Errorf("%s %s: debits %d - refunds %d != %d, the totals of the completed orders", account, env.ShortName(), l.Debits, l.Refunds, completed)
 	}
 	return all
+}
+
+// SMDP is ordering's configuration for the SM-DP+ simulator sim, every
+// plan mapped to profileType: live orders go to it over mutual TLS, each
+// call bounded by timeout, and a cancellation that did not go through is
+// tried again every 100 ms.
+func SMDP(sim *smdpsimtest.Sim, profileType string, timeout time.Duration) server.SMDPConfig {
+	return server.SMDPConfig{
+		URL:            sim.ES2PlusURL,
+		CertFile:       sim.Certs.ClientCert,
+		KeyFile:        sim.Certs.ClientKey,
+		CAFile:         sim.Certs.CACert,
+		Timeout:        timeout,
+		RequesterID:    "esim-platform-test",
+		ProfileTypes:   "*=" + profileType,
+		CancelInterval: 100 * time.Millisecond,
+	}
+}
+
+// SMDPEnv is SMDP as the ordering process reads it.
+func SMDPEnv(sim *smdpsimtest.Sim, profileType string, timeout time.Duration) map[string]string {
+	return map[string]string{
+		"SMDP_URL":             sim.ES2PlusURL,
+		"SMDP_CERT_FILE":       sim.Certs.ClientCert,
+		"SMDP_KEY_FILE":        sim.Certs.ClientKey,
+		"SMDP_CA_FILE":         sim.Certs.CACert,
+		"SMDP_TIMEOUT":         timeout.String(),
+		"SMDP_PROFILE_TYPES":   "*=" + profileType,
+		"SMDP_CANCEL_INTERVAL": "100ms",
+	}
 }

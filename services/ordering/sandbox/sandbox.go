@@ -56,6 +56,16 @@ func New(store Store, smdpAddress string) *Provider {
 	return &Provider{store: store, smdp: smdpAddress}
 }
 
+var _ ordering.Checker = (*Provider)(nil)
+
+// Check implements ordering.Checker: the sandbox is in-process.
+func (p *Provider) Check(context.Context) (string, error) {
+	return "the sandbox issues in-process and reaches nothing outside the platform", nil
+}
+
+// Describe implements ordering.Checker.
+func (p *Provider) Describe() (string, string) { return "sandbox", p.smdp }
+
 // Issue implements ordering.Provider. It is idempotent by order id: the
 // allocations are recorded, and an order issued again gets them back.
 func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]ordering.Profile, error) {

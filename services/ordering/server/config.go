@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/esimplatform/esim/libs/kafka"
 	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/ordering/es2plus"
 )
 
 // Config is everything the ordering service reads from its environment.
@@ -45,10 +47,10 @@ type Config struct {
 	// default is under .invalid, which never resolves (RFC 6761), so a
 	// sandbox QR code scanned by a real phone reaches no server.
 	SandboxSMDPAddress string `env:"SANDBOX_SMDP_ADDRESS, default=smdp.sandbox.esim.invalid"`
-	// LiveProvider names the provider of live orders. Only "" (none) is
-	// known yet: live orders then fail and are refunded, as they would in
-	// a provider's outage.
-	LiveProvider string `env:"LIVE_PROVIDER"`
+	// SMDP is the SM-DP+ that issues live profiles over GSMA ES2+.
+	// Without SMDP_URL live orders have no provider: they fail and are
+	// refunded, as they would in a provider's outage.
+	SMDP SMDPConfig
 	// OrderTimeout bounds the processing of one order once started, which
 	// goes on when its caller hangs up.
 	OrderTimeout time.Duration `env:"ORDER_TIMEOUT, default=30s"`
@@ -120,9 +122,65 @@ func (c Config) Validate() error {
 	if len(c.SandboxSMDPAddress) > 253 || !hostname.MatchString(c.SandboxSMDPAddress) {
 		errs = append(errs, fmt.Errorf("SANDBOX_SMDP_ADDRESS %q: want a lower-case DNS name such as smdp.sandbox.esim.invalid", c.SandboxSMDPAddress))
 	}
-	if c.LiveProvider != "" {
-		errs = append(errs, fmt.Errorf("LIVE_PROVIDER %q: unknown; leave it empty for none (live orders then fail and are refunded)", c.LiveProvider))
-	}
+	errs = append(errs, c.SMDP.validate(c.OrderTimeout))
 	errs = append(errs, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Kafka.Validate(), c.Telemetry.Validate())
+	return errors.Join(errs...)
+}
+
+// SMDPConfig is where the SM-DP+ of live orders is and how ordering
+// authenticates to it (mutual TLS, as SGP.22 asks): in a cluster the files
+// come from a Secret.
+type SMDPConfig struct {
+	// URL is the SM-DP+'s ES2+ base URL (https); empty: no live provider.
+	URL string `env:"SMDP_URL"`
+	// CertFile and KeyFile are ordering's client certificate chain and
+	// key; CAFile the CA certificates that sign the SM-DP+'s (PEM). The
+	// system roots are not trusted.
+	CertFile string `env:"SMDP_CERT_FILE"`
+	KeyFile  string `env:"SMDP_KEY_FILE"`
+	CAFile   string `env:"SMDP_CA_FILE"`
+	// Timeout bounds each ES2+ call; an order of N eSIMs makes 2N.
+	Timeout time.Duration `env:"SMDP_TIMEOUT, default=10s"`
+	// RequesterID is the functionRequesterIdentifier of every call: the
+	// operator's identity at the SM-DP+.
+	RequesterID string `env:"SMDP_REQUESTER_ID, default=esim-platform"`
+	// ProfileTypes maps plans to the SM-DP+'s profile types:
+	// "*=<type>" for every plan, then "<plan id>=<type>" exceptions.
+	ProfileTypes string `env:"SMDP_PROFILE_TYPES"`
+	// CancelInterval is how often cancellations of failed orders' profiles
+	// that ended without an answer are tried again.
+	CancelInterval time.Duration `env:"SMDP_CANCEL_INTERVAL, default=30s"`
+}
+
+func (c SMDPConfig) validate(orderTimeout time.Duration) error {
+	if c.URL == "" {
+		for name, v := range map[string]string{"SMDP_CERT_FILE": c.CertFile, "SMDP_KEY_FILE": c.KeyFile, "SMDP_CA_FILE": c.CAFile, "SMDP_PROFILE_TYPES": c.ProfileTypes} {
+			if v != "" {
+				return fmt.Errorf("%s is set but SMDP_URL is not: set SMDP_URL to the SM-DP+'s ES2+ URL, or unset %s", name, name)
+			}
+		}
+		return nil
+	}
+	var errs []error
+	if u, err := url.Parse(c.URL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("SMDP_URL %q: want an https:// URL without credentials, query or fragment, such as https://smdp.example.com", c.URL))
+	}
+	for name, v := range map[string]string{"SMDP_CERT_FILE": c.CertFile, "SMDP_KEY_FILE": c.KeyFile, "SMDP_CA_FILE": c.CAFile} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: required with SMDP_URL (mutual TLS: ordering's certificate, its key, and the CA of the SM-DP+'s)", name))
+		}
+	}
+	if c.Timeout <= 0 || c.Timeout >= orderTimeout {
+		errs = append(errs, fmt.Errorf("SMDP_TIMEOUT %s: must be above 0 and below ORDER_TIMEOUT (%s)", c.Timeout, orderTimeout))
+	}
+	if c.RequesterID == "" || len(c.RequesterID) > 64 {
+		errs = append(errs, fmt.Errorf("SMDP_REQUESTER_ID: want 1 to 64 characters"))
+	}
+	if _, err := es2plus.ParseProfileTypes(c.ProfileTypes); err != nil {
+		errs = append(errs, fmt.Errorf("SMDP_PROFILE_TYPES: %w", err))
+	}
+	if c.CancelInterval <= 0 {
+		errs = append(errs, fmt.Errorf("SMDP_CANCEL_INTERVAL %s: must be positive", c.CancelInterval))
+	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,6 +21,7 @@ import (
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/es2plus"
 	orderingkafka "github.com/esimplatform/esim/services/ordering/kafka"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 	"github.com/esimplatform/esim/services/ordering/sandbox"
@@ -32,10 +34,12 @@ type Server struct {
 	pool    *pgxpool.Pool
 	handler http.Handler
 	log     *slog.Logger
-	// stopRecovery ends the recovery loop, which closes recovered when
-	// it has returned.
+	// stopRecovery ends the recovery loop and the cancellation loop,
+	// which loops waits for.
 	stopRecovery context.CancelFunc
-	recovered    chan struct{}
+	loops        sync.WaitGroup
+	// smdp is the live provider's client, nil without one.
+	smdp *es2plus.Client
 	// stopRelay ends the relay loop between batches and stopPublishing
 	// cuts short the batch it is publishing; relayed is closed once the
 	// loop has returned.
@@ -54,21 +58,38 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("ordering server: telemetry is required")
 	}
+	smdp, err := newSMDPClient(cfg.SMDP, tel)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
 		libpostgres.WithTracerProvider(tel.TracerProvider), postgres.WithPoolDefaults())
 	if err != nil {
+		if smdp != nil {
+			smdp.Close()
+		}
 		return nil, fmt.Errorf("ordering database: %w", err)
 	}
 	store := postgres.NewStore(pool)
+	live, err := newLiveProvider(cfg.SMDP, smdp, store, tel)
+	if err != nil {
+		smdp.Close()
+		pool.Close()
+		return nil, err
+	}
+	providers := map[ordering.Environment]ordering.Provider{ordering.Sandbox: sandbox.New(store, cfg.SandboxSMDPAddress)}
+	if live != nil {
+		providers[ordering.Live] = live
+	}
 	publisher := orderingkafka.NewPublisher(cfg.Kafka, cfg.KafkaTopic, tel.TracerProvider)
 	hc := internalauth.Client(tel.HTTPClient(cfg.ServiceTimeout), string(cfg.InternalToken.Reveal()))
 	svc := ordering.NewService(ordering.Deps{
 		Store:     store,
 		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc),
 		Wallet:    twirpclient.NewWallet(string(cfg.WalletURL), hc),
-		// Live has no provider until one is configured (LIVE_PROVIDER
-		// knows none yet): its orders fail and are refunded.
-		Providers:    map[ordering.Environment]ordering.Provider{ordering.Sandbox: sandbox.New(store, cfg.SandboxSMDPAddress)},
+		// Live has no provider without an SM-DP+: its orders fail and
+		// are refunded.
+		Providers:    providers,
 		QRBaseURL:    string(cfg.QRBaseURL),
 		OrderTimeout: cfg.OrderTimeout,
 		Outbox:       store,
@@ -77,6 +98,9 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	published, waitingMetric, err := relayMetrics(tel.MeterProvider, svc)
 	if err != nil {
 		pool.Close()
+		if smdp != nil {
+			smdp.Close()
+		}
 		return nil, fmt.Errorf("ordering metrics: %w", err)
 	}
 
@@ -93,13 +117,18 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 			AllowedHosts: cfg.AllowedHosts,
 		}),
 		stopRecovery:  stop,
-		recovered:     make(chan struct{}),
+		smdp:          smdp,
 		relayed:       make(chan struct{}),
 		publisher:     publisher,
 		published:     published,
 		waitingMetric: waitingMetric,
 	}
+	s.loops.Add(1)
 	go s.recoveryLoop(loopCtx, svc, cfg.RecoveryInterval, cfg.RecoveryAfter)
+	if live != nil {
+		s.loops.Add(1)
+		go s.cancelLoop(loopCtx, live, cfg.SMDP.CancelInterval)
+	}
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	publishCtx, stopPublishing := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopRelay, s.stopPublishing = stopRelay, stopPublishing
@@ -111,7 +140,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 // longer than after. Every replica runs one; the orders' locks keep two
 // from handling one order at once.
 func (s *Server) recoveryLoop(ctx context.Context, svc *ordering.Service, interval, after time.Duration) {
-	defer close(s.recovered)
+	defer s.loops.Done()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -170,10 +199,12 @@ const relayStopBudget = 2 * time.Second
 // database pool; call it once the HTTP server stopped.
 func (s *Server) Close() {
 	s.stopRecovery()
+	stopped := make(chan struct{})
+	go func() { s.loops.Wait(); close(stopped) }()
 	select {
-	case <-s.recovered:
+	case <-stopped:
 	case <-time.After(recoveryStopBudget):
-		s.log.Warn("the recovery loop was still finishing an order; closing the database under it")
+		s.log.Warn("the recovery loop was still finishing an order, or the canceller a profile; closing the database under it")
 	}
 	s.stopRelay()
 	select {
@@ -193,6 +224,9 @@ func (s *Server) Close() {
 	}
 	if err := s.publisher.Close(); err != nil {
 		s.log.Warn("closing the Kafka writer", "err", err)
+	}
+	if s.smdp != nil {
+		s.smdp.Close()
 	}
 	if err := libpostgres.Close(s.pool); err != nil {
 		s.log.Warn("closing the database pool", "err", err)

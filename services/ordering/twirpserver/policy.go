@@ -12,4 +12,5 @@ var Policy = internalauth.Policy{
 	"GetEsim":           {internalauth.Gateway, internalauth.Operator},
 	"ListEsims":         {internalauth.Gateway, internalauth.Operator},
 	"GetActivationCode": {internalauth.Gateway},
+	"CheckProvider":     {internalauth.Operator},
 }

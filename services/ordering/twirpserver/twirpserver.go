@@ -176,6 +176,15 @@ func (s *Server) GetActivationCode(ctx context.Context, req *orderingv1.GetActiv
 	return &orderingv1.GetActivationCodeResponse{ActivationCode: code}, nil
 }
 
+// CheckProvider implements orderingv1.Ordering.
+func (s *Server) CheckProvider(ctx context.Context, req *orderingv1.CheckProviderRequest) (*orderingv1.CheckProviderResponse, error) {
+	c, err := s.svc.CheckProvider(ctx, environmentFromProto(req.GetEnvironment()))
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return &orderingv1.CheckProviderResponse{Provider: c.Provider, Target: c.Target, Ok: c.OK, Detail: c.Detail}, nil
+}
+
 // readScope is the scope of a read: required, except from an operator,
 // for whom none means every account and environment.
 func readScope(ctx context.Context, s *orderingv1.Scope) (*ordering.Scope, error) {

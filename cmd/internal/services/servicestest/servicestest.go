@@ -67,6 +67,9 @@ func FreeAddrs(t testing.TB, p services.Platform) map[string]string {
 	addrs := map[string]string{}
 	for _, s := range p {
 		addrs[s.Name] = loopbacktest.FreeAddr(t)
+		for v := range s.Listeners {
+			addrs[s.ListenerKey(v)] = loopbacktest.FreeAddr(t)
+		}
 	}
 	return addrs
 }

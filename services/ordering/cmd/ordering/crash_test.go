@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
@@ -18,6 +21,8 @@ import (
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/ordering/orderingtest"
+	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 )
 
 // TestOrderingKilledAfterTheDebit kills the ordering process (SIGKILL)
@@ -167,5 +172,117 @@ func waitForStatus(t *testing.T, c orderingv1.Ordering, id string, status orderi
 			t.Fatalf("order %s is %s (%v), not %s, after 30 s", id, o.GetStatus(), err, status)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOrderingKilledBetweenDownloadOrderAndCompletion kills the ordering
+// process (SIGKILL) while a live order of three eSIMs waits for the
+// SM-DP+ to confirm its second profile, after the first was reserved and
+// released and the second reserved, and starts it again: the retry with
+// the same key resumes the order with the profiles it holds, never
+// reserving a second set, and ends it completed, or, when the SM-DP+ now
+// refuses, failed, refunded and with every reserved profile given back.
+// Money is conserved either way.
+func TestOrderingKilledBetweenDownloadOrderAndCompletion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ordering binary")
+	}
+	bin := telemetrytest.Build(t, "ordering")
+	plan := catalogue.SeedPlanID("jp-5gb-30d").String()
+	const price, pool = 1650, 20
+
+	for _, tc := range []struct {
+		name string
+		// refuse makes the SM-DP+ refuse every confirmOrder after the
+		// restart.
+		refuse bool
+		want   orderingv1.OrderStatus
+	}{
+		{"the retry completes it with the profiles it holds", false, orderingv1.OrderStatus_ORDER_STATUS_COMPLETED},
+		{"the retry fails it, refunds it and gives its profiles back", true, orderingv1.OrderStatus_ORDER_STATUS_FAILED},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: fmt.Sprintf("esim-travel:%d", pool)})
+			deps := orderingtest.StartDeps(t, nil)
+			dbURL := pgtest.NewDatabase(t)
+			vars := deps.Env()
+			maps.Copy(vars, orderingtest.SMDPEnv(sim, "esim-travel", 5*time.Second))
+			vars["DATABASE_URL"] = dbURL
+			vars["RECOVERY_AFTER"] = "1h" // left to the retry
+			account := uuid.NewString()
+			deps.TopUp(t, account, accountsv1.Environment_ENVIRONMENT_LIVE, "USD", 3*price, "t")
+			req := &orderingv1.CreateOrderRequest{
+				Scope:    &orderingv1.Scope{AccountId: account, Environment: accountsv1.Environment_ENVIRONMENT_LIVE},
+				Currency: "USD", IdempotencyKey: "crash-live", PlanId: plan, Quantity: proto.Int32(3),
+			}
+			// The second confirmOrder hangs: the first profile is
+			// released, the second reserved, the third not yet.
+			if err := sim.Control.AddFault(ctx, smdpsim.Fault{Function: "confirmOrder", Mode: smdpsim.ModeHang, SkipCount: 1, Count: 1, Hang: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+
+			first := telemetrytest.StartProcess(t, bin, vars)
+			answered := make(chan error, 1)
+			go func() {
+				_, err := orderingtest.Client(first.URL, internalauth.Gateway).CreateOrder(ctx, req)
+				answered <- err
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for sim.State(t).Calls["confirmOrder"]["fault-hang"] == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the second confirmOrder never came: %+v", sim.State(t))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := first.KillNow(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-answered; err == nil {
+				t.Fatal("CreateOrder answered from a process killed mid-call")
+			}
+			id, status := storedOrder(t, dbURL, req.GetIdempotencyKey())
+			if status != "pending" {
+				t.Fatalf("after the crash the order is %s, want pending", status)
+			}
+			if p, _ := sim.State(t).Pool("esim-travel"); p.Released != 1 || p.Allocated != 1 {
+				t.Fatalf("after the crash the pool is %+v, want 1 released and 1 reserved", p)
+			}
+
+			if tc.refuse {
+				if err := sim.Control.AddFault(ctx, smdpsim.Fault{Function: "confirmOrder", Mode: smdpsim.ModeFail, SubjectCode: "8.1", ReasonCode: "1.2"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second := telemetrytest.StartProcess(t, bin, vars)
+			res, err := orderingtest.Client(second.URL, internalauth.Gateway).CreateOrder(ctx, req)
+			if err != nil || res.GetReplayed() || res.GetOrder().GetId() != id || res.GetOrder().GetStatus() != tc.want {
+				t.Fatalf("the retry = %v, %v; want order %s %s", res, err, id, tc.want)
+			}
+			st := sim.State(t)
+			p, _ := st.Pool("esim-travel")
+			downloads := 0
+			for _, n := range st.Calls["downloadOrder"] {
+				downloads += n
+			}
+			l := deps.Ledger(t, account, accountsv1.Environment_ENVIRONMENT_LIVE, "USD")
+			if tc.want == orderingv1.OrderStatus_ORDER_STATUS_COMPLETED {
+				if len(res.GetOrder().GetEsims()) != 3 || p.Released != 3 || p.Allocated != 0 || downloads != 3 {
+					t.Errorf("completed with %d eSIMs; pool %+v after %d downloadOrders; want 3 released of 3 reserved", len(res.GetOrder().GetEsims()), p, downloads)
+				}
+				if l.DebitsOf[id] != 1 || l.RefundsOf[id] != 0 || l.Balance != 0 {
+					t.Errorf("%d debits, %d refunds, balance %d; want 1, 0, 0", l.DebitsOf[id], l.RefundsOf[id], l.Balance)
+				}
+			} else {
+				// The third was never reserved; the two held are back.
+				if p.Released != 0 || p.Allocated != 0 || p.Available != pool || downloads != 2 {
+					t.Errorf("failed; pool %+v after %d downloadOrders; want every profile available after 2", p, downloads)
+				}
+				if l.DebitsOf[id] != 1 || l.RefundsOf[id] != 1 || l.Balance != 3*price {
+					t.Errorf("%d debits, %d refunds, balance %d; want 1, 1, %d", l.DebitsOf[id], l.RefundsOf[id], l.Balance, 3*price)
+				}
+			}
+			deps.CheckMoney(t, orderingtest.Client(second.URL, internalauth.Operator), account, accountsv1.Environment_ENVIRONMENT_LIVE, "USD")
+		})
 	}
 }

@@ -10,6 +10,20 @@ import (
 	"github.com/google/uuid"
 )
 
+type Es2plusReservation struct {
+	OrderID        uuid.UUID
+	Position       int32
+	Iccid          string
+	State          string
+	MatchingID     *string
+	SmdpAddress    *string
+	CancelAttempts int32
+	LastError      *string
+	NextAttemptAt  *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
 type Esim struct {
 	ID            uuid.UUID
 	OrderID       uuid.UUID

@@ -1,0 +1,333 @@
+package es2plus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/services/ordering"
+)
+
+// ReservationState is how far a profile reserved for an order got.
+type ReservationState string
+
+// A profile is reserved once downloadOrder answered its ICCID and
+// released once confirmOrder did; a failed order's profiles are due for
+// cancelOrder until the SM-DP+ confirms (cancelled) or refuses for good
+// (cancel refused, an operator's matter).
+const (
+	Reserved      ReservationState = "reserved"
+	Released      ReservationState = "released"
+	CancelDue     ReservationState = "cancel_due"
+	Cancelled     ReservationState = "cancelled"
+	CancelRefused ReservationState = "cancel_refused"
+)
+
+// Reservation is the profile the SM-DP+ reserved for one position of an
+// order.
+type Reservation struct {
+	OrderID  uuid.UUID
+	Position int32
+	ICCID    string
+	State    ReservationState
+	// MatchingID and SMDPAddress are set once released.
+	MatchingID     string
+	SMDPAddress    string
+	CancelAttempts int32
+	LastError      string
+}
+
+// Store records reservations in ordering's database, on the order lock's
+// connection when the context carries one (ordering.Store.WithLock).
+type Store interface {
+	// Reservations returns the order's reservations by position.
+	Reservations(ctx context.Context, orderID uuid.UUID) ([]Reservation, error)
+	// AddReservation records the ICCID reserved for a position.
+	AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error
+	// ReleaseReservation records a reserved profile's release.
+	ReleaseReservation(ctx context.Context, orderID uuid.UUID, position int32, matchingID, smdpAddress string) error
+	// MarkCancelDue makes every reserved or released profile of the order
+	// due for cancellation, by anyone but the caller only after lease, and
+	// returns them.
+	MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]Reservation, error)
+	// ClaimCancellations takes up to limit due cancellations for lease.
+	ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]Reservation, error)
+	// FinishCancellation moves a due cancellation to Cancelled or
+	// CancelRefused.
+	FinishCancellation(ctx context.Context, orderID uuid.UUID, position int32, state ReservationState, lastError string) error
+	// RetryCancellation leaves a due cancellation for another attempt
+	// after backoff.
+	RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string, backoff time.Duration) error
+}
+
+// ProfileTypes maps plans to the SM-DP+'s profile types: provider
+// configuration, since which profiles an operator holds for which plan is
+// agreed with the SM-DP+, not with the catalogue.
+type ProfileTypes struct {
+	// Default serves every plan not in ByPlan; "" serves none.
+	Default string
+	ByPlan  map[uuid.UUID]string
+}
+
+var profileTypeName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// ParseProfileTypes reads "*=<type>,<plan uuid>=<type>,...": "*" is the
+// default.
+func ParseProfileTypes(s string) (ProfileTypes, error) {
+	out := ProfileTypes{ByPlan: map[uuid.UUID]string{}}
+	if strings.TrimSpace(s) == "" {
+		return ProfileTypes{}, errors.New("empty: want *=<profile type>, optionally followed by <plan id>=<profile type> entries")
+	}
+	for entry := range strings.SplitSeq(s, ",") {
+		plan, typ, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		plan, typ = strings.TrimSpace(plan), strings.TrimSpace(typ)
+		if !ok || !profileTypeName.MatchString(typ) {
+			return ProfileTypes{}, fmt.Errorf("entry %q: want <plan id or *>=<profile type of 1 to 64 letters, digits, '.', '_' or '-'>", entry)
+		}
+		if plan == "*" {
+			if out.Default != "" {
+				return ProfileTypes{}, errors.New("* is given twice")
+			}
+			out.Default = typ
+			continue
+		}
+		id, err := uuid.Parse(plan)
+		if err != nil {
+			return ProfileTypes{}, fmt.Errorf("entry %q: %q is neither * nor a plan id", entry, plan)
+		}
+		if _, dup := out.ByPlan[id]; dup {
+			return ProfileTypes{}, fmt.Errorf("plan %s is given twice", id)
+		}
+		out.ByPlan[id] = typ
+	}
+	return out, nil
+}
+
+// For returns the profile type of a plan.
+func (p ProfileTypes) For(plan uuid.UUID) (string, bool) {
+	if t, ok := p.ByPlan[plan]; ok {
+		return t, true
+	}
+	return p.Default, p.Default != ""
+}
+
+// partnerMessage is all a partner learns of a live provider failure: the
+// SM-DP+'s codes and messages are the operator's (logged), never the
+// partner's.
+const partnerMessage = "the eSIM provider could not issue the profiles"
+
+// Timings of cancellations.
+const (
+	// cancelLease keeps the canceller off the profiles of an order that
+	// the request failing it is still cancelling.
+	cancelLease = time.Minute
+	// CancelBatch bounds one pass of the canceller.
+	CancelBatch = 50
+	// maxCancelAttempts is how often a refused cancellation is tried
+	// before it is left to an operator: a refusal of a profile the order
+	// does hold is the SM-DP+'s passing fault more often than not.
+	maxCancelAttempts = 10
+)
+
+// Provider implements ordering.Provider over ES2+: for each eSIM of an
+// order it reserves a profile of the plan's type (downloadOrder) and
+// releases it (confirmOrder with releaseFlag), recording each step before
+// the next. A definitive refusal or an unknown outcome of any step fails
+// the order and gives back what it holds (cancelOrder); a crash leaves the
+// records, from which the next Issue of the order resumes.
+type Provider struct {
+	client *Client
+	store  Store
+	types  ProfileTypes
+	log    *slog.Logger
+	// retryBackoff is the wait before a cancellation that did not go
+	// through is tried again by CancelDue.
+	retryBackoff time.Duration
+}
+
+var _ ordering.Provider = (*Provider)(nil)
+
+// NewProvider returns the provider of live orders; a cancellation that
+// does not go through is tried again by CancelDue after retryBackoff.
+func NewProvider(client *Client, store Store, types ProfileTypes, log *slog.Logger, retryBackoff time.Duration) *Provider {
+	return &Provider{client: client, store: store, types: types, log: log, retryBackoff: retryBackoff}
+}
+
+// Issue implements ordering.Provider.
+func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]ordering.Profile, error) {
+	log := p.log.With("order_id", req.OrderID.String())
+	profileType, ok := p.types.For(req.PlanID)
+	if !ok {
+		log.Error("live order failed: no SM-DP+ profile type is configured for its plan (SMDP_PROFILE_TYPES)", "plan_id", req.PlanID.String())
+		return nil, fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
+	}
+	held, err := p.store.Reservations(ctx, req.OrderID)
+	if err != nil {
+		return nil, fmt.Errorf("es2plus: reservations of order %s: %w", req.OrderID, err)
+	}
+	byPosition := make(map[int32]Reservation, len(held))
+	for _, r := range held {
+		if r.State != Reserved && r.State != Released {
+			// The order was failed before a crash: the decision stands,
+			// and the canceller gives back what it still holds.
+			return nil, fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
+		}
+		byPosition[r.Position] = r
+	}
+
+	profiles := make([]ordering.Profile, req.Quantity)
+	for pos := range req.Quantity {
+		r, ok := byPosition[pos]
+		if !ok {
+			iccid, err := p.client.DownloadOrder(ctx, DownloadOrderRequest{ProfileType: profileType})
+			if err != nil {
+				return nil, p.fail(ctx, log, req.OrderID, pos, err)
+			}
+			if err := p.store.AddReservation(ctx, req.OrderID, pos, iccid); err != nil {
+				// Unrecorded, the profile would be held by no one: give
+				// it back now, and leave the order to a retry.
+				p.cancelUnrecorded(ctx, log, iccid)
+				return nil, fmt.Errorf("es2plus: record the profile reserved for order %s position %d: %w", req.OrderID, pos, err)
+			}
+			r = Reservation{OrderID: req.OrderID, Position: pos, ICCID: iccid, State: Reserved}
+		}
+		if r.State == Reserved {
+			res, err := p.client.ConfirmOrder(ctx, ConfirmOrderRequest{ICCID: r.ICCID, ReleaseFlag: true})
+			if err != nil {
+				return nil, p.fail(ctx, log, req.OrderID, pos, err)
+			}
+			if err := p.store.ReleaseReservation(ctx, req.OrderID, pos, res.MatchingID, res.SMDPAddress); err != nil {
+				return nil, fmt.Errorf("es2plus: record the release of order %s position %d: %w", req.OrderID, pos, err)
+			}
+			r.MatchingID, r.SMDPAddress = res.MatchingID, res.SMDPAddress
+		}
+		profiles[pos] = ordering.Profile{ICCID: r.ICCID, MatchingID: r.MatchingID, SMDPAddress: r.SMDPAddress}
+	}
+	return profiles, nil
+}
+
+// fail records the order's failure at the step of position pos, gives
+// back every profile the order holds, and returns the definitive failure
+// that has ordering refund it. The cancellations run on a context of their
+// own: an order that failed by running out of time must still give back
+// what it holds.
+func (p *Provider) fail(ctx context.Context, log *slog.Logger, orderID uuid.UUID, pos int32, cause error) error {
+	log.Warn("live order failed at the SM-DP+; cancelling the profiles it holds",
+		"position", pos, "outcome", Outcome(cause), "definitive", IsDefinitive(cause), "error", cause.Error())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.client.timeout*(CancelBatch+1))
+	defer cancel()
+	due, err := p.store.MarkCancelDue(ctx, orderID, truncate(cause.Error()), cancelLease)
+	if err != nil {
+		// Not recorded: the order stays pending and its next Issue
+		// resumes it, holding the same profiles.
+		return fmt.Errorf("es2plus: record the failure of order %s (%v): %w", orderID, cause, err)
+	}
+	for _, r := range due {
+		p.cancel(ctx, log, r, true)
+	}
+	return fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
+}
+
+// cancel gives back one profile due for cancellation and records the
+// outcome: cancelled, refused for good, or to be tried again.
+func (p *Provider) cancel(ctx context.Context, log *slog.Logger, r Reservation, first bool) {
+	log = log.With("iccid", r.ICCID, "position", r.Position)
+	err := p.client.CancelOrder(ctx, CancelOrderRequest{ICCID: r.ICCID, FinalProfileStatusIndicator: FinalProfileStatusAvailable})
+	state, lastError := Cancelled, ""
+	switch {
+	case err == nil:
+	case IsDefinitive(err) && !first && alreadyGone(err):
+		// An earlier attempt went through but its answer was lost.
+		log.Info("a cancellation tried again found the profile already given back", "error", err.Error())
+	case IsDefinitive(err) && r.CancelAttempts+1 >= maxCancelAttempts:
+		state, lastError = CancelRefused, truncate(err.Error())
+		log.Error("the SM-DP+ keeps refusing to cancel a profile of a failed order; it stays reserved there until an operator frees it",
+			"attempts", r.CancelAttempts+1, "error", err.Error())
+	default:
+		if rerr := p.store.RetryCancellation(ctx, r.OrderID, r.Position, truncate(err.Error()), p.retryBackoff); rerr != nil {
+			log.Error("record a cancellation to try again", "error", rerr.Error())
+		}
+		log.Warn("cancelling a profile of a failed order did not go through; it will be tried again",
+			"retry_in", p.retryBackoff.String(), "outcome", Outcome(err), "error", err.Error())
+		return
+	}
+	if err := p.store.FinishCancellation(ctx, r.OrderID, r.Position, state, lastError); err != nil {
+		log.Error("record a cancellation", "error", err.Error())
+	}
+}
+
+// alreadyGone reports whether a refusal says the profile is not held any
+// more (SGP.22 8.2.1 Profile ICCID, 3.7 unavailable in its state).
+func alreadyGone(err error) bool {
+	var fe *FunctionError
+	return errors.As(err, &fe) && fe.SubjectCode == "8.2.1" && fe.ReasonCode == "3.7"
+}
+
+// cancelUnrecorded gives back a profile whose reservation could not be
+// recorded, once; if that fails too, the operator learns its ICCID.
+func (p *Provider) cancelUnrecorded(ctx context.Context, log *slog.Logger, iccid string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.client.timeout)
+	defer cancel()
+	if err := p.client.CancelOrder(ctx, CancelOrderRequest{ICCID: iccid, FinalProfileStatusIndicator: FinalProfileStatusAvailable}); err != nil {
+		log.Error("a reserved profile could not be recorded nor cancelled; free it at the SM-DP+", "iccid", iccid, "error", err.Error())
+	}
+}
+
+// CancelDue tries the cancellations whose earlier attempt ended without an
+// answer, or whose order's request died before trying; it returns how
+// many it tried. Replicas may run it at once: each cancellation is leased
+// to one.
+func (p *Provider) CancelDue(ctx context.Context) (int, error) {
+	due, err := p.store.ClaimCancellations(ctx, cancelLease, CancelBatch)
+	if err != nil {
+		return 0, fmt.Errorf("es2plus: claim due cancellations: %w", err)
+	}
+	for _, r := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		p.cancel(ctx, p.log.With("order_id", r.OrderID.String()), r, false)
+	}
+	return len(due), nil
+}
+
+// probeICCID is a well-formed ICCID in the range ITU-T E.118 leaves to
+// tests (89 00), which no SM-DP+ issues.
+const probeICCID = "8900000000000000003"
+
+var _ ordering.Checker = (*Provider)(nil)
+
+// Describe implements ordering.Checker.
+func (p *Provider) Describe() (string, string) { return "es2plus", p.client.base }
+
+// Check implements ordering.Checker. It calls the SM-DP+ harmlessly, cancelOrder of an ICCID it cannot
+// hold, to show that the URL, the certificates and the protocol work: any
+// ES2+ answer, success or refusal, proves the connection; nil then, with
+// what it answered. Transport, TLS and protocol failures are the error.
+func (p *Provider) Check(ctx context.Context) (string, error) {
+	err := p.client.CancelOrder(ctx, CancelOrderRequest{ICCID: probeICCID, FinalProfileStatusIndicator: FinalProfileStatusAvailable})
+	var fe *FunctionError
+	switch {
+	case err == nil:
+		return "cancelOrder of a probe ICCID answered Executed-Success", nil
+	case errors.As(err, &fe):
+		return fmt.Sprintf("cancelOrder of a probe ICCID answered Failed %s/%s, as expected of an ICCID it does not hold", fe.SubjectCode, fe.ReasonCode), nil
+	default:
+		return "", err
+	}
+}
+
+// truncate bounds what an error adds to a row, keeping it valid UTF-8.
+func truncate(s string) string {
+	const max = 500
+	if len(s) <= max {
+		return strings.ToValidUTF8(s, "?")
+	}
+	return strings.ToValidUTF8(s[:max], "")
+}

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/services/ordering/es2plus"
+	"github.com/esimplatform/esim/services/ordering/postgres/db"
+)
+
+// The ES2+ provider's records, on the lock holder's connection when ctx
+// carries one, as the sandbox's are.
+var _ es2plus.Store = (*Store)(nil)
+
+// errReservationMoved: a reservation was not in the state the step
+// expects; someone else moved it, which the order's lock rules out.
+var errReservationMoved = errors.New("the reservation is not in the state this step expects")
+
+// Reservations implements es2plus.Store.
+func (s *Store) Reservations(ctx context.Context, orderID uuid.UUID) ([]es2plus.Reservation, error) {
+	rows, err := s.queries(ctx).ES2PlusReservations(ctx, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("select reservations: %w", err)
+	}
+	out := make([]es2plus.Reservation, len(rows))
+	for i, r := range rows {
+		out[i] = reservation(db.ClaimES2PlusCancellationsRow(r))
+	}
+	return out, nil
+}
+
+// AddReservation implements es2plus.Store.
+func (s *Store) AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
+	if err := s.queries(ctx).AddES2PlusReservation(ctx, db.AddES2PlusReservationParams{OrderID: orderID, Position: position, Iccid: iccid}); err != nil {
+		return fmt.Errorf("insert reservation: %w", err)
+	}
+	return nil
+}
+
+// ReleaseReservation implements es2plus.Store.
+func (s *Store) ReleaseReservation(ctx context.Context, orderID uuid.UUID, position int32, matchingID, smdpAddress string) error {
+	n, err := s.queries(ctx).ReleaseES2PlusReservation(ctx, db.ReleaseES2PlusReservationParams{OrderID: orderID, Position: position, MatchingID: matchingID, SmdpAddress: smdpAddress})
+	return affectedOne(n, err, "release reservation")
+}
+
+// MarkCancelDue implements es2plus.Store.
+func (s *Store) MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]es2plus.Reservation, error) {
+	rows, err := s.queries(ctx).MarkES2PlusCancelDue(ctx, db.MarkES2PlusCancelDueParams{OrderID: orderID, Reason: reason, LeaseMs: lease.Milliseconds()})
+	if err != nil {
+		return nil, fmt.Errorf("mark reservations due for cancellation: %w", err)
+	}
+	out := make([]es2plus.Reservation, len(rows))
+	for i, r := range rows {
+		out[i] = reservation(db.ClaimES2PlusCancellationsRow(r))
+	}
+	return out, nil
+}
+
+// ClaimCancellations implements es2plus.Store.
+func (s *Store) ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]es2plus.Reservation, error) {
+	rows, err := s.queries(ctx).ClaimES2PlusCancellations(ctx, db.ClaimES2PlusCancellationsParams{LeaseMs: lease.Milliseconds(), MaxRows: limit})
+	if err != nil {
+		return nil, fmt.Errorf("claim cancellations: %w", err)
+	}
+	out := make([]es2plus.Reservation, len(rows))
+	for i, r := range rows {
+		out[i] = reservation(r)
+	}
+	return out, nil
+}
+
+// FinishCancellation implements es2plus.Store.
+func (s *Store) FinishCancellation(ctx context.Context, orderID uuid.UUID, position int32, state es2plus.ReservationState, lastError string) error {
+	if state != es2plus.Cancelled && state != es2plus.CancelRefused {
+		return fmt.Errorf("finish a cancellation as %q: want cancelled or cancel_refused", state)
+	}
+	var last *string
+	if lastError != "" {
+		last = &lastError
+	}
+	n, err := s.queries(ctx).FinishES2PlusCancellation(ctx, db.FinishES2PlusCancellationParams{OrderID: orderID, Position: position, State: string(state), LastError: last})
+	return affectedOne(n, err, "finish cancellation")
+}
+
+// RetryCancellation implements es2plus.Store.
+func (s *Store) RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string, backoff time.Duration) error {
+	n, err := s.queries(ctx).RetryES2PlusCancellation(ctx, db.RetryES2PlusCancellationParams{OrderID: orderID, Position: position, LastError: lastError, BackoffMs: backoff.Milliseconds()})
+	return affectedOne(n, err, "retry cancellation")
+}
+
+func affectedOne(n int64, err error, doing string) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", doing, err)
+	case n != 1:
+		return fmt.Errorf("%s: %w", doing, errReservationMoved)
+	}
+	return nil
+}
+
+func reservation(r db.ClaimES2PlusCancellationsRow) es2plus.Reservation {
+	out := es2plus.Reservation{
+		OrderID: r.OrderID, Position: r.Position, ICCID: r.Iccid, State: es2plus.ReservationState(r.State),
+		CancelAttempts: r.CancelAttempts,
+	}
+	if r.MatchingID != nil {
+		out.MatchingID = *r.MatchingID
+	}
+	if r.SmdpAddress != nil {
+		out.SMDPAddress = *r.SmdpAddress
+	}
+	if r.LastError != nil {
+		out.LastError = *r.LastError
+	}
+	return out
+}

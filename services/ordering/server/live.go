@@ -1,0 +1,67 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/ordering/es2plus"
+	"github.com/esimplatform/esim/services/ordering/postgres"
+)
+
+// newSMDPClient returns the client of the SM-DP+ of live orders, or nil
+// when none is configured. The certificates are read here, at start and
+// before anything else: a missing or unreadable file stops the service
+// with its name rather than failing every live order.
+func newSMDPClient(cfg SMDPConfig, tel *telemetry.Telemetry) (*es2plus.Client, error) {
+	if cfg.URL == "" {
+		return nil, nil
+	}
+	client, err := es2plus.New(es2plus.Config{
+		URL: cfg.URL, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, CAFile: cfg.CAFile,
+		Timeout: cfg.Timeout, RequesterID: cfg.RequesterID,
+	}, es2plus.WithTracerProvider(tel.TracerProvider), es2plus.WithMeterProvider(tel.MeterProvider))
+	if err != nil {
+		return nil, fmt.Errorf("SM-DP+ client: %w", err)
+	}
+	return client, nil
+}
+
+// newLiveProvider returns the ES2+ provider over client, nil without one.
+func newLiveProvider(cfg SMDPConfig, client *es2plus.Client, store *postgres.Store, tel *telemetry.Telemetry) (*es2plus.Provider, error) {
+	if client == nil {
+		return nil, nil
+	}
+	types, err := es2plus.ParseProfileTypes(cfg.ProfileTypes)
+	if err != nil {
+		return nil, fmt.Errorf("SMDP_PROFILE_TYPES: %w", err)
+	}
+	return es2plus.NewProvider(client, store, types, tel.Logger.With("provider", "es2plus"), cfg.CancelInterval), nil
+}
+
+// cancelLoop gives back, every interval, the profiles of failed live
+// orders whose cancellation ended without an answer. Every replica runs
+// one; each cancellation is leased to one of them.
+func (s *Server) cancelLoop(ctx context.Context, live *es2plus.Provider, interval time.Duration) {
+	defer s.loops.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// A full batch means more are due: go on without waiting.
+		for {
+			n, err := live.CancelDue(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "cancellation pass failed", "err", err)
+			}
+			if err != nil || n < es2plus.CancelBatch || ctx.Err() != nil {
+				break
+			}
+		}
+	}
+}

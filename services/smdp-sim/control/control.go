@@ -1,0 +1,232 @@
+// Package control is the simulator's control API: tests and operators read
+// its state and inject faults over plain HTTP JSON. It is unauthenticated,
+// so it is off in production (CONTROL_API).
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/esimplatform/esim/libs/httpserver"
+	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+)
+
+// Prefix is where the control API is served.
+const Prefix = "/control/"
+
+// faultBody is a fault as the API takes it.
+type faultBody struct {
+	Function    string `json:"function"`
+	ProfileType string `json:"profileType,omitempty"`
+	Mode        string `json:"mode"`
+	Count       int    `json:"count,omitempty"`
+	Skip        int    `json:"skip,omitempty"`
+	SubjectCode string `json:"subjectCode,omitempty"`
+	ReasonCode  string `json:"reasonCode,omitempty"`
+	Message     string `json:"message,omitempty"`
+	Hang        string `json:"hang,omitempty"`
+}
+
+type drainBody struct {
+	ProfileType string `json:"profileType"`
+}
+
+// Handler serves the control API of sim under Prefix.
+func Handler(sim *smdpsim.Sim) http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h http.HandlerFunc) {
+		route := pattern[strings.IndexByte(pattern, ' ')+1:]
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			httpserver.SetRoute(r.Context(), route)
+			h(w, r)
+		})
+	}
+	handle("GET /control/state", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, sim.State())
+	})
+	handle("POST /control/faults", func(w http.ResponseWriter, r *http.Request) {
+		var b faultBody
+		if !decode(w, r, &b) {
+			return
+		}
+		f := smdpsim.Fault{
+			Function: b.Function, ProfileType: b.ProfileType, Mode: b.Mode, Count: b.Count, SkipCount: b.Skip,
+			SubjectCode: b.SubjectCode, ReasonCode: b.ReasonCode, Message: b.Message,
+		}
+		if b.Hang != "" {
+			d, err := time.ParseDuration(b.Hang)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "hang: want a Go duration such as 2s or 1m30s")
+				return
+			}
+			f.Hang = d
+		}
+		stored, err := sim.AddFault(f)
+		if err != nil {
+			writeDomainError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, stored)
+	})
+	handle("DELETE /control/faults", func(w http.ResponseWriter, _ *http.Request) {
+		sim.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	handle("POST /control/drain", func(w http.ResponseWriter, r *http.Request) {
+		var b drainBody
+		if !decode(w, r, &b) {
+			return
+		}
+		if b.ProfileType == "" {
+			writeError(w, http.StatusBadRequest, "profileType: required")
+			return
+		}
+		if err := sim.Drain(b.ProfileType); err != nil {
+			writeDomainError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	handle("POST /control/reset", func(w http.ResponseWriter, _ *http.Request) {
+		sim.Reset()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
+
+// decode reads a JSON body strictly: a misspelt field would otherwise
+// silently make a broader fault than the test meant.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return true
+	}
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field[strings.LastIndexByte(te.Field, '.')+1:]
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s: want a %s, not a %s", field, te.Type, te.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "json: ")) // names the field
+	default:
+		writeError(w, http.StatusBadRequest, "body: not a JSON object: "+err.Error())
+	}
+	return false
+}
+
+func writeDomainError(w http.ResponseWriter, err error) {
+	var ve *smdpsim.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		writeError(w, http.StatusBadRequest, ve.Error())
+	case errors.Is(err, smdpsim.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Client calls a simulator's control API.
+type Client struct {
+	// BaseURL is the simulator's HTTP address, such as http://127.0.0.1:8080.
+	BaseURL string
+	// HTTP is http.DefaultClient when nil.
+	HTTP *http.Client
+}
+
+// State returns the simulator's state.
+func (c *Client) State(ctx context.Context) (smdpsim.State, error) {
+	var st smdpsim.State
+	err := c.do(ctx, http.MethodGet, "state", nil, http.StatusOK, &st)
+	return st, err
+}
+
+// AddFault injects f.
+func (c *Client) AddFault(ctx context.Context, f smdpsim.Fault) error {
+	b := faultBody{
+		Function: f.Function, ProfileType: f.ProfileType, Mode: f.Mode, Count: f.Count, Skip: f.SkipCount,
+		SubjectCode: f.SubjectCode, ReasonCode: f.ReasonCode, Message: f.Message,
+	}
+	if f.Hang != 0 {
+		b.Hang = f.Hang.String()
+	}
+	return c.do(ctx, http.MethodPost, "faults", b, http.StatusCreated, nil)
+}
+
+// ClearFaults removes every fault.
+func (c *Client) ClearFaults(ctx context.Context) error {
+	return c.do(ctx, http.MethodDelete, "faults", nil, http.StatusNoContent, nil)
+}
+
+// Drain empties the pool of profileType.
+func (c *Client) Drain(ctx context.Context, profileType string) error {
+	return c.do(ctx, http.MethodPost, "drain", drainBody{ProfileType: profileType}, http.StatusNoContent, nil)
+}
+
+// Reset restores the configured pools and clears faults and history.
+func (c *Client) Reset(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "reset", nil, http.StatusNoContent, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in any, want int, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+Prefix+path, body)
+	if err != nil {
+		return fmt.Errorf("control %s: %w", path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("control %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("control %s: %w", path, err)
+	}
+	if resp.StatusCode != want {
+		var e struct{ Error string }
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("control %s %s: HTTP %d: %s", method, path, resp.StatusCode, e.Error)
+		}
+		return fmt.Errorf("control %s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("control %s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+
+	"github.com/esimplatform/esim/libs/config"
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/telemetry"
+	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+)
+
+// Config is everything the simulator reads from its environment.
+type Config struct {
+	HTTP    httpserver.Config
+	Runtime config.Runtime
+	// ES2PlusAddr is where ES2+ is served, over mutual TLS.
+	ES2PlusAddr string `env:"ES2PLUS_ADDR, default=:8443"`
+	// TLSCertFile and TLSKeyFile are the server's certificate and key
+	// (PEM); ClientCAFile the CA that signs the callers' certificates.
+	TLSCertFile  string `env:"TLS_CERT_FILE, required"`
+	TLSKeyFile   string `env:"TLS_KEY_FILE, required"`
+	ClientCAFile string `env:"CLIENT_CA_FILE, required"`
+	// SMDPAddress is what confirmOrder answers as the SM-DP+ address of
+	// activation codes. The default is a name that resolves nowhere, so
+	// a dev activation code can never reach a real SM-DP+.
+	SMDPAddress string `env:"SMDP_ADDRESS, default=smdp-sim.esim.invalid"`
+	// ProfileTypes are the pools, as type:count entries separated by
+	// commas.
+	ProfileTypes string `env:"PROFILE_TYPES, default=esim-travel:10000"`
+	// ControlAPI serves /control/ (state, faults) on HTTP_ADDR. It is
+	// unauthenticated: off in production.
+	ControlAPI bool `env:"CONTROL_API, default=false"`
+	Telemetry  telemetry.Config
+}
+
+var hostname = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// Validate checks what the types alone cannot; config.Parse runs it.
+// Whether the TLS files exist is New's to find out: deployment checks
+// run Validate where they do not.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := smdpsim.ParsePools(c.ProfileTypes); err != nil {
+		errs = append(errs, fmt.Errorf("PROFILE_TYPES: %w", err))
+	}
+	if err := checkListenAddr(c.ES2PlusAddr); err != nil {
+		errs = append(errs, err)
+	} else if _, port, _ := net.SplitHostPort(c.ES2PlusAddr); c.ES2PlusAddr == c.HTTP.Addr && port != "0" {
+		errs = append(errs, fmt.Errorf("ES2PLUS_ADDR %q is HTTP_ADDR too: ES2+ needs a port of its own", c.ES2PlusAddr))
+	}
+	if len(c.SMDPAddress) > 253 || !hostname.MatchString(c.SMDPAddress) {
+		errs = append(errs, fmt.Errorf("SMDP_ADDRESS %q: want a DNS name, such as smdp.example.com", c.SMDPAddress))
+	}
+	return errors.Join(append(errs, c.HTTP.Validate(), c.Telemetry.Validate())...)
+}
+
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("ES2PLUS_ADDR %q: want [host]:port, such as :8443 (%v)", addr, err)
+	}
+	return nil
+}

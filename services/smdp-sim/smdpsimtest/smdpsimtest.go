@@ -1,0 +1,90 @@
+// Package smdpsimtest starts the SM-DP+ simulator in-process for tests:
+// ES2+ over mutual TLS and the control API over plain HTTP, both on
+// loopback ports of their own.
+package smdpsimtest
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/esimplatform/esim/libs/devcerts"
+	"github.com/esimplatform/esim/libs/telemetry"
+	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+	"github.com/esimplatform/esim/services/smdp-sim/control"
+	"github.com/esimplatform/esim/services/smdp-sim/server"
+)
+
+// Options change the simulator's defaults (those of server.Config).
+type Options struct {
+	ProfileTypes string
+	SMDPAddress  string
+}
+
+// Sim is a running simulator.
+type Sim struct {
+	// ES2PlusURL is the base URL of ES2+ (https://127.0.0.1:port).
+	ES2PlusURL string
+	// ControlURL is the base URL of the control API (http://127.0.0.1:port).
+	ControlURL  string
+	SMDPAddress string
+	// Certs hold the CA that signs both the simulator's certificate and
+	// the client certificate it accepts.
+	Certs   devcerts.Files
+	Control *control.Client
+}
+
+// Start starts a simulator, closed when the test ends.
+func Start(t testing.TB, opts Options) *Sim {
+	t.Helper()
+	if opts.ProfileTypes == "" {
+		opts.ProfileTypes = "esim-travel:10000"
+	}
+	if opts.SMDPAddress == "" {
+		opts.SMDPAddress = "smdp-sim.esim.invalid"
+	}
+	certs, err := devcerts.Generate(t.TempDir(), "127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.Config{
+		TLSCertFile:  certs.ServerCert,
+		TLSKeyFile:   certs.ServerKey,
+		ClientCAFile: certs.CACert,
+		SMDPAddress:  opts.SMDPAddress,
+		ProfileTypes: opts.ProfileTypes,
+		ControlAPI:   true,
+	}
+	tel := &telemetry.Telemetry{Logger: slog.New(slog.DiscardHandler)}
+	srv, err := server.New(context.Background(), cfg, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es2 := httptest.NewUnstartedServer(srv.ES2PlusHandler())
+	es2.TLS = srv.TLSConfig()
+	es2.StartTLS()
+	ctl := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		srv.Close() // first: a hanging call would hold the servers' Close
+		es2.Close()
+		ctl.Close()
+	})
+	return &Sim{
+		ES2PlusURL:  es2.URL,
+		ControlURL:  ctl.URL,
+		SMDPAddress: opts.SMDPAddress,
+		Certs:       certs,
+		Control:     &control.Client{BaseURL: ctl.URL},
+	}
+}
+
+// State returns the simulator's state, failing the test if it cannot.
+func (s *Sim) State(t testing.TB) smdpsim.State {
+	t.Helper()
+	st, err := s.Control.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
