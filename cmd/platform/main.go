@@ -133,7 +133,7 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 		fmt.Fprintf(w, "  curl -s -d '{\"function\":\"confirmOrder\",\"mode\":\"fail\",\"count\":1}' %s/control/faults\n\n", sim)
 	}
 	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n", p.SandboxKey, p.APIBaseURL)
-	fmt.Fprintf(w, "  curl -s -H 'Authorization: Bearer %s' -H 'Idempotency-Key: first-order' \\\n", p.SandboxKey)
+	fmt.Fprintf(w, "  curl -s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: first-order' \\\n", p.SandboxKey)
 	fmt.Fprintf(w, "    -d '{\"plan_id\": \"<a plan id>\", \"quantity\": 1}' '%s/orders'\n\n", p.APIBaseURL)
 	// esimctl's defaults are the default addresses and token file; name
 	// what -addr or -operator-token-file moved, or the hint would ask a

@@ -411,7 +411,7 @@ func TestUntrustedServerIsRefusedBeforeSending(t *testing.T) {
 	s.answer(200, success)
 	// A CA file of another CA: the SM-DP+'s certificate is not signed by it.
 	cfg := s.config()
-	cfg.CAFile = writeFile(t, t.TempDir(), "other-ca.pem", newTestCA(t, "other CA").pem)
+	cfg.CAFile = otherCA(t).CACert
 	c := newClient(t, cfg)
 
 	err := c.CancelOrder(t.Context(), CancelOrderRequest{ICCID: iccid1, FinalProfileStatusIndicator: "Available"})
@@ -428,13 +428,10 @@ func TestServerRefusesClientWithoutValidCertificate(t *testing.T) {
 	s := newSMDP(t, p)
 	s.answer(200, success)
 
-	// A certificate the SM-DP+ does not trust (issued by its own CA, not
-	// the operators').
-	dir := t.TempDir()
-	cert, key := p.serverCA.issue(t, "intruder", false)
+	// A certificate the SM-DP+ does not trust: another CA issued it.
+	intruder := otherCA(t)
 	cfg := s.config()
-	cfg.CertFile = writeFile(t, dir, "c.pem", cert)
-	cfg.KeyFile = writeFile(t, dir, "k.pem", key)
+	cfg.CertFile, cfg.KeyFile = intruder.ClientCert, intruder.ClientKey
 	c := newClient(t, cfg)
 	err := c.CancelOrder(t.Context(), CancelOrderRequest{ICCID: iccid1, FinalProfileStatusIndicator: "Available"})
 	if !errors.Is(err, ErrTransport) {
@@ -513,9 +510,12 @@ func TestNewConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The other CA's key does not match the client certificate.
-	_, otherKey := p.clientCA.issue(t, "other", false)
-	mismatched := writeFile(t, dir, "mismatched-key.pem", otherKey)
+	// Another CA's client key does not match the client certificate.
+	mismatched := otherCA(t).ClientKey
+	otherKey, err := os.ReadFile(mismatched)
+	if err != nil {
+		t.Fatal(err)
+	}
 	notPEM := writeFile(t, dir, "not-pem.txt", []byte("hello"))
 	missing := dir + "/missing.pem"
 

@@ -120,7 +120,7 @@ func (p ProfileTypes) For(plan uuid.UUID) (string, bool) {
 // partnerMessage is all a partner learns of a live provider failure: the
 // SM-DP+'s codes and messages are the operator's (logged), never the
 // partner's.
-const partnerMessage = "the eSIM provider could not issue the profiles"
+const partnerMessage = "the live provider refused or did not answer"
 
 // Timings of cancellations.
 const (
