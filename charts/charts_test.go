@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,6 +276,7 @@ func TestEveryChartIsListed(t *testing.T) {
 // declaredService is an entry of services.yaml, as far as the charts need it.
 type declaredService struct {
 	Name     string   `json:"name"`
+	Port     int      `json:"port"`
 	Database bool     `json:"database"`
 	Redis    bool     `json:"redis"`
 	Kafka    bool     `json:"kafka"`
@@ -345,13 +348,43 @@ func TestChartsRender(t *testing.T) {
 	}
 }
 
-// checkIngress holds the public surface to the API: in production the
-// gateway alone has an Ingress, and it routes /v1 to the gateway's Service
-// and nothing else (the probes share its port).
+// publicCharts are the charts the internet reaches, each through an
+// Ingress of its own in production, with the paths that Ingress routes:
+// the partner API (the gateway: the API and the QR images, httpapi.QRPath,
+// and nothing else, since the probes answer on the same port) and the
+// partner portal (a web site on a host of its own: all of it). Every other
+// chart is internal: no Ingress, and a NetworkPolicy that admits only its
+// callers.
+var publicCharts = map[string][]string{
+	"gateway": {"/v1", "/qr"},
+	"portal":  {"/"},
+}
+
+// TestPublicCharts: a service that serves the partner API (public in
+// services.yaml) has an Ingress, and every public chart is a chart.
+func TestPublicCharts(t *testing.T) {
+	charts := applicationCharts(t)
+	for name := range publicCharts {
+		if !slices.Contains(charts, name) {
+			t.Errorf("publicCharts lists %s, which is no chart", name)
+		}
+	}
+	for _, s := range declared(t) {
+		if _, ok := publicCharts[s.Name]; s.Public && !ok {
+			t.Errorf("%s serves the partner API (services.yaml) but is not among publicCharts", s.Name)
+		}
+	}
+}
+
+// checkIngress holds the public surface: in production the public charts
+// alone have an Ingress, one each, and it routes exactly their paths to
+// their Service (for the gateway /v1 and /qr: the probes share its port),
+// over TLS.
 func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service, ingresses []*networkingv1.Ingress) {
 	t.Helper()
+	paths, public := publicCharts[chartName]
 	want := 0
-	if chartName == "gateway" && !dev {
+	if public && !dev {
 		want = 1
 	}
 	if len(ingresses) != want {
@@ -359,10 +392,10 @@ func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service,
 	}
 	for _, ing := range ingresses {
 		if len(ing.Spec.TLS) == 0 || ing.Spec.TLS[0].SecretName == "" {
-			t.Errorf("Ingress %s without TLS: API keys would cross the internet in clear", ing.Name)
+			t.Errorf("Ingress %s without TLS: credentials would cross the internet in clear", ing.Name)
 		}
 		if ing.Spec.DefaultBackend != nil || len(ing.Spec.Rules) == 0 {
-			t.Errorf("Ingress %s: a default backend or no rules would route more than /v1 and /qr", ing.Name)
+			t.Errorf("Ingress %s: a default backend or no rules would route more than %v", ing.Name, paths)
 		}
 		for _, rule := range ing.Spec.Rules {
 			if rule.HTTP == nil {
@@ -378,10 +411,8 @@ func checkIngress(t *testing.T, chartName string, dev bool, svc *corev1.Service,
 					t.Errorf("Ingress %s: backend %+v, want Service %s port http", ing.Name, p.Backend, svc.Name)
 				}
 			}
-			// The API and the QR images (httpapi.QRPath), and nothing else:
-			// the probes answer on the same port.
-			if !slices.Equal(routed, []string{"/v1", "/qr"}) {
-				t.Errorf("Ingress %s routes %v, want /v1 and /qr only", ing.Name, routed)
+			if !slices.Equal(routed, paths) {
+				t.Errorf("Ingress %s routes %v, want %v only", ing.Name, routed, paths)
 			}
 		}
 	}
@@ -588,21 +619,33 @@ func checkPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, pod labels.Set, m
 }
 
 // TestIngressRefusesPlainHTTP: an Ingress without TLS is an explicit
-// choice (TLS ended in front of the controller), never an omission.
+// choice (TLS ended in front of the controller), never an omission, in
+// every public chart.
 func TestIngressRefusesPlainHTTP(t *testing.T) {
-	plain := map[string]any{"ingress": map[string]any{"tlsSecretName": ""}}
-	if _, err := renderChart("gateway", plain); err == nil || !strings.Contains(err.Error(), "tlsSecretName") {
-		t.Fatalf("want the chart to refuse an Ingress without TLS, got %v", err)
-	}
-	plain["ingress"].(map[string]any)["allowPlainHTTP"] = true
-	out, err := renderChart("gateway", plain)
-	if err != nil {
-		t.Fatalf("allowPlainHTTP: %v", err)
-	}
-	for name, doc := range out {
-		if strings.HasSuffix(name, "ingress.yaml") && (!strings.Contains(doc, "kind: Ingress") || strings.Contains(doc, "tls:")) {
-			t.Errorf("allowPlainHTTP rendered %s as:\n%s", name, doc)
-		}
+	for _, c := range slices.Sorted(maps.Keys(publicCharts)) {
+		t.Run(c, func(t *testing.T) {
+			plain := map[string]any{"ingress": map[string]any{"tlsSecretName": ""}}
+			if _, err := renderChart(c, plain); err == nil || !strings.Contains(err.Error(), "tlsSecretName") {
+				t.Fatalf("want the chart to refuse an Ingress without TLS, got %v", err)
+			}
+			plain["ingress"].(map[string]any)["allowPlainHTTP"] = true
+			out, err := renderChart(c, plain)
+			if err != nil {
+				t.Fatalf("allowPlainHTTP: %v", err)
+			}
+			rendered := 0
+			for name, doc := range out {
+				if strings.HasSuffix(name, "ingress.yaml") {
+					rendered++
+					if !strings.Contains(doc, "kind: Ingress") || strings.Contains(doc, "tls:") {
+						t.Errorf("allowPlainHTTP rendered %s as:\n%s", name, doc)
+					}
+				}
+			}
+			if rendered != 1 {
+				t.Errorf("allowPlainHTTP: %d ingress.yaml templates rendered, want 1", rendered)
+			}
+		})
 	}
 }
 
@@ -873,7 +916,8 @@ func checkMetricsPort(t *testing.T, c corev1.Container) {
 func checkNetworkPolicies(t *testing.T, chartName string, d *appsv1.Deployment, policies []*networkingv1.NetworkPolicy) {
 	t.Helper()
 	ports := containerPorts(d.Spec.Template.Spec.Containers[0])
-	internal := chartName != "gateway"
+	_, public := publicCharts[chartName]
+	internal := !public
 	monitoring := labels.Set{"kubernetes.io/metadata.name": "monitoring"}
 	prometheus := labels.Set{"app.kubernetes.io/name": "prometheus"}
 	scraped := d.Spec.Template.Annotations["prometheus.io/scrape"] == "true"
@@ -1597,7 +1641,7 @@ func TestDevManifestsDecodeStrictly(t *testing.T) {
 				len(cluster.Nodes[0].ExtraPortMappings) == 0 {
 				t.Errorf("%s: want a kind v1alpha4 Cluster with a port mapping for the gateway", f)
 			}
-			checkGatewayNodePortMapped(t, cluster)
+			checkNodePortsMapped(t, cluster)
 			continue
 		}
 		for _, r := range decodeAll(t, f, data) {
@@ -1651,29 +1695,147 @@ func checkDevWorkload(t *testing.T, source string, ps corev1.PodSpec) {
 	}
 }
 
-// checkGatewayNodePortMapped proves the kind port mapping reaches the
-// gateway's dev NodePort, so the two files cannot drift apart.
-func checkGatewayNodePortMapped(t *testing.T, cluster kindv1alpha4.Cluster) {
+// kindCluster reads k8s/kind-config.yaml, the dev cluster's config.
+func kindCluster(t *testing.T) kindv1alpha4.Cluster {
 	t.Helper()
-	mapped := map[int32]bool{}
+	data, err := os.ReadFile(filepath.Join("..", "k8s", "kind-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cluster kindv1alpha4.Cluster
+	if err := yaml.UnmarshalStrict(data, &cluster); err != nil {
+		t.Fatalf("kind-config.yaml: %v", err)
+	}
+	return cluster
+}
+
+// kindMappings are the cluster's port mappings by the node port they
+// reach.
+func kindMappings(cluster kindv1alpha4.Cluster) map[int32]kindv1alpha4.PortMapping {
+	mapped := map[int32]kindv1alpha4.PortMapping{}
 	for _, n := range cluster.Nodes {
 		for _, m := range n.ExtraPortMappings {
-			mapped[m.ContainerPort] = true
+			mapped[m.ContainerPort] = m
 		}
 	}
-	for _, r := range renderObjects(t, "gateway", "values-dev.yaml") {
+	return mapped
+}
+
+// devNodePorts are a chart's dev Service's node ports by port name, nil
+// when the Service is no NodePort.
+func devNodePorts(t *testing.T, chartName string) map[string]int32 {
+	t.Helper()
+	for _, r := range renderObjects(t, chartName, "values-dev.yaml") {
 		svc, ok := r.obj.(*corev1.Service)
-		if !ok {
+		if !ok || svc.Spec.Type != corev1.ServiceTypeNodePort {
 			continue
 		}
+		ports := map[string]int32{}
 		for _, p := range svc.Spec.Ports {
-			if p.NodePort == 0 || !mapped[p.NodePort] {
-				t.Errorf("gateway dev Service port %s: nodePort %d is not mapped by kind-config.yaml", p.Name, p.NodePort)
+			ports[p.Name] = p.NodePort
+		}
+		return ports
+	}
+	return nil
+}
+
+// checkNodePortsMapped proves the kind port mappings reach every dev
+// NodePort, so the files cannot drift apart: a node port kind does not map
+// (or one the cluster picks at random) is reachable from nowhere. The
+// gateway's dev Service must be one: it is the API's way in without Tilt,
+// and the API the portal's dev pages point at.
+func checkNodePortsMapped(t *testing.T, cluster kindv1alpha4.Cluster) {
+	t.Helper()
+	mapped := kindMappings(cluster)
+	for _, c := range applicationCharts(t) {
+		ports := devNodePorts(t, c)
+		if ports == nil && c == "gateway" {
+			t.Error("the gateway's dev Service is no NodePort: kind-config.yaml maps the API's")
+		}
+		for name, p := range ports {
+			if _, ok := mapped[p]; p == 0 || !ok {
+				t.Errorf("%s dev Service port %s: nodePort %d is not mapped by kind-config.yaml", c, name, p)
 			}
 		}
-		return
 	}
-	t.Error("the gateway chart renders no Service")
+}
+
+// gatewayOnKind is the partner API's base as kind exposes it to the
+// developer's machine: the host and port kind-config.yaml maps to the
+// gateway's dev node port, and /v1, the path of the API (publicCharts).
+// A mapping on loopback (or every address) is reachable as localhost too.
+func gatewayOnKind(t *testing.T) []string {
+	t.Helper()
+	nodePort := devNodePorts(t, "gateway")["http"]
+	m, ok := kindMappings(kindCluster(t))[nodePort]
+	if nodePort == 0 || !ok || m.HostPort == 0 {
+		t.Fatalf("kind-config.yaml maps no host port to the gateway's dev node port %d", nodePort)
+	}
+	hosts := []string{m.ListenAddress}
+	if ip := net.ParseIP(m.ListenAddress); m.ListenAddress == "" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		hosts = []string{"127.0.0.1", "localhost"}
+	}
+	var urls []string
+	for _, h := range hosts {
+		urls = append(urls, "http://"+net.JoinHostPort(h, strconv.Itoa(int(m.HostPort)))+"/v1")
+	}
+	return urls
+}
+
+// TestPortal holds the portal's settings that its own parse accepts
+// either way: its session cookie Secure in production, where the Ingress
+// serves it over https, and the partner API its pages show (the curl
+// examples, the QR images) being the gateway's public https one there, and
+// in development the gateway as kind exposes it.
+func TestPortal(t *testing.T) {
+	d, _ := deploymentOf(t, renderObjects(t, "portal", "values.yaml"))
+	env := envOf(d.Spec.Template.Spec.Containers[0])
+	if env["SECURE_COOKIES"] != "true" {
+		t.Errorf("SECURE_COOKIES %q in production, want \"true\": without it the session cookie may go out over plain http", env["SECURE_COOKIES"])
+	}
+	if u, err := url.Parse(env["PUBLIC_API_URL"]); err != nil || u.Scheme != "https" || u.Path != "/v1" {
+		t.Errorf("PUBLIC_API_URL %q in production, want the API's https://.../v1: partners send their keys there", env["PUBLIC_API_URL"])
+	}
+
+	dev, _ := deploymentOf(t, renderObjects(t, "portal", "values-dev.yaml"))
+	got := envOf(dev.Spec.Template.Spec.Containers[0])["PUBLIC_API_URL"]
+	if want := gatewayOnKind(t); !slices.Contains(want, got) {
+		t.Errorf("dev PUBLIC_API_URL %q, want the gateway as kind exposes it (k8s/kind-config.yaml, charts/gateway/values-dev.yaml): one of %v", got, want)
+	}
+}
+
+// TestDevCallersAcceptTokens: in the dev cluster each service's
+// INTERNAL_TOKEN (from its dev Secret) must be accepted by every service
+// it calls (services.yaml), its SHA-256 among their dev CALLERS under its
+// name (libs/internalauth), or every call it makes there is refused.
+func TestDevCallersAcceptTokens(t *testing.T) {
+	devEnv := func(name string) map[string]string {
+		objs := renderObjects(t, name, "values-dev.yaml")
+		d, _ := deploymentOf(t, objs)
+		return containerEnv(objs, d.Spec.Template.Spec.Containers[0])
+	}
+	checked := 0
+	for _, s := range declared(t) {
+		if len(s.Calls) == 0 {
+			continue
+		}
+		token := devEnv(s.Name)["INTERNAL_TOKEN"]
+		if token == "" {
+			t.Errorf("%s calls %v but its dev values give it no INTERNAL_TOKEN", s.Name, s.Calls)
+			continue
+		}
+		sum := sha256.Sum256([]byte(token))
+		entry := s.Name + ":" + hex.EncodeToString(sum[:])
+		for _, callee := range s.Calls {
+			checked++
+			if callers := strings.Split(devEnv(callee)["CALLERS"], ","); !slices.Contains(callers, entry) {
+				t.Errorf("%s's dev CALLERS do not accept %s's dev token: want %s among them", callee, s.Name, entry)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no service calls another in services.yaml: nothing checked")
+	}
 }
 
 // TestDevKafkaKRaft checks the single-node Kafka's settings against each
@@ -1927,8 +2089,9 @@ func tiltSelects(selector string, obj runtime.Object) bool {
 // run here: its service list is the chart list, every service has a main
 // package to build and a dev image name Tilt can substitute, every
 // dependency names a resource that exists, every object it groups into a
-// resource is one that k8s/ or the service's chart defines, the gateway is
-// forwarded to its container port, and the k8s/ files it applies exist.
+// resource is one that k8s/ or the service's chart defines, the public
+// charts are forwarded (from their `make run` ports) to their container
+// ports, and the k8s/ files it applies exist.
 // Tilt would refuse each of these mistakes only at `tilt up`.
 func TestTiltfile(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "Tiltfile"))
@@ -2003,17 +2166,7 @@ func TestTiltfile(t *testing.T) {
 		}
 	}
 
-	m := regexp.MustCompile(`'gateway':\s*\['(\d+):(\d+)'\]`).FindStringSubmatch(tiltfile)
-	if m == nil {
-		t.Fatal("Tiltfile: no port forward for the gateway")
-	}
-	for _, r := range renderObjects(t, "gateway", "values-dev.yaml") {
-		if d, ok := r.obj.(*appsv1.Deployment); ok {
-			if p := d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort; strconv.Itoa(int(p)) != m[2] {
-				t.Errorf("Tiltfile forwards to the gateway's port %s, it listens on %d", m[2], p)
-			}
-		}
-	}
+	checkTiltForwards(t, tiltfile)
 
 	for _, script := range []string{"ko-build.sh", "helm.sh"} {
 		st, err := os.Stat(filepath.Join("..", "tilt", script))
@@ -2021,6 +2174,52 @@ func TestTiltfile(t *testing.T) {
 			t.Errorf("tilt/%s must exist and be executable (%v)", script, err)
 		} else if !strings.Contains(tiltfile, "'tilt/"+script+"'") {
 			t.Errorf("Tiltfile does not run tilt/%s", script)
+		}
+	}
+}
+
+// checkTiltForwards reads the Tiltfile's PORT_FORWARDS: each public chart
+// is forwarded, and every forward goes from the service's `make run` port
+// (services.yaml), so URLs are the same under both, to the port its dev
+// pods serve HTTP on.
+func checkTiltForwards(t *testing.T, tiltfile string) {
+	t.Helper()
+	dict := regexp.MustCompile(`(?s)\nPORT_FORWARDS = \{\n(.*?)\n\}`).FindStringSubmatch(tiltfile)
+	if dict == nil {
+		t.Fatal("Tiltfile: no PORT_FORWARDS = {...}")
+	}
+	entry := regexp.MustCompile(`^\s*'([a-z0-9-]+)':\s*\['(\d+):(\d+)'\],?$`)
+	forwarded := map[string][2]string{}
+	for _, line := range strings.Split(dict[1], "\n") {
+		m := entry.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("Tiltfile PORT_FORWARDS: %q is not 'name': ['local:remote'],", line)
+			continue
+		}
+		forwarded[m[1]] = [2]string{m[2], m[3]}
+	}
+	for _, c := range slices.Sorted(maps.Keys(publicCharts)) {
+		if _, ok := forwarded[c]; !ok {
+			t.Errorf("Tiltfile: no port forward for %s, a public chart", c)
+		}
+	}
+	ports := map[string]int{}
+	for _, s := range declared(t) {
+		ports[s.Name] = s.Port
+	}
+	for _, n := range slices.Sorted(maps.Keys(forwarded)) {
+		local, remote := forwarded[n][0], forwarded[n][1]
+		p, ok := ports[n]
+		if !ok {
+			t.Errorf("Tiltfile forwards %s, which is no service of services.yaml", n)
+			continue
+		}
+		if local != strconv.Itoa(p) {
+			t.Errorf("Tiltfile forwards %s from localhost:%s, its `make run` port is %d", n, local, p)
+		}
+		d, _ := deploymentOf(t, renderObjects(t, n, "values-dev.yaml"))
+		if http := containerPorts(d.Spec.Template.Spec.Containers[0])["http"]; strconv.Itoa(int(http)) != remote {
+			t.Errorf("Tiltfile forwards to %s's port %s, it listens on %d", n, remote, http)
 		}
 	}
 }

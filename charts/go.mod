@@ -70,6 +70,7 @@ require (
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/portal v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
@@ -225,3 +226,5 @@ replace github.com/esimplatform/esim/services/webhook => ../services/webhook
 replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
 
 replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim
+
+replace github.com/esimplatform/esim/services/portal => ../services/portal

@@ -10,6 +10,7 @@ import (
 	catalogueserver "github.com/esimplatform/esim/services/catalogue/server"
 	gatewayserver "github.com/esimplatform/esim/services/gateway/server"
 	orderingserver "github.com/esimplatform/esim/services/ordering/server"
+	portalserver "github.com/esimplatform/esim/services/portal/server"
 	smdpsimserver "github.com/esimplatform/esim/services/smdp-sim/server"
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
 	webhookserver "github.com/esimplatform/esim/services/webhook/server"
@@ -24,6 +25,7 @@ var services = map[string][]string{
 	"smdp-sim":  config.EnvVars(smdpsimserver.Config{}),
 	"ordering":  config.EnvVars(orderingserver.Config{}),
 	"webhook":   config.EnvVars(webhookserver.Config{}),
+	"portal":    config.EnvVars(portalserver.Config{}),
 	"gateway":   config.EnvVars(gatewayserver.Config{}),
 }
 
@@ -53,6 +55,10 @@ var parsers = map[string]func(config.Getenv) error{
 	},
 	"webhook": func(getenv config.Getenv) error {
 		var cfg webhookserver.Config
+		return config.Parse(context.Background(), getenv, &cfg)
+	},
+	"portal": func(getenv config.Getenv) error {
+		var cfg portalserver.Config
 		return config.Parse(context.Background(), getenv, &cfg)
 	},
 	"gateway": func(getenv config.Getenv) error {

@@ -17,15 +17,27 @@ type accountView struct {
 	Name     string `json:"name"`
 	Currency string `json:"currency"`
 	// 0 means the gateway's default limit applies.
-	RateLimitPerMinute int32   `json:"rate_limit_per_minute"`
-	CreatedAt          *string `json:"created_at"`
+	RateLimitPerMinute int32 `json:"rate_limit_per_minute"`
+	// False for an account that signed itself up in the portal until
+	// enable-live: its live keys are refused.
+	LiveEnabled bool    `json:"live_enabled"`
+	CreatedAt   *string `json:"created_at"`
 }
 
 func viewAccount(a *accountsv1.Account) accountView {
 	return accountView{
 		ID: a.GetId(), Name: a.GetName(), Currency: a.GetCurrency(),
-		RateLimitPerMinute: a.GetRateLimitPerMinute(), CreatedAt: timestamp(a.GetCreatedAt()),
+		RateLimitPerMinute: a.GetRateLimitPerMinute(), LiveEnabled: a.GetLiveEnabled(), CreatedAt: timestamp(a.GetCreatedAt()),
 	}
+}
+
+// liveText says whether the account may use live keys and, when not, how
+// an operator changes that.
+func liveText(a *accountsv1.Account) string {
+	if a.GetLiveEnabled() {
+		return "enabled"
+	}
+	return "disabled (esimctl accounts enable-live " + a.GetId() + ")"
 }
 
 func rateLimitText(n int32) string {
@@ -37,7 +49,7 @@ func rateLimitText(n int32) string {
 
 func (c *cli) accountsCommand() *cobra.Command {
 	return group("accounts", "Create, inspect and tune partner accounts", "accounts",
-		c.accountsCreateCommand(), c.accountsGetCommand(), c.accountsListCommand(), c.accountsSetRateLimitCommand())
+		c.accountsCreateCommand(), c.accountsEnableLiveCommand(), c.accountsGetCommand(), c.accountsListCommand(), c.accountsSetRateLimitCommand())
 }
 
 func (c *cli) accountsCreateCommand() *cobra.Command {
@@ -104,6 +116,7 @@ func (c *cli) accountsGetCommand() *cobra.Command {
 		row(tw, "name:", a.GetName())
 		row(tw, "currency:", a.GetCurrency())
 		row(tw, "rate limit:", rateLimitText(a.GetRateLimitPerMinute()))
+		row(tw, "live:", liveText(a))
 		row(tw, "created:", textTime(a.GetCreatedAt()))
 		return tw.Flush()
 	})
@@ -135,9 +148,42 @@ func (c *cli) accountsListCommand() *cobra.Command {
 		}
 		rows := make([][]any, 0, len(resp.GetAccounts()))
 		for _, a := range resp.GetAccounts() {
-			rows = append(rows, []any{a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), textTime(a.GetCreatedAt())})
+			live := "yes"
+			if !a.GetLiveEnabled() {
+				live = "no"
+			}
+			rows = append(rows, []any{a.GetId(), a.GetName(), a.GetCurrency(), rateLimitText(a.GetRateLimitPerMinute()), live, textTime(a.GetCreatedAt())})
 		}
-		return c.printList(page, limit, resp.GetTotal(), "accounts", []any{"ID", "NAME", "CURRENCY", "RATE LIMIT", "CREATED"}, rows)
+		return c.printList(page, limit, resp.GetTotal(), "accounts", []any{"ID", "NAME", "CURRENCY", "RATE LIMIT", "LIVE", "CREATED"}, rows)
+	})
+	return cmd
+}
+
+func (c *cli) accountsEnableLiveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "enable-live ACCOUNT_ID",
+		Short: "Let an account that signed up in the portal create live API keys",
+		Long: `Let an account create live API keys, which spend real money with real
+providers. Accounts that sign themselves up in the portal start with sandbox
+only; accounts created with esimctl have live from the start. Enabling
+again changes nothing; there is no disabling (revoke the live keys instead).`,
+		Example: `  esimctl accounts enable-live 0193...`,
+		Args:    exactArgs("ACCOUNT_ID"),
+	}
+	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
+		id, err := parseID("ACCOUNT_ID", args[0])
+		if err != nil {
+			return err
+		}
+		a, err := c.accounts().EnableLive(ctx, &accountsv1.EnableLiveRequest{AccountId: id})
+		if err != nil {
+			return c.callFailed("enable live for account "+id, "accounts", err)
+		}
+		if c.json {
+			return c.printJSON(viewAccount(a), nil)
+		}
+		fmt.Fprintf(c.stdout, "account %s (%s): live %s\n", a.GetId(), a.GetName(), liveText(a))
+		return nil
 	})
 	return cmd
 }

@@ -21,9 +21,10 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, events, keys, orders, plans, provider, wallet or webhooks"},
+		{[]string{}, "esimctl: missing command: accounts, events, keys, orders, plans, provider, users, wallet or webhooks"},
 		{[]string{"provider"}, "esimctl: provider: missing subcommand: check"},
-		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, get, list or set-rate-limit"},
+		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, enable-live, get, list or set-rate-limit"},
+		{[]string{"users"}, "esimctl: users: missing subcommand: invite"},
 		{[]string{"keys"}, "esimctl: keys: missing subcommand: create, list or revoke"},
 		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},
 		{[]string{"wallet"}, "esimctl: wallet: missing subcommand: balance, ledger or topup"},
@@ -79,6 +80,9 @@ func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 		{[]string{"accounts", "get", unknownID}, "get account " + unknownID, 1},
 		{[]string{"accounts", "get", upperID}, "get account " + unknownID, 1},
 		{[]string{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "10"}, "set rate limit of account " + unknownID, 1},
+		{[]string{"accounts", "enable-live", upperID}, "enable live for account " + unknownID, 1},
+		{[]string{"users", "invite", "--account", upperID, "--email", "ann@example.com"}, "invite to account " + unknownID, 1},
+		{[]string{"users", "invite", "--account", acct.ID, "--email", "not an email", "--json"}, "invite to account " + acct.ID, 2},
 		{[]string{"keys", "create", "--account", unknownID, "--env", "sandbox"}, "create key for account " + unknownID, 1},
 		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + unknownID, 1},
 		{[]string{"keys", "list", "--account", unknownID}, "list keys of account " + unknownID, 1},
@@ -165,6 +169,10 @@ func TestMalformedIDIsUsageError(t *testing.T) {
 		{func(bad string) []string { return []string{"accounts", "get", bad} }, acct.ID, "ACCOUNT_ID"},
 		{func(bad string) []string {
 			return []string{"accounts", "set-rate-limit", "--account", bad, "--per-minute", "6000"}
+		}, acct.ID, "--account"},
+		{func(bad string) []string { return []string{"accounts", "enable-live", bad} }, acct.ID, "ACCOUNT_ID"},
+		{func(bad string) []string {
+			return []string{"users", "invite", "--account", bad, "--email", "a@example.com"}
 		}, acct.ID, "--account"},
 		{func(bad string) []string { return []string{"keys", "create", "--account", bad, "--env", "live"} }, acct.ID, "--account"},
 		{func(bad string) []string { return []string{"keys", "list", "--account", bad} }, acct.ID, "--account"},

@@ -123,6 +123,7 @@ type account struct {
 	Name               string `json:"name"`
 	Currency           string `json:"currency"`
 	RateLimitPerMinute int32  `json:"rate_limit_per_minute"`
+	LiveEnabled        bool   `json:"live_enabled"`
 }
 
 type key struct {

@@ -129,7 +129,7 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
-		c.webhooksCommand(), c.eventsCommand(), c.providerCommand())
+		c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv))
 	return root
 }
 

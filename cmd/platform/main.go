@@ -122,6 +122,9 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 	fmt.Fprintf(w, "  demo account:  %s (USD, sandbox balance %s, live balance %s)\n", p.DemoAccountID, money.Decimal(p.DemoBalance), money.Decimal(p.DemoLiveBalance))
 	fmt.Fprintf(w, "  logs:          %s/<service>.log\n\n", p.LogDir)
 	// Kept exactly in this form: scripts and docs grep for it.
+	if p.PortalURL != "" {
+		fmt.Fprintf(w, "portal: %s (sign in as %s, password %s)\n", p.PortalURL, platform.DemoPortalEmail, p.DemoPortalPassword)
+	}
 	fmt.Fprintf(w, "sandbox key: %s\n", p.SandboxKey)
 	if p.LiveKey != "" {
 		fmt.Fprintf(w, "live key: %s\n", p.LiveKey)

@@ -84,7 +84,8 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	}
 	api := "http://" + gateway + "/v1"
 	for _, want := range []string{api, api + "/openapi.json", "curl -s -H 'Authorization: Bearer " + key + "'", "logs/<service>.log",
-		"curl -s http://" + addrs[platform.SMDPSim] + "/control/state"} {
+		"curl -s http://" + addrs[platform.SMDPSim] + "/control/state",
+		"portal: http://" + addrs[platform.Portal] + " (sign in as " + platform.DemoPortalEmail + ", password "} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("output lacks %q:\n%s", want, printed)
 		}

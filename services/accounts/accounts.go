@@ -1,5 +1,6 @@
-// Package accounts owns partner accounts, their currency and rate limit, and
-// the API keys partners authenticate with.
+// Package accounts owns partner accounts, their currency and rate limit,
+// the API keys partners authenticate with, and the portal's users and
+// their sessions (users.go).
 //
 // API key secrets are generated here, shown to the caller once and stored
 // only as a SHA-256 hash. The environment a key grants (sandbox or live) is
@@ -98,6 +99,10 @@ type Account struct {
 	// keys; 0 means the gateway's default applies.
 	RateLimitPerMinute int32
 	CreatedAt          time.Time
+	// LiveEnabled is false for an account that signed itself up in the
+	// portal until an operator vets it: live keys spend real money with
+	// real providers, and sandbox ones cost nothing.
+	LiveEnabled bool
 }
 
 // APIKey is what may be shown about a key: never its secret.
@@ -192,17 +197,54 @@ type Store interface {
 	RevokeKey(ctx context.Context, accountID, keyID uuid.UUID, at time.Time) (APIKey, error)
 	// KeyByHash returns ErrNotFound when no key has this secret hash.
 	KeyByHash(ctx context.Context, secretHash []byte) (KeyRecord, error)
+	// EnableLive sets live_enabled and returns the account, or ErrNotFound.
+	EnableLive(ctx context.Context, id uuid.UUID) (Account, error)
+
+	UserStore
 }
 
 // Service holds the accounts use cases.
 type Service struct {
-	store Store
-	now   func() time.Time
+	store      Store
+	now        func() time.Time
+	sessionTTL time.Duration
+	inviteTTL  time.Duration
 }
 
+// Option adjusts a Service.
+type Option func(*Service)
+
+// WithSessionTTL sets how long a portal session lasts; 0 keeps
+// DefaultSessionTTL, so a Config built in code without it still works.
+func WithSessionTTL(d time.Duration) Option {
+	return func(s *Service) {
+		if d > 0 {
+			s.sessionTTL = d
+		}
+	}
+}
+
+// WithInviteTTL sets how long an invite may be accepted; 0 keeps
+// DefaultInviteTTL.
+func WithInviteTTL(d time.Duration) Option {
+	return func(s *Service) {
+		if d > 0 {
+			s.inviteTTL = d
+		}
+	}
+}
+
+// WithClock replaces time.Now, for tests that let sessions and invites
+// expire without waiting for them.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
 // NewService returns the use cases over store.
-func NewService(store Store) *Service {
-	return &Service{store: store, now: time.Now}
+func NewService(store Store, opts ...Option) *Service {
+	s := &Service{store: store, now: time.Now, sessionTTL: DefaultSessionTTL, inviteTTL: DefaultInviteTTL}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // NewAccount is the input of CreateAccount.
@@ -218,8 +260,24 @@ type NewAccount struct {
 
 // CreateAccount registers a partner. A caller-chosen id that already exists
 // is ErrConflict, never an overwrite.
+// Operators vet the partners they create, so their accounts have live
+// from the start.
 func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (Account, error) {
-	name, err := validName("name", in.Name, true)
+	a, err := s.newAccount(in, "name", true)
+	if err != nil {
+		return Account{}, err
+	}
+	if err := s.store.InsertAccount(ctx, a); err != nil {
+		return Account{}, fmt.Errorf("create account %s: %w", a.ID, err)
+	}
+	return a, nil
+}
+
+// newAccount checks in and builds the account to insert; nameField is the
+// name's field in the caller's request ("name", or SignUp's
+// "account_name").
+func (s *Service) newAccount(in NewAccount, nameField string, liveEnabled bool) (Account, error) {
+	name, err := validName(nameField, in.Name, true)
 	if err != nil {
 		return Account{}, err
 	}
@@ -239,15 +297,23 @@ func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (Account, er
 			return Account{}, fmt.Errorf("new account id: %w", err)
 		}
 	}
-	a := Account{
+	return Account{
 		ID:                 id,
 		Name:               name,
 		Currency:           currency,
 		RateLimitPerMinute: in.RateLimitPerMinute,
 		CreatedAt:          input.Now(s.now),
-	}
-	if err := s.store.InsertAccount(ctx, a); err != nil {
-		return Account{}, fmt.Errorf("create account %s: %w", id, err)
+		LiveEnabled:        liveEnabled,
+	}, nil
+}
+
+// EnableLive lets the account create live keys. Enabling twice is a no-op.
+// There is no way back: an account's live keys would go on working, so
+// switching live off would only look like it did something.
+func (s *Service) EnableLive(ctx context.Context, accountID uuid.UUID) (Account, error) {
+	a, err := s.store.EnableLive(ctx, accountID)
+	if err != nil {
+		return Account{}, fmt.Errorf("enable live for account %s: %w", accountID, err)
 	}
 	return a, nil
 }
@@ -311,6 +377,17 @@ func (s *Service) CreateKey(ctx context.Context, in NewKey) (IssuedKey, error) {
 	name, err := validName("name", in.Name, false)
 	if err != nil {
 		return IssuedKey{}, err
+	}
+	if in.Environment == Live {
+		// Checked before the insert, not with it: live is never switched
+		// off again, so an account seen enabled stays enabled.
+		a, err := s.store.Account(ctx, in.AccountID)
+		if err != nil {
+			return IssuedKey{}, fmt.Errorf("create key for account %s: %w", in.AccountID, err)
+		}
+		if !a.LiveEnabled {
+			return IssuedKey{}, ErrLiveDisabled
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -525,3 +525,43 @@ func TestRevokeKeyIsIdempotent(t *testing.T) {
 		t.Errorf("revoke through another account: err = %v, want ErrNotFound", err)
 	}
 }
+
+// The portal's methods are tested against Postgres (package twirpserver);
+// memStore serves only the rules above.
+
+var errNotInMemory = errors.New("not kept by memStore")
+
+func (m *memStore) EnableLive(_ context.Context, id uuid.UUID) (Account, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.accounts[id]
+	if !ok {
+		return Account{}, ErrNotFound
+	}
+	a.LiveEnabled = true
+	m.accounts[id] = a
+	return a, nil
+}
+
+func (m *memStore) InsertSignUp(context.Context, Account, UserRecord, SessionRecord) error {
+	return errNotInMemory
+}
+func (m *memStore) User(context.Context, uuid.UUID) (UserRecord, error) {
+	return UserRecord{}, errNotInMemory
+}
+func (m *memStore) UserByEmail(context.Context, string) (UserRecord, error) {
+	return UserRecord{}, errNotInMemory
+}
+func (m *memStore) InsertSession(context.Context, SessionRecord) error { return errNotInMemory }
+func (m *memStore) SessionByHash(context.Context, []byte) (StoredSession, error) {
+	return StoredSession{}, errNotInMemory
+}
+func (m *memStore) RevokeSession(context.Context, []byte, time.Time) error     { return errNotInMemory }
+func (m *memStore) RevokeSessions(context.Context, uuid.UUID, time.Time) error { return errNotInMemory }
+func (m *memStore) ChangePassword(context.Context, uuid.UUID, string, string, time.Time, SessionRecord) error {
+	return errNotInMemory
+}
+func (m *memStore) InsertInvite(context.Context, InviteRecord) error { return errNotInMemory }
+func (m *memStore) AcceptInvite(context.Context, Acceptance) (User, error) {
+	return User{}, errNotInMemory
+}

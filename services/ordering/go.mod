@@ -44,7 +44,7 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect

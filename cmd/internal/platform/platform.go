@@ -46,7 +46,12 @@ const (
 	Gateway   = "gateway"
 	Wallet    = "wallet"
 	SMDPSim   = "smdp-sim"
+	Portal    = "portal"
 )
+
+// DemoPortalEmail is the demo partner's portal user; every start gives it
+// a new password.
+const DemoPortalEmail = "demo@esim.example"
 
 // DemoSandboxBalance is what every start tops the demo partner's sandbox
 // and live balances up to, in minor units: 1000.00 USD to order with. The
@@ -209,6 +214,10 @@ type Platform struct {
 	// to the SM-DP+ of services.yaml (the simulator), and LiveKeyID its id.
 	LiveKey   string
 	LiveKeyID string
+	// PortalURL is the partner portal, and DemoPortalPassword the demo
+	// user's password of this start; both empty without a portal.
+	PortalURL          string
+	DemoPortalPassword string
 	// DemoBalance and DemoLiveBalance are the demo partner's sandbox and
 	// live balances after the start's top-ups, in minor units.
 	DemoBalance     int64
@@ -340,6 +349,12 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	accounts := accountsv1.NewAccountsProtobufClient(p.URL(Accounts), p.operatorClient())
 	if err := p.ensureDemo(ctx, accounts, opts.KeyName); err != nil {
 		return fail(err)
+	}
+	if p.URL(Portal) != "" {
+		say("giving the demo partner's portal user %s a fresh password", DemoPortalEmail)
+		if err := p.ensureDemoPortalUser(ctx, accounts); err != nil {
+			return fail(err)
+		}
 	}
 	if p.URL(Wallet) != "" {
 		say("topping the demo partner's sandbox and live balances up to %s USD", money.Decimal(DemoSandboxBalance))
@@ -515,6 +530,22 @@ func (p *Platform) ensureDemo(ctx context.Context, accounts accountsv1.Accounts,
 			return fmt.Errorf("revoke previous %q key %s: %w", keyName, id, err)
 		}
 	}
+	return nil
+}
+
+// ensureDemoPortalUser makes the demo partner's portal user exist with a
+// new password, as an operator would: an invitation, accepted at once.
+// Like the keys, the password is shown once and replaced at every start.
+func (p *Platform) ensureDemoPortalUser(ctx context.Context, accounts accountsv1.Accounts) error {
+	invite, err := accounts.InviteUser(ctx, &accountsv1.InviteUserRequest{AccountId: p.DemoAccountID, Email: DemoPortalEmail})
+	if err != nil {
+		return fmt.Errorf("invite the demo portal user: %w", err)
+	}
+	password := rand.Text() // 26 characters of base32, 130 bits
+	if _, err := accounts.AcceptInvite(ctx, &accountsv1.AcceptInviteRequest{Token: invite.GetToken(), Password: password}); err != nil {
+		return fmt.Errorf("set the demo portal user's password: %w", err)
+	}
+	p.PortalURL, p.DemoPortalPassword = p.URL(Portal), password
 	return nil
 }
 

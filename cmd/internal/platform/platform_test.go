@@ -471,6 +471,10 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	if smdp := liveOrder(t, first); smdp != "smdp-sim.esim.invalid" {
 		t.Errorf("a live eSIM from SM-DP+ %q, want the simulator's", smdp)
 	}
+	// The demo user signs in to the portal with the password printed.
+	if status := portalSignIn(t, first.PortalURL, DemoPortalEmail, first.DemoPortalPassword); status != http.StatusSeeOther {
+		t.Errorf("the demo user's sign-in at %s answered %d, want 303 to the portal", first.PortalURL, status)
+	}
 	ca, err := os.ReadFile(filepath.Join(opts.RunDir, CertsDir, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -511,6 +515,10 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	})
 	if second.SandboxKey == first.SandboxKey || second.DemoAccountID != first.DemoAccountID {
 		t.Fatalf("second start: account %s key %s", second.DemoAccountID, second.SandboxKey)
+	}
+	// The rerun's password replaced the first's.
+	if status := portalSignIn(t, second.PortalURL, DemoPortalEmail, first.DemoPortalPassword); status == http.StatusSeeOther {
+		t.Error("the first start's portal password still signs in after the rerun")
 	}
 	// The development CA is kept: certificates handed out stay trusted.
 	if again, err := os.ReadFile(filepath.Join(opts.RunDir, CertsDir, "ca.crt")); err != nil || string(again) != string(ca) {
@@ -559,6 +567,22 @@ func liveOrder(t *testing.T, p *Platform) string {
 		t.Fatalf("live order: %d %+v %v", resp.StatusCode, order, err)
 	}
 	return order.Data.Esims[0].SMDPAddress
+}
+
+// portalSignIn posts the portal's sign-in form, as a browser on the
+// portal's own page does, and returns the status (303 when signed in).
+func portalSignIn(t *testing.T, portal, email, password string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, portal+"/signin", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func getJSON(t *testing.T, url, key string, v any) {

@@ -82,8 +82,11 @@ type Account struct {
 	// 0 means the gateway's default applies.
 	RateLimitPerMinute int32                  `protobuf:"varint,4,opt,name=rate_limit_per_minute,json=rateLimitPerMinute,proto3" json:"rate_limit_per_minute,omitempty"`
 	CreatedAt          *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// False for an account that signed itself up in the portal until an
+	// operator enables live; its live keys are refused until then.
+	LiveEnabled   bool `protobuf:"varint,6,opt,name=live_enabled,json=liveEnabled,proto3" json:"live_enabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Account) Reset() {
@@ -149,6 +152,13 @@ func (x *Account) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *Account) GetLiveEnabled() bool {
+	if x != nil {
+		return x.LiveEnabled
+	}
+	return false
 }
 
 type CreateAccountRequest struct {
@@ -920,18 +930,716 @@ func (x *AuthenticateResponse) GetRateLimitPerMinute() int32 {
 	return 0
 }
 
+type EnableLiveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnableLiveRequest) Reset() {
+	*x = EnableLiveRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnableLiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnableLiveRequest) ProtoMessage() {}
+
+func (x *EnableLiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnableLiveRequest.ProtoReflect.Descriptor instead.
+func (*EnableLiveRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *EnableLiveRequest) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+type User struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	AccountId string                 `protobuf:"bytes,2,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	// Lower-cased.
+	Email         string                 `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *User) Reset() {
+	*x = User{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *User) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*User) ProtoMessage() {}
+
+func (x *User) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use User.ProtoReflect.Descriptor instead.
+func (*User) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *User) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *User) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *User) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *User) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type Session struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Account       *Account               `protobuf:"bytes,2,opt,name=account,proto3" json:"account,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Session) Reset() {
+	*x = Session{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Session) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Session) ProtoMessage() {}
+
+func (x *Session) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Session.ProtoReflect.Descriptor instead.
+func (*Session) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Session) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *Session) GetAccount() *Account {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+func (x *Session) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type SessionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The session's secret, shown this once (the portal's cookie).
+	Token         string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResponse) Reset() {
+	*x = SessionResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResponse) ProtoMessage() {}
+
+func (x *SessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
+func (*SessionResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type SignUpRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Email       string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Password    string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	AccountName string                 `protobuf:"bytes,3,opt,name=account_name,json=accountName,proto3" json:"account_name,omitempty"`
+	// ISO 4217: USD, EUR or GBP.
+	Currency      string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignUpRequest) Reset() {
+	*x = SignUpRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignUpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignUpRequest) ProtoMessage() {}
+
+func (x *SignUpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignUpRequest.ProtoReflect.Descriptor instead.
+func (*SignUpRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SignUpRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *SignUpRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *SignUpRequest) GetAccountName() string {
+	if x != nil {
+		return x.AccountName
+	}
+	return ""
+}
+
+func (x *SignUpRequest) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+type SignInRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignInRequest) Reset() {
+	*x = SignInRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignInRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignInRequest) ProtoMessage() {}
+
+func (x *SignInRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignInRequest.ProtoReflect.Descriptor instead.
+func (*SignInRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SignInRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *SignInRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+type GetSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionRequest) Reset() {
+	*x = GetSessionRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionRequest) ProtoMessage() {}
+
+func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetSessionRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type SignOutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Ends every session of the token's user.
+	Everywhere    bool `protobuf:"varint,2,opt,name=everywhere,proto3" json:"everywhere,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignOutRequest) Reset() {
+	*x = SignOutRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignOutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignOutRequest) ProtoMessage() {}
+
+func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignOutRequest.ProtoReflect.Descriptor instead.
+func (*SignOutRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SignOutRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *SignOutRequest) GetEverywhere() bool {
+	if x != nil {
+		return x.Everywhere
+	}
+	return false
+}
+
+type SignOutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignOutResponse) Reset() {
+	*x = SignOutResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignOutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignOutResponse) ProtoMessage() {}
+
+func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignOutResponse.ProtoReflect.Descriptor instead.
+func (*SignOutResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{22}
+}
+
+type ChangePasswordRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Token           string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	CurrentPassword string                 `protobuf:"bytes,2,opt,name=current_password,json=currentPassword,proto3" json:"current_password,omitempty"`
+	NewPassword     string                 `protobuf:"bytes,3,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ChangePasswordRequest) Reset() {
+	*x = ChangePasswordRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordRequest) ProtoMessage() {}
+
+func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
+func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ChangePasswordRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetCurrentPassword() string {
+	if x != nil {
+		return x.CurrentPassword
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetNewPassword() string {
+	if x != nil {
+		return x.NewPassword
+	}
+	return ""
+}
+
+type InviteUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteUserRequest) Reset() {
+	*x = InviteUserRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteUserRequest) ProtoMessage() {}
+
+func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteUserRequest.ProtoReflect.Descriptor instead.
+func (*InviteUserRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *InviteUserRequest) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *InviteUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+type InviteUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shown once; only its hash is stored.
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteUserResponse) Reset() {
+	*x = InviteUserResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteUserResponse) ProtoMessage() {}
+
+func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteUserResponse.ProtoReflect.Descriptor instead.
+func (*InviteUserResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *InviteUserResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *InviteUserResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type AcceptInviteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptInviteRequest) Reset() {
+	*x = AcceptInviteRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptInviteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptInviteRequest) ProtoMessage() {}
+
+func (x *AcceptInviteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptInviteRequest.ProtoReflect.Descriptor instead.
+func (*AcceptInviteRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *AcceptInviteRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *AcceptInviteRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
 var File_accounts_v1_accounts_proto protoreflect.FileDescriptor
 
 const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\n" +
-	"\x1aaccounts/v1/accounts.proto\x12\x10esim.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x01\n" +
+	"\x1aaccounts/v1/accounts.proto\x12\x10esim.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xda\x01\n" +
 	"\aAccount\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x121\n" +
 	"\x15rate_limit_per_minute\x18\x04 \x01(\x05R\x12rateLimitPerMinute\x129\n" +
 	"\n" +
-	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x89\x01\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12!\n" +
+	"\flive_enabled\x18\x06 \x01(\bR\vliveEnabled\"\x89\x01\n" +
 	"\x14CreateAccountRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -988,11 +1696,61 @@ const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\venvironment\x18\x02 \x01(\x0e2\x1d.esim.accounts.v1.EnvironmentR\venvironment\x12\x15\n" +
 	"\x06key_id\x18\x03 \x01(\tR\x05keyId\x12\x1a\n" +
 	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x121\n" +
-	"\x15rate_limit_per_minute\x18\x05 \x01(\x05R\x12rateLimitPerMinute*Y\n" +
+	"\x15rate_limit_per_minute\x18\x05 \x01(\x05R\x12rateLimitPerMinute\"2\n" +
+	"\x11EnableLiveRequest\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\"\x86\x01\n" +
+	"\x04User\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x02 \x01(\tR\taccountId\x12\x14\n" +
+	"\x05email\x18\x03 \x01(\tR\x05email\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xa5\x01\n" +
+	"\aSession\x12*\n" +
+	"\x04user\x18\x01 \x01(\v2\x16.esim.accounts.v1.UserR\x04user\x123\n" +
+	"\aaccount\x18\x02 \x01(\v2\x19.esim.accounts.v1.AccountR\aaccount\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\\\n" +
+	"\x0fSessionResponse\x123\n" +
+	"\asession\x18\x01 \x01(\v2\x19.esim.accounts.v1.SessionR\asession\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\x80\x01\n" +
+	"\rSignUpRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\x12!\n" +
+	"\faccount_name\x18\x03 \x01(\tR\vaccountName\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\"A\n" +
+	"\rSignInRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\")\n" +
+	"\x11GetSessionRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"F\n" +
+	"\x0eSignOutRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1e\n" +
+	"\n" +
+	"everywhere\x18\x02 \x01(\bR\n" +
+	"everywhere\"\x11\n" +
+	"\x0fSignOutResponse\"{\n" +
+	"\x15ChangePasswordRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12)\n" +
+	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
+	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"H\n" +
+	"\x11InviteUserRequest\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\"e\n" +
+	"\x12InviteUserResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"G\n" +
+	"\x13AcceptInviteRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword*Y\n" +
 	"\vEnvironment\x12\x1b\n" +
 	"\x17ENVIRONMENT_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ENVIRONMENT_SANDBOX\x10\x01\x12\x14\n" +
-	"\x10ENVIRONMENT_LIVE\x10\x022\xb0\x05\n" +
+	"\x10ENVIRONMENT_LIVE\x10\x022\xc9\n" +
+	"\n" +
 	"\bAccounts\x12R\n" +
 	"\rCreateAccount\x12&.esim.accounts.v1.CreateAccountRequest\x1a\x19.esim.accounts.v1.Account\x12L\n" +
 	"\n" +
@@ -1002,7 +1760,18 @@ const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\tCreateKey\x12\".esim.accounts.v1.CreateKeyRequest\x1a#.esim.accounts.v1.CreateKeyResponse\x12Q\n" +
 	"\bListKeys\x12!.esim.accounts.v1.ListKeysRequest\x1a\".esim.accounts.v1.ListKeysResponse\x12I\n" +
 	"\tRevokeKey\x12\".esim.accounts.v1.RevokeKeyRequest\x1a\x18.esim.accounts.v1.ApiKey\x12]\n" +
-	"\fAuthenticate\x12%.esim.accounts.v1.AuthenticateRequest\x1a&.esim.accounts.v1.AuthenticateResponseB;Z9github.com/esimplatform/esim/proto/accounts/v1;accountsv1b\x06proto3"
+	"\fAuthenticate\x12%.esim.accounts.v1.AuthenticateRequest\x1a&.esim.accounts.v1.AuthenticateResponse\x12L\n" +
+	"\n" +
+	"EnableLive\x12#.esim.accounts.v1.EnableLiveRequest\x1a\x19.esim.accounts.v1.Account\x12L\n" +
+	"\x06SignUp\x12\x1f.esim.accounts.v1.SignUpRequest\x1a!.esim.accounts.v1.SessionResponse\x12L\n" +
+	"\x06SignIn\x12\x1f.esim.accounts.v1.SignInRequest\x1a!.esim.accounts.v1.SessionResponse\x12L\n" +
+	"\n" +
+	"GetSession\x12#.esim.accounts.v1.GetSessionRequest\x1a\x19.esim.accounts.v1.Session\x12N\n" +
+	"\aSignOut\x12 .esim.accounts.v1.SignOutRequest\x1a!.esim.accounts.v1.SignOutResponse\x12\\\n" +
+	"\x0eChangePassword\x12'.esim.accounts.v1.ChangePasswordRequest\x1a!.esim.accounts.v1.SessionResponse\x12W\n" +
+	"\n" +
+	"InviteUser\x12#.esim.accounts.v1.InviteUserRequest\x1a$.esim.accounts.v1.InviteUserResponse\x12X\n" +
+	"\fAcceptInvite\x12%.esim.accounts.v1.AcceptInviteRequest\x1a!.esim.accounts.v1.SessionResponseB;Z9github.com/esimplatform/esim/proto/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_accounts_v1_accounts_proto_rawDescOnce sync.Once
@@ -1017,7 +1786,7 @@ func file_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 }
 
 var file_accounts_v1_accounts_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_accounts_v1_accounts_proto_goTypes = []any{
 	(Environment)(0),              // 0: esim.accounts.v1.Environment
 	(*Account)(nil),               // 1: esim.accounts.v1.Account
@@ -1034,39 +1803,74 @@ var file_accounts_v1_accounts_proto_goTypes = []any{
 	(*RevokeKeyRequest)(nil),      // 12: esim.accounts.v1.RevokeKeyRequest
 	(*AuthenticateRequest)(nil),   // 13: esim.accounts.v1.AuthenticateRequest
 	(*AuthenticateResponse)(nil),  // 14: esim.accounts.v1.AuthenticateResponse
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*EnableLiveRequest)(nil),     // 15: esim.accounts.v1.EnableLiveRequest
+	(*User)(nil),                  // 16: esim.accounts.v1.User
+	(*Session)(nil),               // 17: esim.accounts.v1.Session
+	(*SessionResponse)(nil),       // 18: esim.accounts.v1.SessionResponse
+	(*SignUpRequest)(nil),         // 19: esim.accounts.v1.SignUpRequest
+	(*SignInRequest)(nil),         // 20: esim.accounts.v1.SignInRequest
+	(*GetSessionRequest)(nil),     // 21: esim.accounts.v1.GetSessionRequest
+	(*SignOutRequest)(nil),        // 22: esim.accounts.v1.SignOutRequest
+	(*SignOutResponse)(nil),       // 23: esim.accounts.v1.SignOutResponse
+	(*ChangePasswordRequest)(nil), // 24: esim.accounts.v1.ChangePasswordRequest
+	(*InviteUserRequest)(nil),     // 25: esim.accounts.v1.InviteUserRequest
+	(*InviteUserResponse)(nil),    // 26: esim.accounts.v1.InviteUserResponse
+	(*AcceptInviteRequest)(nil),   // 27: esim.accounts.v1.AcceptInviteRequest
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
 }
 var file_accounts_v1_accounts_proto_depIdxs = []int32{
-	15, // 0: esim.accounts.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	28, // 0: esim.accounts.v1.Account.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 1: esim.accounts.v1.ListAccountsResponse.accounts:type_name -> esim.accounts.v1.Account
 	0,  // 2: esim.accounts.v1.ApiKey.environment:type_name -> esim.accounts.v1.Environment
-	15, // 3: esim.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	15, // 4: esim.accounts.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	28, // 3: esim.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	28, // 4: esim.accounts.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
 	0,  // 5: esim.accounts.v1.CreateKeyRequest.environment:type_name -> esim.accounts.v1.Environment
 	7,  // 6: esim.accounts.v1.CreateKeyResponse.key:type_name -> esim.accounts.v1.ApiKey
 	7,  // 7: esim.accounts.v1.ListKeysResponse.keys:type_name -> esim.accounts.v1.ApiKey
 	0,  // 8: esim.accounts.v1.AuthenticateResponse.environment:type_name -> esim.accounts.v1.Environment
-	2,  // 9: esim.accounts.v1.Accounts.CreateAccount:input_type -> esim.accounts.v1.CreateAccountRequest
-	3,  // 10: esim.accounts.v1.Accounts.GetAccount:input_type -> esim.accounts.v1.GetAccountRequest
-	4,  // 11: esim.accounts.v1.Accounts.ListAccounts:input_type -> esim.accounts.v1.ListAccountsRequest
-	6,  // 12: esim.accounts.v1.Accounts.SetRateLimit:input_type -> esim.accounts.v1.SetRateLimitRequest
-	8,  // 13: esim.accounts.v1.Accounts.CreateKey:input_type -> esim.accounts.v1.CreateKeyRequest
-	10, // 14: esim.accounts.v1.Accounts.ListKeys:input_type -> esim.accounts.v1.ListKeysRequest
-	12, // 15: esim.accounts.v1.Accounts.RevokeKey:input_type -> esim.accounts.v1.RevokeKeyRequest
-	13, // 16: esim.accounts.v1.Accounts.Authenticate:input_type -> esim.accounts.v1.AuthenticateRequest
-	1,  // 17: esim.accounts.v1.Accounts.CreateAccount:output_type -> esim.accounts.v1.Account
-	1,  // 18: esim.accounts.v1.Accounts.GetAccount:output_type -> esim.accounts.v1.Account
-	5,  // 19: esim.accounts.v1.Accounts.ListAccounts:output_type -> esim.accounts.v1.ListAccountsResponse
-	1,  // 20: esim.accounts.v1.Accounts.SetRateLimit:output_type -> esim.accounts.v1.Account
-	9,  // 21: esim.accounts.v1.Accounts.CreateKey:output_type -> esim.accounts.v1.CreateKeyResponse
-	11, // 22: esim.accounts.v1.Accounts.ListKeys:output_type -> esim.accounts.v1.ListKeysResponse
-	7,  // 23: esim.accounts.v1.Accounts.RevokeKey:output_type -> esim.accounts.v1.ApiKey
-	14, // 24: esim.accounts.v1.Accounts.Authenticate:output_type -> esim.accounts.v1.AuthenticateResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	28, // 9: esim.accounts.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	16, // 10: esim.accounts.v1.Session.user:type_name -> esim.accounts.v1.User
+	1,  // 11: esim.accounts.v1.Session.account:type_name -> esim.accounts.v1.Account
+	28, // 12: esim.accounts.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 13: esim.accounts.v1.SessionResponse.session:type_name -> esim.accounts.v1.Session
+	28, // 14: esim.accounts.v1.InviteUserResponse.expires_at:type_name -> google.protobuf.Timestamp
+	2,  // 15: esim.accounts.v1.Accounts.CreateAccount:input_type -> esim.accounts.v1.CreateAccountRequest
+	3,  // 16: esim.accounts.v1.Accounts.GetAccount:input_type -> esim.accounts.v1.GetAccountRequest
+	4,  // 17: esim.accounts.v1.Accounts.ListAccounts:input_type -> esim.accounts.v1.ListAccountsRequest
+	6,  // 18: esim.accounts.v1.Accounts.SetRateLimit:input_type -> esim.accounts.v1.SetRateLimitRequest
+	8,  // 19: esim.accounts.v1.Accounts.CreateKey:input_type -> esim.accounts.v1.CreateKeyRequest
+	10, // 20: esim.accounts.v1.Accounts.ListKeys:input_type -> esim.accounts.v1.ListKeysRequest
+	12, // 21: esim.accounts.v1.Accounts.RevokeKey:input_type -> esim.accounts.v1.RevokeKeyRequest
+	13, // 22: esim.accounts.v1.Accounts.Authenticate:input_type -> esim.accounts.v1.AuthenticateRequest
+	15, // 23: esim.accounts.v1.Accounts.EnableLive:input_type -> esim.accounts.v1.EnableLiveRequest
+	19, // 24: esim.accounts.v1.Accounts.SignUp:input_type -> esim.accounts.v1.SignUpRequest
+	20, // 25: esim.accounts.v1.Accounts.SignIn:input_type -> esim.accounts.v1.SignInRequest
+	21, // 26: esim.accounts.v1.Accounts.GetSession:input_type -> esim.accounts.v1.GetSessionRequest
+	22, // 27: esim.accounts.v1.Accounts.SignOut:input_type -> esim.accounts.v1.SignOutRequest
+	24, // 28: esim.accounts.v1.Accounts.ChangePassword:input_type -> esim.accounts.v1.ChangePasswordRequest
+	25, // 29: esim.accounts.v1.Accounts.InviteUser:input_type -> esim.accounts.v1.InviteUserRequest
+	27, // 30: esim.accounts.v1.Accounts.AcceptInvite:input_type -> esim.accounts.v1.AcceptInviteRequest
+	1,  // 31: esim.accounts.v1.Accounts.CreateAccount:output_type -> esim.accounts.v1.Account
+	1,  // 32: esim.accounts.v1.Accounts.GetAccount:output_type -> esim.accounts.v1.Account
+	5,  // 33: esim.accounts.v1.Accounts.ListAccounts:output_type -> esim.accounts.v1.ListAccountsResponse
+	1,  // 34: esim.accounts.v1.Accounts.SetRateLimit:output_type -> esim.accounts.v1.Account
+	9,  // 35: esim.accounts.v1.Accounts.CreateKey:output_type -> esim.accounts.v1.CreateKeyResponse
+	11, // 36: esim.accounts.v1.Accounts.ListKeys:output_type -> esim.accounts.v1.ListKeysResponse
+	7,  // 37: esim.accounts.v1.Accounts.RevokeKey:output_type -> esim.accounts.v1.ApiKey
+	14, // 38: esim.accounts.v1.Accounts.Authenticate:output_type -> esim.accounts.v1.AuthenticateResponse
+	1,  // 39: esim.accounts.v1.Accounts.EnableLive:output_type -> esim.accounts.v1.Account
+	18, // 40: esim.accounts.v1.Accounts.SignUp:output_type -> esim.accounts.v1.SessionResponse
+	18, // 41: esim.accounts.v1.Accounts.SignIn:output_type -> esim.accounts.v1.SessionResponse
+	17, // 42: esim.accounts.v1.Accounts.GetSession:output_type -> esim.accounts.v1.Session
+	23, // 43: esim.accounts.v1.Accounts.SignOut:output_type -> esim.accounts.v1.SignOutResponse
+	18, // 44: esim.accounts.v1.Accounts.ChangePassword:output_type -> esim.accounts.v1.SessionResponse
+	26, // 45: esim.accounts.v1.Accounts.InviteUser:output_type -> esim.accounts.v1.InviteUserResponse
+	18, // 46: esim.accounts.v1.Accounts.AcceptInvite:output_type -> esim.accounts.v1.SessionResponse
+	31, // [31:47] is the sub-list for method output_type
+	15, // [15:31] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_accounts_v1_accounts_proto_init() }
@@ -1080,7 +1884,7 @@ func file_accounts_v1_accounts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accounts_v1_accounts_proto_rawDesc), len(file_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

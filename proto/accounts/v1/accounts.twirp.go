@@ -56,6 +56,39 @@ type Accounts interface {
 	// Authenticate resolves a presented secret to its account and environment.
 	// Unknown, malformed and revoked secrets all answer unauthenticated.
 	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
+
+	// EnableLive lets a self-signed-up account create live keys (operators).
+	EnableLive(context.Context, *EnableLiveRequest) (*Account, error)
+
+	// Portal users and their sessions. A session token is returned once
+	// and stored hashed; every portal page presents it.
+	//
+	// SignUp creates an account (sandbox only until an operator enables
+	// live) and its owner, and signs the owner in. An email already used
+	// answers already_exists on "email".
+	SignUp(context.Context, *SignUpRequest) (*SessionResponse, error)
+
+	// SignIn answers unauthenticated, with one message, for an unknown email
+	// and for a wrong password alike.
+	SignIn(context.Context, *SignInRequest) (*SessionResponse, error)
+
+	// GetSession answers the session's user and account; unauthenticated
+	// for an unknown, expired or revoked token.
+	GetSession(context.Context, *GetSessionRequest) (*Session, error)
+
+	// SignOut ends the session, or every session of its user.
+	SignOut(context.Context, *SignOutRequest) (*SignOutResponse, error)
+
+	// ChangePassword checks the current password, ends every session of
+	// the user and answers a new one.
+	ChangePassword(context.Context, *ChangePasswordRequest) (*SessionResponse, error)
+
+	// InviteUser makes a one-time sign-up token for an email to join an
+	// existing account (operators); AcceptInvite spends it with a password
+	// and signs the new user in.
+	InviteUser(context.Context, *InviteUserRequest) (*InviteUserResponse, error)
+
+	AcceptInvite(context.Context, *AcceptInviteRequest) (*SessionResponse, error)
 }
 
 // ========================
@@ -64,7 +97,7 @@ type Accounts interface {
 
 type accountsProtobufClient struct {
 	client      HTTPClient
-	urls        [8]string
+	urls        [16]string
 	interceptor twirp.Interceptor
 	opts        twirp.ClientOptions
 }
@@ -92,7 +125,7 @@ func NewAccountsProtobufClient(baseURL string, client HTTPClient, opts ...twirp.
 	// Build method URLs: <baseURL>[<prefix>]/<package>.<Service>/<Method>
 	serviceURL := sanitizeBaseURL(baseURL)
 	serviceURL += baseServicePath(pathPrefix, "esim.accounts.v1", "Accounts")
-	urls := [8]string{
+	urls := [16]string{
 		serviceURL + "CreateAccount",
 		serviceURL + "GetAccount",
 		serviceURL + "ListAccounts",
@@ -101,6 +134,14 @@ func NewAccountsProtobufClient(baseURL string, client HTTPClient, opts ...twirp.
 		serviceURL + "ListKeys",
 		serviceURL + "RevokeKey",
 		serviceURL + "Authenticate",
+		serviceURL + "EnableLive",
+		serviceURL + "SignUp",
+		serviceURL + "SignIn",
+		serviceURL + "GetSession",
+		serviceURL + "SignOut",
+		serviceURL + "ChangePassword",
+		serviceURL + "InviteUser",
+		serviceURL + "AcceptInvite",
 	}
 
 	return &accountsProtobufClient{
@@ -479,13 +520,381 @@ func (c *accountsProtobufClient) callAuthenticate(ctx context.Context, in *Authe
 	return out, nil
 }
 
+func (c *accountsProtobufClient) EnableLive(ctx context.Context, in *EnableLiveRequest) (*Account, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "EnableLive")
+	caller := c.callEnableLive
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *EnableLiveRequest) (*Account, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*EnableLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*EnableLiveRequest) when calling interceptor")
+					}
+					return c.callEnableLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Account)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Account) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callEnableLive(ctx context.Context, in *EnableLiveRequest) (*Account, error) {
+	out := new(Account)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[8], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) SignUp(ctx context.Context, in *SignUpRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "SignUp")
+	caller := c.callSignUp
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *SignUpRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignUpRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignUpRequest) when calling interceptor")
+					}
+					return c.callSignUp(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callSignUp(ctx context.Context, in *SignUpRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[9], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) SignIn(ctx context.Context, in *SignInRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "SignIn")
+	caller := c.callSignIn
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *SignInRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignInRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignInRequest) when calling interceptor")
+					}
+					return c.callSignIn(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callSignIn(ctx context.Context, in *SignInRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[10], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) GetSession(ctx context.Context, in *GetSessionRequest) (*Session, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetSession")
+	caller := c.callGetSession
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetSessionRequest) (*Session, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetSessionRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetSessionRequest) when calling interceptor")
+					}
+					return c.callGetSession(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Session)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Session) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callGetSession(ctx context.Context, in *GetSessionRequest) (*Session, error) {
+	out := new(Session)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[11], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) SignOut(ctx context.Context, in *SignOutRequest) (*SignOutResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "SignOut")
+	caller := c.callSignOut
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *SignOutRequest) (*SignOutResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignOutRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignOutRequest) when calling interceptor")
+					}
+					return c.callSignOut(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SignOutResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SignOutResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callSignOut(ctx context.Context, in *SignOutRequest) (*SignOutResponse, error) {
+	out := new(SignOutResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[12], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) ChangePassword(ctx context.Context, in *ChangePasswordRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ChangePassword")
+	caller := c.callChangePassword
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ChangePasswordRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ChangePasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ChangePasswordRequest) when calling interceptor")
+					}
+					return c.callChangePassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callChangePassword(ctx context.Context, in *ChangePasswordRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[13], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) InviteUser(ctx context.Context, in *InviteUserRequest) (*InviteUserResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "InviteUser")
+	caller := c.callInviteUser
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *InviteUserRequest) (*InviteUserResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*InviteUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*InviteUserRequest) when calling interceptor")
+					}
+					return c.callInviteUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*InviteUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*InviteUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callInviteUser(ctx context.Context, in *InviteUserRequest) (*InviteUserResponse, error) {
+	out := new(InviteUserResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[14], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) AcceptInvite(ctx context.Context, in *AcceptInviteRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "AcceptInvite")
+	caller := c.callAcceptInvite
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *AcceptInviteRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*AcceptInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*AcceptInviteRequest) when calling interceptor")
+					}
+					return c.callAcceptInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callAcceptInvite(ctx context.Context, in *AcceptInviteRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[15], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
 // ====================
 // Accounts JSON Client
 // ====================
 
 type accountsJSONClient struct {
 	client      HTTPClient
-	urls        [8]string
+	urls        [16]string
 	interceptor twirp.Interceptor
 	opts        twirp.ClientOptions
 }
@@ -513,7 +922,7 @@ func NewAccountsJSONClient(baseURL string, client HTTPClient, opts ...twirp.Clie
 	// Build method URLs: <baseURL>[<prefix>]/<package>.<Service>/<Method>
 	serviceURL := sanitizeBaseURL(baseURL)
 	serviceURL += baseServicePath(pathPrefix, "esim.accounts.v1", "Accounts")
-	urls := [8]string{
+	urls := [16]string{
 		serviceURL + "CreateAccount",
 		serviceURL + "GetAccount",
 		serviceURL + "ListAccounts",
@@ -522,6 +931,14 @@ func NewAccountsJSONClient(baseURL string, client HTTPClient, opts ...twirp.Clie
 		serviceURL + "ListKeys",
 		serviceURL + "RevokeKey",
 		serviceURL + "Authenticate",
+		serviceURL + "EnableLive",
+		serviceURL + "SignUp",
+		serviceURL + "SignIn",
+		serviceURL + "GetSession",
+		serviceURL + "SignOut",
+		serviceURL + "ChangePassword",
+		serviceURL + "InviteUser",
+		serviceURL + "AcceptInvite",
 	}
 
 	return &accountsJSONClient{
@@ -900,6 +1317,374 @@ func (c *accountsJSONClient) callAuthenticate(ctx context.Context, in *Authentic
 	return out, nil
 }
 
+func (c *accountsJSONClient) EnableLive(ctx context.Context, in *EnableLiveRequest) (*Account, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "EnableLive")
+	caller := c.callEnableLive
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *EnableLiveRequest) (*Account, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*EnableLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*EnableLiveRequest) when calling interceptor")
+					}
+					return c.callEnableLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Account)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Account) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callEnableLive(ctx context.Context, in *EnableLiveRequest) (*Account, error) {
+	out := new(Account)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[8], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) SignUp(ctx context.Context, in *SignUpRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "SignUp")
+	caller := c.callSignUp
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *SignUpRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignUpRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignUpRequest) when calling interceptor")
+					}
+					return c.callSignUp(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callSignUp(ctx context.Context, in *SignUpRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[9], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) SignIn(ctx context.Context, in *SignInRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "SignIn")
+	caller := c.callSignIn
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *SignInRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignInRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignInRequest) when calling interceptor")
+					}
+					return c.callSignIn(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callSignIn(ctx context.Context, in *SignInRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[10], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) GetSession(ctx context.Context, in *GetSessionRequest) (*Session, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetSession")
+	caller := c.callGetSession
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetSessionRequest) (*Session, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetSessionRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetSessionRequest) when calling interceptor")
+					}
+					return c.callGetSession(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Session)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Session) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callGetSession(ctx context.Context, in *GetSessionRequest) (*Session, error) {
+	out := new(Session)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[11], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) SignOut(ctx context.Context, in *SignOutRequest) (*SignOutResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "SignOut")
+	caller := c.callSignOut
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *SignOutRequest) (*SignOutResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignOutRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignOutRequest) when calling interceptor")
+					}
+					return c.callSignOut(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SignOutResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SignOutResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callSignOut(ctx context.Context, in *SignOutRequest) (*SignOutResponse, error) {
+	out := new(SignOutResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[12], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) ChangePassword(ctx context.Context, in *ChangePasswordRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ChangePassword")
+	caller := c.callChangePassword
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ChangePasswordRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ChangePasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ChangePasswordRequest) when calling interceptor")
+					}
+					return c.callChangePassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callChangePassword(ctx context.Context, in *ChangePasswordRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[13], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) InviteUser(ctx context.Context, in *InviteUserRequest) (*InviteUserResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "InviteUser")
+	caller := c.callInviteUser
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *InviteUserRequest) (*InviteUserResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*InviteUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*InviteUserRequest) when calling interceptor")
+					}
+					return c.callInviteUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*InviteUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*InviteUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callInviteUser(ctx context.Context, in *InviteUserRequest) (*InviteUserResponse, error) {
+	out := new(InviteUserResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[14], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) AcceptInvite(ctx context.Context, in *AcceptInviteRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "AcceptInvite")
+	caller := c.callAcceptInvite
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *AcceptInviteRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*AcceptInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*AcceptInviteRequest) when calling interceptor")
+					}
+					return c.callAcceptInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callAcceptInvite(ctx context.Context, in *AcceptInviteRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[15], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
 // =======================
 // Accounts Server Handler
 // =======================
@@ -1020,6 +1805,30 @@ func (s *accountsServer) ServeHTTP(resp http.ResponseWriter, req *http.Request) 
 		return
 	case "Authenticate":
 		s.serveAuthenticate(ctx, resp, req)
+		return
+	case "EnableLive":
+		s.serveEnableLive(ctx, resp, req)
+		return
+	case "SignUp":
+		s.serveSignUp(ctx, resp, req)
+		return
+	case "SignIn":
+		s.serveSignIn(ctx, resp, req)
+		return
+	case "GetSession":
+		s.serveGetSession(ctx, resp, req)
+		return
+	case "SignOut":
+		s.serveSignOut(ctx, resp, req)
+		return
+	case "ChangePassword":
+		s.serveChangePassword(ctx, resp, req)
+		return
+	case "InviteUser":
+		s.serveInviteUser(ctx, resp, req)
+		return
+	case "AcceptInvite":
+		s.serveAcceptInvite(ctx, resp, req)
 		return
 	default:
 		msg := fmt.Sprintf("no handler for path %q", req.URL.Path)
@@ -2468,6 +3277,1446 @@ func (s *accountsServer) serveAuthenticateProtobuf(ctx context.Context, resp htt
 	callResponseSent(ctx, s.hooks)
 }
 
+func (s *accountsServer) serveEnableLive(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveEnableLiveJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveEnableLiveProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveEnableLiveJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "EnableLive")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(EnableLiveRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.EnableLive
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *EnableLiveRequest) (*Account, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*EnableLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*EnableLiveRequest) when calling interceptor")
+					}
+					return s.Accounts.EnableLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Account)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Account) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *Account
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *Account and nil error while calling EnableLive. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveEnableLiveProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "EnableLive")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(EnableLiveRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.EnableLive
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *EnableLiveRequest) (*Account, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*EnableLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*EnableLiveRequest) when calling interceptor")
+					}
+					return s.Accounts.EnableLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Account)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Account) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *Account
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *Account and nil error while calling EnableLive. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveSignUp(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveSignUpJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveSignUpProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveSignUpJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "SignUp")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(SignUpRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.SignUp
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *SignUpRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignUpRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignUpRequest) when calling interceptor")
+					}
+					return s.Accounts.SignUp(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling SignUp. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveSignUpProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "SignUp")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(SignUpRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.SignUp
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *SignUpRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignUpRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignUpRequest) when calling interceptor")
+					}
+					return s.Accounts.SignUp(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling SignUp. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveSignIn(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveSignInJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveSignInProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveSignInJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "SignIn")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(SignInRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.SignIn
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *SignInRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignInRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignInRequest) when calling interceptor")
+					}
+					return s.Accounts.SignIn(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling SignIn. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveSignInProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "SignIn")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(SignInRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.SignIn
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *SignInRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignInRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignInRequest) when calling interceptor")
+					}
+					return s.Accounts.SignIn(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling SignIn. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetSession(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveGetSessionJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveGetSessionProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveGetSessionJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetSession")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(GetSessionRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.GetSession
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetSessionRequest) (*Session, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetSessionRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetSessionRequest) when calling interceptor")
+					}
+					return s.Accounts.GetSession(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Session)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Session) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *Session
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *Session and nil error while calling GetSession. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetSessionProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetSession")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(GetSessionRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.GetSession
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetSessionRequest) (*Session, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetSessionRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetSessionRequest) when calling interceptor")
+					}
+					return s.Accounts.GetSession(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Session)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Session) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *Session
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *Session and nil error while calling GetSession. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveSignOut(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveSignOutJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveSignOutProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveSignOutJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "SignOut")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(SignOutRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.SignOut
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *SignOutRequest) (*SignOutResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignOutRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignOutRequest) when calling interceptor")
+					}
+					return s.Accounts.SignOut(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SignOutResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SignOutResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SignOutResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SignOutResponse and nil error while calling SignOut. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveSignOutProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "SignOut")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(SignOutRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.SignOut
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *SignOutRequest) (*SignOutResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*SignOutRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*SignOutRequest) when calling interceptor")
+					}
+					return s.Accounts.SignOut(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SignOutResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SignOutResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SignOutResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SignOutResponse and nil error while calling SignOut. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveChangePassword(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveChangePasswordJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveChangePasswordProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveChangePasswordJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ChangePassword")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(ChangePasswordRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.ChangePassword
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ChangePasswordRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ChangePasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ChangePasswordRequest) when calling interceptor")
+					}
+					return s.Accounts.ChangePassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling ChangePassword. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveChangePasswordProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ChangePassword")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(ChangePasswordRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.ChangePassword
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ChangePasswordRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ChangePasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ChangePasswordRequest) when calling interceptor")
+					}
+					return s.Accounts.ChangePassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling ChangePassword. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveInviteUser(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveInviteUserJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveInviteUserProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveInviteUserJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "InviteUser")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(InviteUserRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.InviteUser
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *InviteUserRequest) (*InviteUserResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*InviteUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*InviteUserRequest) when calling interceptor")
+					}
+					return s.Accounts.InviteUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*InviteUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*InviteUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *InviteUserResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *InviteUserResponse and nil error while calling InviteUser. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveInviteUserProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "InviteUser")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(InviteUserRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.InviteUser
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *InviteUserRequest) (*InviteUserResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*InviteUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*InviteUserRequest) when calling interceptor")
+					}
+					return s.Accounts.InviteUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*InviteUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*InviteUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *InviteUserResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *InviteUserResponse and nil error while calling InviteUser. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveAcceptInvite(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveAcceptInviteJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveAcceptInviteProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveAcceptInviteJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "AcceptInvite")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(AcceptInviteRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.AcceptInvite
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *AcceptInviteRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*AcceptInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*AcceptInviteRequest) when calling interceptor")
+					}
+					return s.Accounts.AcceptInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling AcceptInvite. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveAcceptInviteProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "AcceptInvite")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(AcceptInviteRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.AcceptInvite
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *AcceptInviteRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*AcceptInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*AcceptInviteRequest) when calling interceptor")
+					}
+					return s.Accounts.AcceptInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling AcceptInvite. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
 func (s *accountsServer) ServiceDescriptor() ([]byte, int) {
 	return twirpFileDescriptor0, 0
 }
@@ -3049,57 +5298,85 @@ func callClientError(ctx context.Context, h *twirp.ClientHooks, err twirp.Error)
 }
 
 var twirpFileDescriptor0 = []byte{
-	// 831 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x56, 0xdd, 0x8e, 0xdb, 0x44,
-	0x14, 0xc6, 0x4e, 0x9c, 0x26, 0x27, 0xa5, 0xb8, 0x93, 0x94, 0x06, 0xa3, 0x8a, 0xe0, 0x15, 0x55,
-	0x54, 0x81, 0xa3, 0x04, 0x71, 0x51, 0xf5, 0xa2, 0x4a, 0xdb, 0x00, 0xd1, 0xa6, 0xe9, 0xe2, 0x5d,
-	0x16, 0xa8, 0x84, 0x22, 0xaf, 0x73, 0x36, 0xb5, 0x12, 0xff, 0x60, 0x4f, 0x22, 0xfc, 0x02, 0x48,
-	0xbc, 0x02, 0x4f, 0xc1, 0x1d, 0x2f, 0xc3, 0xc3, 0x20, 0x8f, 0x3d, 0xb1, 0x93, 0xd8, 0xd9, 0xec,
-	0x05, 0xea, 0x9d, 0xcf, 0x9c, 0xef, 0x9c, 0xf9, 0xce, 0xef, 0x18, 0x14, 0xc3, 0x34, 0xdd, 0x95,
-	0x43, 0x83, 0xee, 0xba, 0xd7, 0xe5, 0xdf, 0x9a, 0xe7, 0xbb, 0xd4, 0x25, 0x32, 0x06, 0x96, 0xad,
-	0x6d, 0x0e, 0xd7, 0x3d, 0xe5, 0xb3, 0xb9, 0xeb, 0xce, 0x97, 0xd8, 0x65, 0xfa, 0xab, 0xd5, 0x75,
-	0x97, 0x5a, 0x36, 0x06, 0xd4, 0xb0, 0xbd, 0xd8, 0x44, 0xfd, 0x47, 0x80, 0x3b, 0x83, 0xd8, 0x80,
-	0xdc, 0x03, 0xd1, 0x9a, 0xb5, 0x84, 0xb6, 0xd0, 0xa9, 0xe9, 0xa2, 0x35, 0x23, 0x04, 0xca, 0x8e,
-	0x61, 0x63, 0x4b, 0x64, 0x27, 0xec, 0x9b, 0x28, 0x50, 0x35, 0x57, 0xbe, 0x8f, 0x8e, 0x19, 0xb6,
-	0x4a, 0xec, 0x7c, 0x23, 0x93, 0x1e, 0x3c, 0xf0, 0x0d, 0x8a, 0xd3, 0xa5, 0x65, 0x5b, 0x74, 0xea,
-	0xa1, 0x3f, 0xb5, 0x2d, 0x67, 0x45, 0xb1, 0x55, 0x6e, 0x0b, 0x1d, 0x49, 0x27, 0x91, 0x72, 0x1c,
-	0xe9, 0xce, 0xd0, 0x7f, 0xcd, 0x34, 0xe4, 0x29, 0x80, 0xe9, 0xa3, 0x41, 0x71, 0x36, 0x35, 0x68,
-	0x4b, 0x6a, 0x0b, 0x9d, 0x7a, 0x5f, 0xd1, 0x62, 0xd2, 0x1a, 0x27, 0xad, 0x5d, 0x70, 0xd2, 0x7a,
-	0x2d, 0x41, 0x0f, 0xa8, 0xfa, 0xa7, 0x00, 0xcd, 0x97, 0x4c, 0x4a, 0xf8, 0xeb, 0xf8, 0xdb, 0x0a,
-	0x83, 0xf7, 0x11, 0x86, 0x7a, 0x02, 0xf7, 0xbf, 0x43, 0x7a, 0x98, 0x87, 0xfa, 0x1c, 0x1a, 0x63,
-	0x2b, 0xe0, 0xa8, 0x80, 0xc3, 0x08, 0x94, 0x3d, 0x63, 0x8e, 0x0c, 0x28, 0xe9, 0xec, 0x9b, 0x34,
-	0x41, 0x62, 0xb7, 0x33, 0xce, 0x92, 0x1e, 0x0b, 0xaa, 0x09, 0xcd, 0x6d, 0x07, 0x81, 0xe7, 0x3a,
-	0x01, 0x92, 0x6f, 0xa0, 0xca, 0x6b, 0xde, 0x12, 0xda, 0xa5, 0x4e, 0xbd, 0xff, 0x89, 0xb6, 0xdb,
-	0x09, 0x1a, 0x27, 0xb7, 0x81, 0x46, 0x97, 0x50, 0x97, 0x1a, 0x4b, 0x7e, 0x09, 0x13, 0xd4, 0x39,
-	0x34, 0xce, 0x91, 0xea, 0x3c, 0x46, 0xce, 0xf2, 0x11, 0x40, 0x62, 0x38, 0xdd, 0x04, 0x55, 0x4b,
-	0x4e, 0x46, 0xb3, 0xe2, 0x9c, 0x89, 0x85, 0x39, 0xfb, 0x4b, 0x84, 0xca, 0xc0, 0xb3, 0x4e, 0x31,
-	0xdc, 0xab, 0xd8, 0xf6, 0x65, 0xe2, 0xee, 0x65, 0xcf, 0xa1, 0x8e, 0xce, 0xda, 0xf2, 0x5d, 0xc7,
-	0x46, 0x87, 0xb2, 0xfa, 0xdd, 0xeb, 0x3f, 0xda, 0x0f, 0x79, 0x98, 0x82, 0xf4, 0xac, 0x05, 0xf9,
-	0x18, 0x2a, 0x9e, 0x8f, 0xd7, 0xd6, 0xef, 0xac, 0xa4, 0x35, 0x3d, 0x91, 0x36, 0x9d, 0x22, 0x65,
-	0x3a, 0x65, 0xbb, 0x43, 0x2b, 0xb7, 0xe8, 0xd0, 0xc8, 0xd4, 0xc7, 0xb5, 0xbb, 0x88, 0x4d, 0xef,
-	0xdc, 0x6c, 0x9a, 0xa0, 0x07, 0x54, 0xfd, 0x43, 0x00, 0x39, 0x6e, 0xee, 0x53, 0x0c, 0x8f, 0xac,
-	0xc1, 0x4e, 0x5a, 0xc4, 0x5b, 0xa7, 0x85, 0x87, 0x5f, 0x4a, 0xc3, 0x57, 0x7f, 0x82, 0xfb, 0x19,
-	0x1e, 0x49, 0xc3, 0x3d, 0x81, 0xd2, 0x02, 0x43, 0xc6, 0xa0, 0xde, 0x6f, 0xe5, 0xf4, 0x1a, 0x2b,
-	0xab, 0x1e, 0x81, 0xa2, 0x5c, 0x07, 0x68, 0xfa, 0x48, 0x93, 0x3a, 0x26, 0x92, 0xfa, 0x16, 0x3e,
-	0x8a, 0x9a, 0xf9, 0x14, 0xc3, 0xe0, 0xc8, 0xf8, 0xf8, 0xa0, 0x88, 0x79, 0x83, 0x52, 0xca, 0x0e,
-	0xca, 0x25, 0xc8, 0xa9, 0xef, 0x84, 0xf3, 0x97, 0x50, 0x5e, 0x60, 0xc8, 0x07, 0xa4, 0x98, 0x34,
-	0x43, 0x15, 0xcc, 0xc6, 0xf7, 0x20, 0xeb, 0xac, 0x44, 0xc7, 0x17, 0xe5, 0x01, 0x54, 0x16, 0x18,
-	0xa6, 0x6d, 0x2c, 0x2d, 0x30, 0x1c, 0xcd, 0xd4, 0xaf, 0xa0, 0x31, 0x58, 0xd1, 0x77, 0xe8, 0x50,
-	0xcb, 0x34, 0x28, 0x72, 0x67, 0x69, 0xb2, 0x84, 0xad, 0x64, 0xfd, 0x2b, 0x40, 0x73, 0x1b, 0x9f,
-	0x44, 0xf5, 0x7f, 0xb7, 0x44, 0x4a, 0xbf, 0x94, 0xa1, 0xbf, 0xb5, 0x3e, 0xcb, 0xc7, 0xae, 0x4f,
-	0xa9, 0x68, 0x15, 0x3c, 0xf9, 0x05, 0xea, 0x19, 0x06, 0xe4, 0x53, 0x78, 0x38, 0x9c, 0x5c, 0x8e,
-	0xf4, 0x37, 0x93, 0xd7, 0xc3, 0xc9, 0xc5, 0xf4, 0xc7, 0xc9, 0xf9, 0xd9, 0xf0, 0xe5, 0xe8, 0xdb,
-	0xd1, 0xf0, 0x95, 0xfc, 0x01, 0x79, 0x08, 0x8d, 0xac, 0xf2, 0x7c, 0x30, 0x79, 0xf5, 0xe2, 0xcd,
-	0xcf, 0xb2, 0x40, 0x9a, 0x20, 0x67, 0x15, 0xe3, 0xd1, 0xe5, 0x50, 0x16, 0xfb, 0x7f, 0x4b, 0x50,
-	0xe5, 0x0b, 0x93, 0xe8, 0xf0, 0xe1, 0xd6, 0x8b, 0x41, 0x1e, 0xef, 0xa7, 0x22, 0xef, 0x49, 0x51,
-	0x8a, 0xf7, 0x29, 0x19, 0x03, 0xa4, 0xab, 0x9f, 0x9c, 0xec, 0x03, 0xf7, 0x1e, 0x86, 0x43, 0xde,
-	0x7e, 0x85, 0xbb, 0xd9, 0x15, 0x4f, 0xbe, 0xd8, 0x87, 0xe6, 0xbc, 0x21, 0xca, 0xe3, 0x9b, 0x60,
-	0x49, 0xbb, 0x9c, 0xc1, 0xdd, 0xec, 0x72, 0xcf, 0x73, 0x9f, 0xb3, 0xfc, 0x0f, 0x11, 0xbe, 0x80,
-	0xda, 0x66, 0x3f, 0x10, 0xb5, 0x28, 0x9d, 0xe9, 0xbc, 0x28, 0x27, 0x07, 0x31, 0x09, 0xcf, 0x1f,
-	0xa0, 0xca, 0x07, 0x98, 0x7c, 0x9e, 0x1f, 0x5b, 0x66, 0x71, 0x28, 0xea, 0x21, 0x48, 0xe2, 0x72,
-	0x04, 0xb5, 0xcd, 0xec, 0xe6, 0x11, 0xdd, 0x1d, 0x6c, 0xa5, 0x70, 0x45, 0x44, 0x45, 0xca, 0x0e,
-	0x63, 0x5e, 0x16, 0x73, 0x86, 0x3b, 0xaf, 0x48, 0x79, 0x33, 0xfd, 0xe2, 0xd9, 0xdb, 0xa7, 0x73,
-	0x8b, 0xbe, 0x5b, 0x5d, 0x69, 0xa6, 0x6b, 0x77, 0x23, 0x1b, 0x6f, 0x69, 0xd0, 0x6b, 0xd7, 0x8f,
-	0x85, 0xf8, 0x5f, 0xae, 0x9b, 0xf9, 0x0d, 0x7c, 0xc6, 0xbf, 0xd7, 0xbd, 0xab, 0x0a, 0xd3, 0x7e,
-	0xfd, 0x5f, 0x00, 0x00, 0x00, 0xff, 0xff, 0xf4, 0xf7, 0xb7, 0xac, 0x27, 0x0a, 0x00, 0x00,
+	// 1273 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x58, 0xdf, 0x8e, 0xd3, 0xc6,
+	0x17, 0xfe, 0x39, 0xff, 0x73, 0xb2, 0xec, 0x66, 0x67, 0x03, 0xe4, 0xe7, 0x8a, 0x12, 0x4c, 0x4b,
+	0x17, 0xd4, 0x26, 0xda, 0xa0, 0x5e, 0x20, 0x2e, 0x50, 0x80, 0x00, 0x11, 0x21, 0x6c, 0xbd, 0xb0,
+	0x50, 0x44, 0x15, 0x79, 0x93, 0xb3, 0x59, 0x2b, 0x89, 0xed, 0xda, 0x93, 0x2c, 0x51, 0x6f, 0x7a,
+	0x55, 0xa9, 0xaf, 0xd0, 0xfb, 0x3e, 0x4c, 0x5f, 0xa1, 0xea, 0xc3, 0x54, 0x1e, 0xcf, 0xd8, 0x4e,
+	0x62, 0x7b, 0xb3, 0x95, 0xaa, 0xde, 0x79, 0x66, 0xbe, 0x99, 0xf9, 0xce, 0x39, 0xdf, 0x9c, 0x73,
+	0x64, 0x90, 0xb5, 0xc1, 0xc0, 0x9c, 0x19, 0xd4, 0x69, 0xcc, 0x0f, 0x1a, 0xe2, 0xbb, 0x6e, 0xd9,
+	0x26, 0x35, 0x49, 0x19, 0x1d, 0x7d, 0x5a, 0xf7, 0x27, 0xe7, 0x07, 0xf2, 0xcd, 0x91, 0x69, 0x8e,
+	0x26, 0xd8, 0x60, 0xeb, 0x27, 0xb3, 0xd3, 0x06, 0xd5, 0xa7, 0xe8, 0x50, 0x6d, 0x6a, 0x79, 0x5b,
+	0x94, 0x3f, 0x25, 0xc8, 0xb7, 0xbc, 0x0d, 0x64, 0x1b, 0x52, 0xfa, 0xb0, 0x2a, 0xd5, 0xa4, 0xfd,
+	0xa2, 0x9a, 0xd2, 0x87, 0x84, 0x40, 0xc6, 0xd0, 0xa6, 0x58, 0x4d, 0xb1, 0x19, 0xf6, 0x4d, 0x64,
+	0x28, 0x0c, 0x66, 0xb6, 0x8d, 0xc6, 0x60, 0x51, 0x4d, 0xb3, 0x79, 0x7f, 0x4c, 0x0e, 0xe0, 0xaa,
+	0xad, 0x51, 0xec, 0x4f, 0xf4, 0xa9, 0x4e, 0xfb, 0x16, 0xda, 0xfd, 0xa9, 0x6e, 0xcc, 0x28, 0x56,
+	0x33, 0x35, 0x69, 0x3f, 0xab, 0x12, 0x77, 0xb1, 0xeb, 0xae, 0x1d, 0xa2, 0xfd, 0x8a, 0xad, 0x90,
+	0x07, 0x00, 0x03, 0x1b, 0x35, 0x8a, 0xc3, 0xbe, 0x46, 0xab, 0xd9, 0x9a, 0xb4, 0x5f, 0x6a, 0xca,
+	0x75, 0x8f, 0x74, 0x5d, 0x90, 0xae, 0xbf, 0x11, 0xa4, 0xd5, 0x22, 0x47, 0xb7, 0x28, 0xb9, 0x05,
+	0x5b, 0x13, 0x7d, 0x8e, 0x7d, 0x34, 0xb4, 0x93, 0x09, 0x0e, 0xab, 0xb9, 0x9a, 0xb4, 0x5f, 0x50,
+	0x4b, 0xee, 0x5c, 0xdb, 0x9b, 0x52, 0x7e, 0x95, 0xa0, 0xf2, 0x84, 0x6d, 0xe0, 0x26, 0xaa, 0xf8,
+	0xe3, 0x0c, 0x9d, 0xff, 0xc2, 0x52, 0xe5, 0x36, 0xec, 0x3e, 0x47, 0x9a, 0xcc, 0x43, 0x79, 0x04,
+	0x7b, 0x5d, 0xdd, 0x11, 0x28, 0x47, 0xc0, 0x08, 0x64, 0x2c, 0x6d, 0x84, 0x0c, 0x98, 0x55, 0xd9,
+	0x37, 0xa9, 0x40, 0x96, 0xdd, 0xce, 0x38, 0x67, 0x55, 0x6f, 0xa0, 0x0c, 0xa0, 0xb2, 0x7c, 0x80,
+	0x63, 0x99, 0x86, 0x83, 0xe4, 0x5b, 0x28, 0x08, 0x59, 0x54, 0xa5, 0x5a, 0x7a, 0xbf, 0xd4, 0xfc,
+	0x7f, 0x7d, 0x55, 0x2c, 0x75, 0x41, 0xce, 0x87, 0xba, 0x97, 0x50, 0x93, 0x6a, 0x13, 0x71, 0x09,
+	0x1b, 0x28, 0x23, 0xd8, 0x3b, 0x42, 0xaa, 0x0a, 0x1b, 0x05, 0xcb, 0x1b, 0x00, 0x7c, 0x63, 0xdf,
+	0x37, 0xaa, 0xc8, 0x67, 0x3a, 0xc3, 0x78, 0x9f, 0xa5, 0x62, 0x7d, 0xf6, 0x5b, 0x0a, 0x72, 0x2d,
+	0x4b, 0x7f, 0x89, 0x8b, 0xb5, 0x88, 0x2d, 0x5f, 0x96, 0x5a, 0xbd, 0xec, 0x11, 0x94, 0xd0, 0x98,
+	0xeb, 0xb6, 0x69, 0x4c, 0xd1, 0xa0, 0x2c, 0x7e, 0xdb, 0xcd, 0x1b, 0xeb, 0x26, 0xb7, 0x03, 0x90,
+	0x1a, 0xde, 0x41, 0xae, 0x41, 0xce, 0xb2, 0xf1, 0x54, 0xff, 0xc4, 0x42, 0x5a, 0x54, 0xf9, 0xc8,
+	0x57, 0x4a, 0x36, 0xa4, 0x94, 0x65, 0x11, 0xe7, 0x2e, 0x23, 0xe2, 0x07, 0x00, 0x36, 0xce, 0xcd,
+	0xb1, 0xb7, 0x35, 0x7f, 0xf1, 0x56, 0x8e, 0x6e, 0x51, 0xe5, 0x17, 0x09, 0xca, 0x9e, 0xb8, 0x5f,
+	0xe2, 0x62, 0xc3, 0x18, 0xac, 0xb8, 0x25, 0x75, 0x69, 0xb7, 0x08, 0xf3, 0xd3, 0x81, 0xf9, 0xca,
+	0x3b, 0xd8, 0x0d, 0xf1, 0xe0, 0x82, 0xbb, 0x07, 0xe9, 0x31, 0x2e, 0x18, 0x83, 0x52, 0xb3, 0x1a,
+	0xa1, 0x35, 0x16, 0x56, 0xd5, 0x05, 0xb9, 0xbe, 0x76, 0x70, 0x60, 0x23, 0xe5, 0x71, 0xe4, 0x23,
+	0xe5, 0x03, 0xec, 0xb8, 0x62, 0x7e, 0x89, 0x0b, 0x67, 0x43, 0xfb, 0xc4, 0x43, 0x49, 0x45, 0x3d,
+	0x94, 0x74, 0xf8, 0xa1, 0x1c, 0x43, 0x39, 0x38, 0x9b, 0x73, 0xfe, 0x1a, 0x32, 0x63, 0x5c, 0x88,
+	0x07, 0x12, 0x4f, 0x9a, 0xa1, 0x62, 0xde, 0xc6, 0x0b, 0x28, 0xab, 0x2c, 0x44, 0x9b, 0x07, 0xe5,
+	0x2a, 0xe4, 0xc6, 0xb8, 0x08, 0x64, 0x9c, 0x1d, 0xe3, 0xa2, 0x33, 0x54, 0xbe, 0x81, 0xbd, 0xd6,
+	0x8c, 0x9e, 0xa1, 0x41, 0xf5, 0x81, 0x46, 0x51, 0x1c, 0x16, 0x38, 0x4b, 0x5a, 0x72, 0xd6, 0x5f,
+	0x12, 0x54, 0x96, 0xf1, 0xdc, 0xaa, 0x7f, 0x5b, 0x12, 0x01, 0xfd, 0x74, 0x88, 0xfe, 0x52, 0xfa,
+	0xcc, 0x6c, 0x9a, 0x3e, 0xb3, 0xb1, 0xa9, 0xa0, 0x09, 0xbb, 0x5e, 0x56, 0xef, 0xea, 0x73, 0xdc,
+	0xcc, 0xb1, 0xee, 0x0b, 0xc9, 0xbc, 0x75, 0xd0, 0xbe, 0x6c, 0xf2, 0xa8, 0x40, 0x16, 0xa7, 0x9a,
+	0x3e, 0x11, 0x06, 0xb1, 0xc1, 0xca, 0x2b, 0xcf, 0x5c, 0xe2, 0x95, 0x2b, 0xbf, 0x4b, 0x90, 0x3f,
+	0x42, 0xc7, 0xd1, 0x4d, 0x83, 0xdc, 0x83, 0xcc, 0xcc, 0x41, 0x9b, 0xbf, 0x8c, 0x6b, 0xeb, 0x8e,
+	0x76, 0x19, 0xab, 0x0c, 0x43, 0xee, 0x43, 0x9e, 0xaf, 0x30, 0x92, 0x89, 0x49, 0x5b, 0x20, 0x5d,
+	0x9e, 0xf8, 0xc9, 0xd2, 0x6d, 0x74, 0x5c, 0x9e, 0xe9, 0x8b, 0x79, 0x72, 0x74, 0x8b, 0x2a, 0x1f,
+	0x61, 0x87, 0xd3, 0xf4, 0xd5, 0x73, 0x1f, 0xf2, 0x8e, 0x37, 0xc5, 0x19, 0x47, 0x50, 0x10, 0x7b,
+	0x04, 0xd2, 0x7b, 0x1a, 0x63, 0x34, 0x84, 0xa0, 0xd9, 0x40, 0xf9, 0x59, 0x82, 0x2b, 0x47, 0xfa,
+	0xc8, 0x78, 0x6b, 0x89, 0xf8, 0xf9, 0x8e, 0x96, 0xc2, 0x8e, 0x96, 0xa1, 0x60, 0x69, 0x8e, 0x73,
+	0x6e, 0xda, 0x22, 0x36, 0xfe, 0xd8, 0x2d, 0xfa, 0x22, 0x72, 0xa1, 0x3c, 0x54, 0xe2, 0x73, 0xbd,
+	0xd5, 0xba, 0xbd, 0x22, 0x3c, 0xa5, 0xe5, 0x31, 0xe8, 0x18, 0xff, 0x98, 0x81, 0x72, 0x97, 0xd5,
+	0x71, 0xdf, 0x4d, 0xfe, 0x31, 0x9e, 0xc1, 0x52, 0xd8, 0xe0, 0x67, 0xb0, 0xed, 0xde, 0xf6, 0x7a,
+	0x46, 0x13, 0x71, 0xe4, 0x73, 0x00, 0x9c, 0xa3, 0xbd, 0x38, 0x3f, 0x43, 0xdb, 0xcb, 0x5d, 0x05,
+	0x35, 0x34, 0xa3, 0xec, 0xc2, 0x8e, 0x7f, 0x8e, 0x17, 0x16, 0xe5, 0x27, 0xb8, 0xfa, 0xe4, 0x4c,
+	0x33, 0x46, 0x78, 0xc8, 0x79, 0x25, 0xdf, 0x70, 0x17, 0xca, 0x9e, 0x0f, 0x68, 0x7f, 0xc5, 0xb0,
+	0x1d, 0x3e, 0x7f, 0x18, 0xf2, 0xb0, 0x81, 0xe7, 0x01, 0x8c, 0x7b, 0xd8, 0xc0, 0x73, 0x01, 0x51,
+	0x5e, 0xc0, 0x6e, 0xc7, 0x98, 0xeb, 0x14, 0x99, 0x54, 0x37, 0x4b, 0x72, 0xbe, 0xa3, 0x53, 0x21,
+	0x47, 0x2b, 0x08, 0x24, 0x7c, 0x12, 0xd7, 0x5c, 0xb4, 0x0d, 0xcb, 0xba, 0x4e, 0x5d, 0x46, 0xd7,
+	0xcf, 0x61, 0xaf, 0x35, 0x18, 0xa0, 0x45, 0xbd, 0xcb, 0x92, 0x7d, 0x95, 0x10, 0xfc, 0x7b, 0xdf,
+	0x43, 0x29, 0x94, 0x07, 0xc9, 0x67, 0x70, 0xbd, 0xdd, 0x3b, 0xee, 0xa8, 0xaf, 0x7b, 0xaf, 0xda,
+	0xbd, 0x37, 0xfd, 0xb7, 0xbd, 0xa3, 0xc3, 0xf6, 0x93, 0xce, 0xb3, 0x4e, 0xfb, 0x69, 0xf9, 0x7f,
+	0xe4, 0x3a, 0xec, 0x85, 0x17, 0x8f, 0x5a, 0xbd, 0xa7, 0x8f, 0x5f, 0xbf, 0x2f, 0x4b, 0xa4, 0x02,
+	0xe5, 0xf0, 0x42, 0xb7, 0x73, 0xdc, 0x2e, 0xa7, 0x9a, 0x7f, 0x00, 0x14, 0x44, 0xdb, 0x46, 0x54,
+	0xb8, 0xb2, 0xd4, 0xb7, 0x92, 0x3b, 0xeb, 0xaf, 0x2e, 0xaa, 0xb1, 0x95, 0xe3, 0x13, 0x04, 0xe9,
+	0x02, 0x04, 0x0d, 0x28, 0xb9, 0xbd, 0x0e, 0x5c, 0x6b, 0x4f, 0x93, 0x4e, 0xfb, 0x01, 0xb6, 0xc2,
+	0x8d, 0x26, 0xf9, 0x72, 0x1d, 0x1a, 0xd1, 0xc9, 0xca, 0x77, 0x2e, 0x82, 0x71, 0x09, 0x1c, 0xc2,
+	0x56, 0xb8, 0xc5, 0x8c, 0x3a, 0x3e, 0xa2, 0x05, 0x4d, 0x22, 0xfc, 0x06, 0x8a, 0x7e, 0x97, 0x42,
+	0x94, 0x38, 0x77, 0x06, 0x55, 0x5b, 0xbe, 0x9d, 0x88, 0xe1, 0x3c, 0xbf, 0x83, 0x82, 0x68, 0x23,
+	0xc8, 0xad, 0x68, 0xdb, 0x42, 0xed, 0x8b, 0xac, 0x24, 0x41, 0xf8, 0x91, 0x1d, 0x28, 0xfa, 0x1d,
+	0x44, 0x14, 0xd1, 0xd5, 0xf6, 0x42, 0x8e, 0x6d, 0x54, 0xdc, 0x20, 0x85, 0x5b, 0x82, 0x28, 0x2f,
+	0x46, 0xb4, 0x18, 0x51, 0x41, 0x8a, 0xec, 0x2c, 0xba, 0x00, 0x41, 0x4d, 0x8e, 0x52, 0xd4, 0x5a,
+	0xc5, 0x4e, 0xd6, 0x67, 0xce, 0xab, 0x0e, 0xe4, 0x66, 0x44, 0xb0, 0xc3, 0x75, 0x43, 0xbe, 0x15,
+	0x5f, 0x83, 0x02, 0x6e, 0x39, 0x2f, 0xd3, 0xc7, 0x9d, 0xe6, 0xd7, 0x80, 0xcd, 0x4e, 0x83, 0x20,
+	0xe9, 0xc7, 0xbc, 0x9d, 0xe5, 0x92, 0x20, 0xc7, 0xd7, 0x49, 0xd2, 0x83, 0x3c, 0xcf, 0xe7, 0xa4,
+	0x16, 0x4d, 0x2e, 0x28, 0x19, 0x91, 0xec, 0x96, 0x8b, 0x01, 0xf9, 0x08, 0xdb, 0xcb, 0xc5, 0x80,
+	0x7c, 0x15, 0xa1, 0xdd, 0xa8, 0x72, 0xb1, 0x89, 0xed, 0xef, 0x00, 0x82, 0x1c, 0x1d, 0x65, 0xfb,
+	0x5a, 0x2d, 0x90, 0xbf, 0x48, 0x06, 0xf1, 0x83, 0xdf, 0xc3, 0x56, 0x38, 0x2b, 0x47, 0xaa, 0x73,
+	0x3d, 0x6b, 0x6f, 0x40, 0xf9, 0xf1, 0xc3, 0x0f, 0x0f, 0x46, 0x3a, 0x3d, 0x9b, 0x9d, 0xd4, 0x07,
+	0xe6, 0xb4, 0xe1, 0xc2, 0xad, 0x89, 0x46, 0x4f, 0x4d, 0xdb, 0x1b, 0x78, 0x7f, 0x43, 0x1a, 0xa1,
+	0x1f, 0x29, 0x0f, 0xc5, 0xf7, 0xfc, 0xe0, 0x24, 0xc7, 0x56, 0xef, 0xff, 0x1d, 0x00, 0x00, 0xff,
+	0xff, 0xe6, 0x42, 0x98, 0xcc, 0x69, 0x11, 0x00, 0x00,
 }

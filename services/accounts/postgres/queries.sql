@@ -1,17 +1,17 @@
 -- name: InsertAccount :execrows
 -- A taken id inserts nothing (0 rows), which the store reports as a
 -- conflict without parsing constraint errors.
-INSERT INTO accounts (id, name, currency, rate_limit_per_minute, created_at)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO accounts (id, name, currency, rate_limit_per_minute, created_at, live_enabled)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: GetAccount :one
-SELECT id, name, currency, rate_limit_per_minute, created_at
+SELECT id, name, currency, rate_limit_per_minute, created_at, live_enabled
 FROM accounts
 WHERE id = $1;
 
 -- name: ListAccounts :many
-SELECT id, name, currency, rate_limit_per_minute, created_at
+SELECT id, name, currency, rate_limit_per_minute, created_at, live_enabled
 FROM accounts
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
@@ -23,7 +23,7 @@ SELECT count(*) FROM accounts;
 UPDATE accounts
 SET rate_limit_per_minute = $2
 WHERE id = $1
-RETURNING id, name, currency, rate_limit_per_minute, created_at;
+RETURNING id, name, currency, rate_limit_per_minute, created_at, live_enabled;
 
 -- name: InsertKey :exec
 INSERT INTO api_keys (id, account_id, environment, prefix, name, secret_hash, created_at)
@@ -54,3 +54,80 @@ SELECT k.id, k.account_id, k.environment, k.prefix, k.name, k.created_at, k.revo
 FROM api_keys k
 JOIN accounts a ON a.id = k.account_id
 WHERE k.secret_hash = $1;
+
+-- name: EnableLive :one
+UPDATE accounts
+SET live_enabled = true
+WHERE id = $1
+RETURNING id, name, currency, rate_limit_per_minute, created_at, live_enabled;
+
+-- name: InsertUser :execrows
+-- A taken email inserts nothing (0 rows), reported as a conflict on the
+-- email without parsing constraint errors, as InsertAccount does.
+INSERT INTO users (id, account_id, email, password_hash, created_at, password_changed_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (email) DO NOTHING;
+
+-- name: GetUser :one
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE id = $1;
+
+-- name: UserByEmail :one
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE email = $1;
+
+-- name: UserByEmailForUpdate :one
+-- Locks the user whose password an invite resets, so a password change
+-- running alongside cannot interleave with it.
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE email = $1
+FOR UPDATE;
+
+-- name: SetPassword :execrows
+-- Only while the hash is still the one the caller verified against: a
+-- password changed meanwhile updates nothing (0 rows).
+UPDATE users
+SET password_hash = sqlc.arg(new_hash), password_changed_at = sqlc.arg(changed_at)
+WHERE id = sqlc.arg(id) AND password_hash = sqlc.arg(old_hash);
+
+-- name: InsertSession :exec
+INSERT INTO sessions (token_hash, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4);
+
+-- name: SessionByHash :one
+SELECT s.token_hash, s.expires_at, s.revoked_at, sqlc.embed(u), sqlc.embed(a)
+FROM sessions s
+JOIN users u ON u.id = s.user_id
+JOIN accounts a ON a.id = u.account_id
+WHERE s.token_hash = $1;
+
+-- name: RevokeSession :exec
+-- COALESCE keeps the first revocation time, as for keys.
+UPDATE sessions
+SET revoked_at = COALESCE(revoked_at, sqlc.arg(revoked_at)::timestamptz)
+WHERE token_hash = sqlc.arg(token_hash);
+
+-- name: RevokeUserSessions :exec
+UPDATE sessions
+SET revoked_at = sqlc.arg(revoked_at)::timestamptz
+WHERE user_id = sqlc.arg(user_id) AND revoked_at IS NULL;
+
+-- name: InsertInvite :exec
+INSERT INTO invites (token_hash, account_id, email, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5);
+
+-- name: InviteForUpdate :one
+-- The row lock is what makes an invite single-use: a second accept of the
+-- same token waits here, then reads the invite as used.
+SELECT token_hash, account_id, email, created_at, expires_at, used_at
+FROM invites
+WHERE token_hash = $1
+FOR UPDATE;
+
+-- name: UseInvite :exec
+UPDATE invites
+SET used_at = sqlc.arg(used_at)::timestamptz
+WHERE token_hash = sqlc.arg(token_hash);

@@ -69,6 +69,7 @@ func (s *Store) InsertAccount(ctx context.Context, a accounts.Account) error {
 		Currency:           string(a.Currency),
 		RateLimitPerMinute: a.RateLimitPerMinute,
 		CreatedAt:          a.CreatedAt,
+		LiveEnabled:        a.LiveEnabled,
 	})
 	if err != nil {
 		return fmt.Errorf("insert account: %w", err)
@@ -111,6 +112,15 @@ func (s *Store) SetRateLimit(ctx context.Context, id uuid.UUID, perMinute int32)
 	row, err := s.q.SetRateLimit(ctx, db.SetRateLimitParams{ID: id, RateLimitPerMinute: perMinute})
 	if err != nil {
 		return accounts.Account{}, notFound(err, "update rate limit")
+	}
+	return account(row), nil
+}
+
+// EnableLive implements accounts.Store.
+func (s *Store) EnableLive(ctx context.Context, id uuid.UUID) (accounts.Account, error) {
+	row, err := s.q.EnableLive(ctx, id)
+	if err != nil {
+		return accounts.Account{}, notFound(err, "enable live")
 	}
 	return account(row), nil
 }
@@ -202,7 +212,8 @@ func account(r db.Account) accounts.Account {
 		RateLimitPerMinute: r.RateLimitPerMinute,
 		// Postgres hands timestamps back in the session's zone; the domain
 		// speaks UTC.
-		CreatedAt: r.CreatedAt.UTC(),
+		CreatedAt:   r.CreatedAt.UTC(),
+		LiveEnabled: r.LiveEnabled,
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
@@ -24,9 +25,23 @@ type Config struct {
 	DatabaseURL config.SecretURL `env:"DATABASE_URL, required"`
 	// Callers are the tokens the Twirp API accepts, as
 	// name:sha256-hex entries (libs/internalauth).
-	Callers   internalauth.Callers `env:"CALLERS, required"`
+	Callers internalauth.Callers `env:"CALLERS, required"`
+	// SessionTTL is how long a portal sign-in lasts; ChangePassword and
+	// SignOut end sessions sooner.
+	SessionTTL time.Duration `env:"SESSION_TTL, default=12h"`
+	// InviteTTL is how long an invite link (esimctl users invite) can be
+	// accepted.
+	InviteTTL time.Duration `env:"INVITE_TTL, default=72h"`
 	Telemetry telemetry.Config
 }
+
+// The bounds of SESSION_TTL and INVITE_TTL: under five minutes a user
+// could not finish a task, and past 30 days a stolen token or a forgotten
+// link outlives any reason to keep it.
+const (
+	minTTL = 5 * time.Minute
+	maxTTL = 720 * time.Hour
+)
 
 // Validate checks what the types alone cannot; config.Parse runs it, and
 // the deployment checks run it on what the charts render.
@@ -35,5 +50,14 @@ func (c Config) Validate() error {
 	if err := postgres.ValidateURL(c.DatabaseURL.Reveal()); err != nil {
 		database = fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	return errors.Join(database, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
+	var ttls []error
+	for _, ttl := range []struct {
+		name string
+		d    time.Duration
+	}{{"SESSION_TTL", c.SessionTTL}, {"INVITE_TTL", c.InviteTTL}} {
+		if ttl.d < minTTL || ttl.d > maxTTL {
+			ttls = append(ttls, fmt.Errorf("%s %s: must be between %s and %s", ttl.name, ttl.d, minTTL, maxTTL))
+		}
+	}
+	return errors.Join(database, errors.Join(ttls...), c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
 }

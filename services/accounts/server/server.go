@@ -38,7 +38,8 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if err != nil {
 		return nil, fmt.Errorf("accounts database: %w", err)
 	}
-	svc := accounts.NewService(postgres.NewStore(pool))
+	svc := accounts.NewService(postgres.NewStore(pool),
+		accounts.WithSessionTTL(cfg.SessionTTL), accounts.WithInviteTTL(cfg.InviteTTL))
 
 	return &Server{
 		pool: pool,

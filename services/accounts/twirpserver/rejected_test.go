@@ -16,14 +16,17 @@ import (
 	"github.com/esimplatform/esim/services/accounts"
 )
 
-// tables reads every row of both tables, hashes and revocation times
+// tables reads every row of every table, hashes and revocation times
 // included, so that a call which changed anything at all shows up.
 func tables(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
 	var dump string
 	err := pool.QueryRow(context.Background(), `SELECT
 		coalesce((SELECT json_agg(a ORDER BY a.id) FROM accounts a)::text, '') || ' ' ||
-		coalesce((SELECT json_agg(k ORDER BY k.id) FROM api_keys k)::text, '')`).Scan(&dump)
+		coalesce((SELECT json_agg(k ORDER BY k.id) FROM api_keys k)::text, '') || ' ' ||
+		coalesce((SELECT json_agg(u ORDER BY u.id) FROM users u)::text, '') || ' ' ||
+		coalesce((SELECT json_agg(s ORDER BY s.token_hash) FROM sessions s)::text, '') || ' ' ||
+		coalesce((SELECT json_agg(i ORDER BY i.token_hash) FROM invites i)::text, '')`).Scan(&dump)
 	if err != nil {
 		t.Fatalf("read the tables: %v", err)
 	}

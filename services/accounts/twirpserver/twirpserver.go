@@ -186,6 +186,90 @@ func (s *Server) Authenticate(ctx context.Context, req *accountsv1.AuthenticateR
 	}, nil
 }
 
+// EnableLive implements accountsv1.Accounts.
+func (s *Server) EnableLive(ctx context.Context, req *accountsv1.EnableLiveRequest) (*accountsv1.Account, error) {
+	id, err := lookupID(req.GetAccountId())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	a, err := s.svc.EnableLive(ctx, id)
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return accountToProto(a), nil
+}
+
+// SignUp implements accountsv1.Accounts.
+func (s *Server) SignUp(ctx context.Context, req *accountsv1.SignUpRequest) (*accountsv1.SessionResponse, error) {
+	issued, err := s.svc.SignUp(ctx, accounts.SignUp{
+		Email:       req.GetEmail(),
+		Password:    req.GetPassword(),
+		AccountName: req.GetAccountName(),
+		Currency:    accounts.Currency(req.GetCurrency()),
+	})
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return sessionResponse(issued), nil
+}
+
+// SignIn implements accountsv1.Accounts.
+func (s *Server) SignIn(ctx context.Context, req *accountsv1.SignInRequest) (*accountsv1.SessionResponse, error) {
+	issued, err := s.svc.SignIn(ctx, req.GetEmail(), req.GetPassword())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return sessionResponse(issued), nil
+}
+
+// GetSession implements accountsv1.Accounts.
+func (s *Server) GetSession(ctx context.Context, req *accountsv1.GetSessionRequest) (*accountsv1.Session, error) {
+	sess, err := s.svc.GetSession(ctx, req.GetToken())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return sessionToProto(sess), nil
+}
+
+// SignOut implements accountsv1.Accounts.
+func (s *Server) SignOut(ctx context.Context, req *accountsv1.SignOutRequest) (*accountsv1.SignOutResponse, error) {
+	if err := s.svc.SignOut(ctx, req.GetToken(), req.GetEverywhere()); err != nil {
+		return nil, toTwirp(err)
+	}
+	return &accountsv1.SignOutResponse{}, nil
+}
+
+// ChangePassword implements accountsv1.Accounts.
+func (s *Server) ChangePassword(ctx context.Context, req *accountsv1.ChangePasswordRequest) (*accountsv1.SessionResponse, error) {
+	issued, err := s.svc.ChangePassword(ctx, req.GetToken(), req.GetCurrentPassword(), req.GetNewPassword())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return sessionResponse(issued), nil
+}
+
+// InviteUser implements accountsv1.Accounts.
+func (s *Server) InviteUser(ctx context.Context, req *accountsv1.InviteUserRequest) (*accountsv1.InviteUserResponse, error) {
+	accountID, err := lookupID(req.GetAccountId())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	inv, err := s.svc.InviteUser(ctx, accountID, req.GetEmail())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return &accountsv1.InviteUserResponse{Token: inv.Token.Reveal(), ExpiresAt: timestamppb.New(inv.ExpiresAt)}, nil
+}
+
+// AcceptInvite implements accountsv1.Accounts.
+func (s *Server) AcceptInvite(ctx context.Context, req *accountsv1.AcceptInviteRequest) (*accountsv1.SessionResponse, error) {
+	issued, err := s.svc.AcceptInvite(ctx, req.GetToken(), req.GetPassword())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return sessionResponse(issued), nil
+}
+
 // lookupID parses the id of something that must already exist. A malformed
 // id cannot name anything, so it is ErrNotFound, exactly like an unknown
 // one: callers (the gateway maps it to not_found) need no special case.
@@ -204,6 +288,7 @@ func accountToProto(a accounts.Account) *accountsv1.Account {
 		Currency:           string(a.Currency),
 		RateLimitPerMinute: a.RateLimitPerMinute,
 		CreatedAt:          timestamppb.New(a.CreatedAt),
+		LiveEnabled:        a.LiveEnabled,
 	}
 }
 
@@ -242,4 +327,22 @@ func environmentToProto(e accounts.Environment) accountsv1.Environment {
 		return accountsv1.Environment_ENVIRONMENT_LIVE
 	}
 	return accountsv1.Environment_ENVIRONMENT_UNSPECIFIED
+}
+
+// sessionResponse hands over the token: the one response that carries it.
+func sessionResponse(issued accounts.IssuedSession) *accountsv1.SessionResponse {
+	return &accountsv1.SessionResponse{Session: sessionToProto(issued.Session), Token: issued.Token.Reveal()}
+}
+
+func sessionToProto(s accounts.Session) *accountsv1.Session {
+	return &accountsv1.Session{
+		User: &accountsv1.User{
+			Id:        s.User.ID.String(),
+			AccountId: s.User.AccountID.String(),
+			Email:     s.User.Email,
+			CreatedAt: timestamppb.New(s.User.CreatedAt),
+		},
+		Account:   accountToProto(s.Account),
+		ExpiresAt: timestamppb.New(s.ExpiresAt),
+	}
 }

@@ -4,13 +4,15 @@ import "github.com/esimplatform/esim/libs/internalauth"
 
 // Policy is who may call each method: only the gateway orders, for the
 // partner it authenticated, and reads the public QR image's code; the
-// gateway and operators (esimctl) read orders and eSIMs.
+// gateway, the portal (for the partner signed in, always with a scope,
+// which only an operator may leave out) and operators (esimctl) read
+// orders and eSIMs.
 var Policy = internalauth.Policy{
 	"CreateOrder":       {internalauth.Gateway},
-	"GetOrder":          {internalauth.Gateway, internalauth.Operator},
-	"ListOrders":        {internalauth.Gateway, internalauth.Operator},
-	"GetEsim":           {internalauth.Gateway, internalauth.Operator},
-	"ListEsims":         {internalauth.Gateway, internalauth.Operator},
+	"GetOrder":          {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
+	"ListOrders":        {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
+	"GetEsim":           {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
+	"ListEsims":         {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
 	"GetActivationCode": {internalauth.Gateway},
 	"CheckProvider":     {internalauth.Operator},
 }

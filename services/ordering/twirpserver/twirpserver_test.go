@@ -420,6 +420,32 @@ func TestScopes(t *testing.T) {
 	_, err = p.operator.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: o.GetId(), Scope: theirs})
 	wantTwirp(t, "an operator in another scope", err, twirp.NotFound)
 
+	// The portal reads for the partner signed in, always within a scope,
+	// as the gateway does: it may neither leave the scope out nor order.
+	portal := orderingtest.Client(p.url, internalauth.Portal)
+	if got, err := portal.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: o.GetId(), Scope: mine}); err != nil || !proto.Equal(got, o) {
+		t.Errorf("the portal's GetOrder = %v, %v", got, err)
+	}
+	if got, err := portal.GetEsim(ctx, &orderingv1.GetEsimRequest{Id: e.GetId(), Scope: mine}); err != nil || got.GetId() != e.GetId() {
+		t.Errorf("the portal's GetEsim = %v, %v", got, err)
+	}
+	if l, err := portal.ListOrders(ctx, &orderingv1.ListOrdersRequest{Scope: mine}); err != nil || l.GetTotal() != 1 {
+		t.Errorf("the portal's ListOrders = %v, %v", l, err)
+	}
+	if l, err := portal.ListEsims(ctx, &orderingv1.ListEsimsRequest{Scope: mine}); err != nil || l.GetTotal() != 1 {
+		t.Errorf("the portal's ListEsims = %v, %v", l, err)
+	}
+	for _, s := range []*orderingv1.Scope{theirs, myLive} {
+		_, err := portal.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: o.GetId(), Scope: s})
+		wantTwirp(t, "the portal's GetOrder in "+s.String(), err, twirp.NotFound)
+	}
+	_, err = portal.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: o.GetId()})
+	wantTwirp(t, "the portal without a scope", err, twirp.InvalidArgument, "argument", "scope")
+	_, err = portal.ListEsims(ctx, &orderingv1.ListEsimsRequest{})
+	wantTwirp(t, "the portal listing eSIMs without a scope", err, twirp.InvalidArgument, "argument", "scope")
+	_, err = portal.CreateOrder(ctx, request(mine, "portal", japan5GB))
+	wantTwirp(t, "the portal ordering", err, twirp.PermissionDenied)
+
 	for _, id := range []string{"", "nope", uuid.NewString(), strings.Repeat("f", 10_000)} {
 		_, err := p.gateway.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: id, Scope: mine})
 		wantTwirp(t, "GetOrder "+id[:min(len(id), 8)], err, twirp.NotFound)

@@ -54,6 +54,11 @@ func Handler(svc *wallet.Service, log *slog.Logger, callers internalauth.Callers
 
 // TopUp implements walletv1.Wallet.
 func (s *Server) TopUp(ctx context.Context, req *walletv1.TopUpRequest) (*walletv1.LedgerEntry, error) {
+	// The portal's top-ups are the sandbox's free money; real money comes
+	// in only through an operator.
+	if caller, _ := internalauth.CallerFrom(ctx); caller == internalauth.Portal && req.GetEnvironment() != accountsv1.Environment_ENVIRONMENT_SANDBOX {
+		return nil, twirp.NewError(twirp.PermissionDenied, "the portal tops up sandbox balances only")
+	}
 	accountID, err := parseAccountID(req.GetAccountId())
 	if err != nil {
 		return nil, toTwirp(err)

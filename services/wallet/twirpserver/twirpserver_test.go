@@ -105,9 +105,10 @@ func TestPolicyCoversEveryMethod(t *testing.T) {
 	if err := twirpserver.Policy.Check(names); err != nil {
 		t.Error(err)
 	}
-	// Only ordering moves money for orders, only an operator tops up.
+	// Only ordering moves money for orders, only an operator tops up (and
+	// the portal, in the sandbox alone: TestPortalTopsUpOnlyTheSandbox).
 	for method, want := range map[string][]internalauth.Caller{
-		"TopUp":  {internalauth.Operator},
+		"TopUp":  {internalauth.Operator, internalauth.Portal},
 		"Debit":  {internalauth.Ordering},
 		"Refund": {internalauth.Ordering},
 	} {
@@ -115,6 +116,43 @@ func TestPolicyCoversEveryMethod(t *testing.T) {
 			t.Errorf("%s may be called by %v, want only %v", method, got, want)
 		}
 	}
+}
+
+// The portal tops up the sandbox balance of the partner signed in, and
+// reads balances and ledgers; a live top-up from it is permission_denied
+// and moves nothing, whatever else the request says.
+func TestPortalTopsUpOnlyTheSandbox(t *testing.T) {
+	ctx := context.Background()
+	w := newWallets(t)
+	portal := w.as(internalauth.Portal)
+	a := uuid.NewString()
+
+	before := tables(t, w.pool)
+	for _, env := range []accountsv1.Environment{live, accountsv1.Environment_ENVIRONMENT_UNSPECIFIED, accountsv1.Environment(7)} {
+		_, err := portal.TopUp(ctx, &walletv1.TopUpRequest{AccountId: a, Environment: env, Currency: "USD", AmountMinor: 100_00, Reference: "portal-1"})
+		wantTwirp(t, "portal TopUp in "+env.String(), err, twirp.PermissionDenied, "")
+	}
+	if after := tables(t, w.pool); after != before {
+		t.Errorf("refused top-ups changed the tables:\n%s\n%s", before, after)
+	}
+
+	top, err := portal.TopUp(ctx, &walletv1.TopUpRequest{AccountId: a, Environment: sandbox, Currency: "USD", AmountMinor: 100_00, Reference: "portal-1", Note: "portal"})
+	if err != nil || top.GetActor() != "portal" || top.GetBalanceAfterMinor() != 100_00 || top.GetEnvironment() != sandbox {
+		t.Fatalf("portal sandbox TopUp = %v, %v", top, err)
+	}
+	if b, err := portal.GetBalance(ctx, &walletv1.GetBalanceRequest{AccountId: a, Environment: sandbox, Currency: "USD"}); err != nil || b.GetAmountMinor() != 100_00 {
+		t.Errorf("portal GetBalance = %v, %v", b, err)
+	}
+	if l, err := portal.ListLedger(ctx, &walletv1.ListLedgerRequest{AccountId: a, Environment: sandbox}); err != nil || l.GetTotal() != 1 || !proto.Equal(l.GetEntries()[0], top) {
+		t.Errorf("portal ListLedger = %v, %v", l, err)
+	}
+	// The operator still tops up live.
+	if _, err := w.as(internalauth.Operator).TopUp(ctx, &walletv1.TopUpRequest{AccountId: a, Environment: live, Currency: "USD", AmountMinor: 1_00, Reference: "wire"}); err != nil {
+		t.Errorf("operator live TopUp: %v", err)
+	}
+	// Nor may the portal debit or refund.
+	_, err = portal.Debit(ctx, &walletv1.DebitRequest{AccountId: a, Environment: sandbox, Currency: "USD", AmountMinor: 1_00, Reference: "x"})
+	wantTwirp(t, "portal Debit", err, twirp.PermissionDenied, "")
 }
 
 // Money moves through every method, each call made by the caller the

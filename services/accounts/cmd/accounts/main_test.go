@@ -98,6 +98,10 @@ func TestRunRejectsBadStarts(t *testing.T) {
 			`METRICS_ADDR ":8081" is HTTP_ADDR too`},
 		"everything bad at once": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "-5s", "LOG_LEVEL": "loud",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "SHUTDOWN_TIMEOUT -5s: must be positive"},
+		"a session of a minute": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SESSION_TTL": "1m"},
+			"SESSION_TTL 1m0s: must be between 5m0s and 720h0m0s"},
+		"an invite of a year": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "INVITE_TTL": "8760h"},
+			"INVITE_TTL 8760h0m0s: must be between 5m0s and 720h0m0s"},
 		"a duration without unit": {[]string{"accounts"}, map[string]string{"DATABASE_URL": "postgres://x/y", "SHUTDOWN_TIMEOUT": "5"},
 			`SHUTDOWN_TIMEOUT: time: missing unit in duration "5"`},
 	} {

@@ -16,6 +16,7 @@ type Account struct {
 	Currency           string
 	RateLimitPerMinute int32
 	CreatedAt          time.Time
+	LiveEnabled        bool
 }
 
 type ApiKey struct {
@@ -27,4 +28,30 @@ type ApiKey struct {
 	SecretHash  []byte
 	CreatedAt   time.Time
 	RevokedAt   *time.Time
+}
+
+type Invite struct {
+	TokenHash []byte
+	AccountID uuid.UUID
+	Email     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+type Session struct {
+	TokenHash []byte
+	UserID    uuid.UUID
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+type User struct {
+	ID                uuid.UUID
+	AccountID         uuid.UUID
+	Email             string
+	PasswordHash      string
+	CreatedAt         time.Time
+	PasswordChangedAt time.Time
 }

@@ -34,8 +34,29 @@ func (q *Queries) CountKeys(ctx context.Context, accountID uuid.UUID) (int64, er
 	return count, err
 }
 
+const enableLive = `-- name: EnableLive :one
+UPDATE accounts
+SET live_enabled = true
+WHERE id = $1
+RETURNING id, name, currency, rate_limit_per_minute, created_at, live_enabled
+`
+
+func (q *Queries) EnableLive(ctx context.Context, id uuid.UUID) (Account, error) {
+	row := q.db.QueryRow(ctx, enableLive, id)
+	var i Account
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Currency,
+		&i.RateLimitPerMinute,
+		&i.CreatedAt,
+		&i.LiveEnabled,
+	)
+	return i, err
+}
+
 const getAccount = `-- name: GetAccount :one
-SELECT id, name, currency, rate_limit_per_minute, created_at
+SELECT id, name, currency, rate_limit_per_minute, created_at, live_enabled
 FROM accounts
 WHERE id = $1
 `
@@ -49,13 +70,34 @@ func (q *Queries) GetAccount(ctx context.Context, id uuid.UUID) (Account, error)
 		&i.Currency,
 		&i.RateLimitPerMinute,
 		&i.CreatedAt,
+		&i.LiveEnabled,
+	)
+	return i, err
+}
+
+const getUser = `-- name: GetUser :one
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE id = $1
+`
+
+func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
+	row := q.db.QueryRow(ctx, getUser, id)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.CreatedAt,
+		&i.PasswordChangedAt,
 	)
 	return i, err
 }
 
 const insertAccount = `-- name: InsertAccount :execrows
-INSERT INTO accounts (id, name, currency, rate_limit_per_minute, created_at)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO accounts (id, name, currency, rate_limit_per_minute, created_at, live_enabled)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (id) DO NOTHING
 `
 
@@ -65,6 +107,7 @@ type InsertAccountParams struct {
 	Currency           string
 	RateLimitPerMinute int32
 	CreatedAt          time.Time
+	LiveEnabled        bool
 }
 
 // A taken id inserts nothing (0 rows), which the store reports as a
@@ -76,11 +119,36 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (i
 		arg.Currency,
 		arg.RateLimitPerMinute,
 		arg.CreatedAt,
+		arg.LiveEnabled,
 	)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const insertInvite = `-- name: InsertInvite :exec
+INSERT INTO invites (token_hash, account_id, email, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type InsertInviteParams struct {
+	TokenHash []byte
+	AccountID uuid.UUID
+	Email     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+func (q *Queries) InsertInvite(ctx context.Context, arg InsertInviteParams) error {
+	_, err := q.db.Exec(ctx, insertInvite,
+		arg.TokenHash,
+		arg.AccountID,
+		arg.Email,
+		arg.CreatedAt,
+		arg.ExpiresAt,
+	)
+	return err
 }
 
 const insertKey = `-- name: InsertKey :exec
@@ -109,6 +177,83 @@ func (q *Queries) InsertKey(ctx context.Context, arg InsertKeyParams) error {
 		arg.CreatedAt,
 	)
 	return err
+}
+
+const insertSession = `-- name: InsertSession :exec
+INSERT INTO sessions (token_hash, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4)
+`
+
+type InsertSessionParams struct {
+	TokenHash []byte
+	UserID    uuid.UUID
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) error {
+	_, err := q.db.Exec(ctx, insertSession,
+		arg.TokenHash,
+		arg.UserID,
+		arg.CreatedAt,
+		arg.ExpiresAt,
+	)
+	return err
+}
+
+const insertUser = `-- name: InsertUser :execrows
+INSERT INTO users (id, account_id, email, password_hash, created_at, password_changed_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (email) DO NOTHING
+`
+
+type InsertUserParams struct {
+	ID                uuid.UUID
+	AccountID         uuid.UUID
+	Email             string
+	PasswordHash      string
+	CreatedAt         time.Time
+	PasswordChangedAt time.Time
+}
+
+// A taken email inserts nothing (0 rows), reported as a conflict on the
+// email without parsing constraint errors, as InsertAccount does.
+func (q *Queries) InsertUser(ctx context.Context, arg InsertUserParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertUser,
+		arg.ID,
+		arg.AccountID,
+		arg.Email,
+		arg.PasswordHash,
+		arg.CreatedAt,
+		arg.PasswordChangedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const inviteForUpdate = `-- name: InviteForUpdate :one
+SELECT token_hash, account_id, email, created_at, expires_at, used_at
+FROM invites
+WHERE token_hash = $1
+FOR UPDATE
+`
+
+// The row lock is what makes an invite single-use: a second accept of the
+// same token waits here, then reads the invite as used.
+func (q *Queries) InviteForUpdate(ctx context.Context, tokenHash []byte) (Invite, error) {
+	row := q.db.QueryRow(ctx, inviteForUpdate, tokenHash)
+	var i Invite
+	err := row.Scan(
+		&i.TokenHash,
+		&i.AccountID,
+		&i.Email,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+	)
+	return i, err
 }
 
 const keyByHash = `-- name: KeyByHash :one
@@ -151,7 +296,7 @@ func (q *Queries) KeyByHash(ctx context.Context, secretHash []byte) (KeyByHashRo
 }
 
 const listAccounts = `-- name: ListAccounts :many
-SELECT id, name, currency, rate_limit_per_minute, created_at
+SELECT id, name, currency, rate_limit_per_minute, created_at, live_enabled
 FROM accounts
 ORDER BY created_at DESC, id DESC
 LIMIT $2::integer OFFSET $1::bigint
@@ -177,6 +322,7 @@ func (q *Queries) ListAccounts(ctx context.Context, arg ListAccountsParams) ([]A
 			&i.Currency,
 			&i.RateLimitPerMinute,
 			&i.CreatedAt,
+			&i.LiveEnabled,
 		); err != nil {
 			return nil, err
 		}
@@ -281,11 +427,111 @@ func (q *Queries) RevokeKey(ctx context.Context, arg RevokeKeyParams) (RevokeKey
 	return i, err
 }
 
+const revokeSession = `-- name: RevokeSession :exec
+UPDATE sessions
+SET revoked_at = COALESCE(revoked_at, $1::timestamptz)
+WHERE token_hash = $2
+`
+
+type RevokeSessionParams struct {
+	RevokedAt time.Time
+	TokenHash []byte
+}
+
+// COALESCE keeps the first revocation time, as for keys.
+func (q *Queries) RevokeSession(ctx context.Context, arg RevokeSessionParams) error {
+	_, err := q.db.Exec(ctx, revokeSession, arg.RevokedAt, arg.TokenHash)
+	return err
+}
+
+const revokeUserSessions = `-- name: RevokeUserSessions :exec
+UPDATE sessions
+SET revoked_at = $1::timestamptz
+WHERE user_id = $2 AND revoked_at IS NULL
+`
+
+type RevokeUserSessionsParams struct {
+	RevokedAt time.Time
+	UserID    uuid.UUID
+}
+
+func (q *Queries) RevokeUserSessions(ctx context.Context, arg RevokeUserSessionsParams) error {
+	_, err := q.db.Exec(ctx, revokeUserSessions, arg.RevokedAt, arg.UserID)
+	return err
+}
+
+const sessionByHash = `-- name: SessionByHash :one
+SELECT s.token_hash, s.expires_at, s.revoked_at, u.id, u.account_id, u.email, u.password_hash, u.created_at, u.password_changed_at, a.id, a.name, a.currency, a.rate_limit_per_minute, a.created_at, a.live_enabled
+FROM sessions s
+JOIN users u ON u.id = s.user_id
+JOIN accounts a ON a.id = u.account_id
+WHERE s.token_hash = $1
+`
+
+type SessionByHashRow struct {
+	TokenHash []byte
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+	User      User
+	Account   Account
+}
+
+func (q *Queries) SessionByHash(ctx context.Context, tokenHash []byte) (SessionByHashRow, error) {
+	row := q.db.QueryRow(ctx, sessionByHash, tokenHash)
+	var i SessionByHashRow
+	err := row.Scan(
+		&i.TokenHash,
+		&i.ExpiresAt,
+		&i.RevokedAt,
+		&i.User.ID,
+		&i.User.AccountID,
+		&i.User.Email,
+		&i.User.PasswordHash,
+		&i.User.CreatedAt,
+		&i.User.PasswordChangedAt,
+		&i.Account.ID,
+		&i.Account.Name,
+		&i.Account.Currency,
+		&i.Account.RateLimitPerMinute,
+		&i.Account.CreatedAt,
+		&i.Account.LiveEnabled,
+	)
+	return i, err
+}
+
+const setPassword = `-- name: SetPassword :execrows
+UPDATE users
+SET password_hash = $1, password_changed_at = $2
+WHERE id = $3 AND password_hash = $4
+`
+
+type SetPasswordParams struct {
+	NewHash   string
+	ChangedAt time.Time
+	ID        uuid.UUID
+	OldHash   string
+}
+
+// Only while the hash is still the one the caller verified against: a
+// password changed meanwhile updates nothing (0 rows).
+func (q *Queries) SetPassword(ctx context.Context, arg SetPasswordParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setPassword,
+		arg.NewHash,
+		arg.ChangedAt,
+		arg.ID,
+		arg.OldHash,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const setRateLimit = `-- name: SetRateLimit :one
 UPDATE accounts
 SET rate_limit_per_minute = $2
 WHERE id = $1
-RETURNING id, name, currency, rate_limit_per_minute, created_at
+RETURNING id, name, currency, rate_limit_per_minute, created_at, live_enabled
 `
 
 type SetRateLimitParams struct {
@@ -302,6 +548,66 @@ func (q *Queries) SetRateLimit(ctx context.Context, arg SetRateLimitParams) (Acc
 		&i.Currency,
 		&i.RateLimitPerMinute,
 		&i.CreatedAt,
+		&i.LiveEnabled,
+	)
+	return i, err
+}
+
+const useInvite = `-- name: UseInvite :exec
+UPDATE invites
+SET used_at = $1::timestamptz
+WHERE token_hash = $2
+`
+
+type UseInviteParams struct {
+	UsedAt    time.Time
+	TokenHash []byte
+}
+
+func (q *Queries) UseInvite(ctx context.Context, arg UseInviteParams) error {
+	_, err := q.db.Exec(ctx, useInvite, arg.UsedAt, arg.TokenHash)
+	return err
+}
+
+const userByEmail = `-- name: UserByEmail :one
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE email = $1
+`
+
+func (q *Queries) UserByEmail(ctx context.Context, email string) (User, error) {
+	row := q.db.QueryRow(ctx, userByEmail, email)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.CreatedAt,
+		&i.PasswordChangedAt,
+	)
+	return i, err
+}
+
+const userByEmailForUpdate = `-- name: UserByEmailForUpdate :one
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE email = $1
+FOR UPDATE
+`
+
+// Locks the user whose password an invite resets, so a password change
+// running alongside cannot interleave with it.
+func (q *Queries) UserByEmailForUpdate(ctx context.Context, email string) (User, error) {
+	row := q.db.QueryRow(ctx, userByEmailForUpdate, email)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.CreatedAt,
+		&i.PasswordChangedAt,
 	)
 	return i, err
 }

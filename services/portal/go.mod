@@ -1,0 +1,132 @@
+module github.com/esimplatform/esim/services/portal
+
+go 1.26.0
+
+replace github.com/esimplatform/esim/libs/config => ../../libs/config
+
+require (
+	github.com/chromedp/chromedp v0.23.0
+	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/gateway v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/services/webhook v0.0.0-00010101000000-000000000000
+	github.com/google/uuid v1.6.0
+	github.com/makiuchi-d/gozxing v0.1.1
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/twitchtv/twirp v8.1.3+incompatible
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
+	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000 // indirect
+	github.com/exaring/otelpgx v0.13.0 // indirect
+	github.com/felixge/httpsnoop v1.1.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/mfridman/interpolate v0.0.2 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/pressly/goose/v3 v3.29.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/otlptranslator v1.0.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/segmentio/kafka-go v0.4.51 // indirect
+	github.com/sethvargo/go-envconfig v1.4.3 // indirect
+	github.com/sethvargo/go-retry v0.5.0 // indirect
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+	github.com/vgarvardt/pgx-google-uuid/v5 v5.6.0 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/prometheus v0.69.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20261005182115-fad411399dd8 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
+	google.golang.org/grpc v1.84.0 // indirect
+)
+
+replace github.com/esimplatform/esim/libs/httpserver => ../../libs/httpserver
+
+replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalauth
+
+replace github.com/esimplatform/esim/libs/telemetry => ../../libs/telemetry
+
+replace github.com/esimplatform/esim/libs/money => ../../libs/money
+
+replace github.com/esimplatform/esim/proto => ../../proto
+
+replace github.com/esimplatform/esim/libs/postgres => ../../libs/postgres
+
+replace github.com/esimplatform/esim/libs/kafka => ../../libs/kafka
+
+replace github.com/esimplatform/esim/libs/coalesce => ../../libs/coalesce
+
+replace github.com/esimplatform/esim/libs/input => ../../libs/input
+
+replace github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
+
+replace github.com/esimplatform/esim/libs/devcerts => ../../libs/devcerts
+
+replace github.com/esimplatform/esim/services/accounts => ../../services/accounts
+
+replace github.com/esimplatform/esim/services/catalogue => ../../services/catalogue
+
+replace github.com/esimplatform/esim/services/gateway => ../../services/gateway
+
+replace github.com/esimplatform/esim/services/ordering => ../../services/ordering
+
+replace github.com/esimplatform/esim/services/wallet => ../../services/wallet
+
+replace github.com/esimplatform/esim/services/webhook => ../../services/webhook
+
+replace github.com/esimplatform/esim/services/smdp-sim => ../../services/smdp-sim

@@ -1,0 +1,207 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/twitchtv/twirp"
+
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+)
+
+// signInFailed is the one answer to an unknown email and a wrong
+// password alike, so the form tells no one which emails have accounts.
+const signInFailed = "Email or password is incorrect."
+
+// currencies are what an account may be billed in.
+var currencies = []string{"USD", "EUR", "GBP"}
+
+type signUpData struct{ Currencies []string }
+
+func (a *App) signUpPage(w http.ResponseWriter, r *http.Request) {
+	a.render(w, r, http.StatusOK, "signup.html", view{Title: "Create your account", Form: map[string]string{"currency": "USD"}, Data: signUpData{currencies}})
+}
+
+func (a *App) signUp(w http.ResponseWriter, r *http.Request) {
+	form := map[string]string{
+		"email": strings.TrimSpace(r.PostFormValue("email")), "account_name": strings.TrimSpace(r.PostFormValue("account_name")),
+		"currency": r.PostFormValue("currency"),
+	}
+	res, err := a.Accounts.SignUp(r.Context(), &accountsv1.SignUpRequest{
+		Email: form["email"], Password: r.PostFormValue("password"), AccountName: form["account_name"], Currency: form["currency"],
+	})
+	if err != nil {
+		v := view{Title: "Create your account", Form: form, Errors: map[string]string{}, Data: signUpData{currencies}}
+		if field, msg, ok := fieldError(err, map[string]string{"email": "Email", "password": "Password", "account_name": "Account name", "name": "Account name", "currency": "Currency"}); ok {
+			if field == "name" {
+				field = "account_name"
+			}
+			v.Errors[field] = msg
+		} else if code(err) == twirp.AlreadyExists {
+			v.Errors["email"] = "An account already uses this email. Sign in instead."
+		} else {
+			a.fail(w, r, err)
+			return
+		}
+		a.render(w, r, http.StatusBadRequest, "signup.html", v)
+		return
+	}
+	a.setSessionCookie(w, res)
+	http.Redirect(w, r, "/sandbox/", http.StatusSeeOther)
+}
+
+func (a *App) signInPage(w http.ResponseWriter, r *http.Request) {
+	a.render(w, r, http.StatusOK, "signin.html", view{Title: "Sign in", Form: map[string]string{"next": localPath(r.URL.Query().Get("next"))}})
+}
+
+func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	next := localPath(r.PostFormValue("next"))
+	form := map[string]string{"email": email, "next": next}
+
+	// Checked before accounts is asked, so a guesser over the limit
+	// learns nothing, not even a right password, and costs accounts
+	// nothing.
+	allowed, wait, err := a.Limiter.Check(r.Context(), strings.ToLower(email), clientAddress(r))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if !allowed {
+		minutes := int(math.Ceil(wait.Minutes()))
+		if minutes < 1 {
+			minutes = 1
+		}
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+		a.render(w, r, http.StatusTooManyRequests, "signin.html", view{Title: "Sign in", Form: form,
+			Error: fmt.Sprintf("Too many sign-in attempts; try again in %d %s.", minutes, plural(minutes, "minute", "minutes"))})
+		return
+	}
+
+	res, err := a.Accounts.SignIn(r.Context(), &accountsv1.SignInRequest{Email: email, Password: r.PostFormValue("password")})
+	switch {
+	case err == nil:
+		a.setSessionCookie(w, res)
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	case code(err) == twirp.Unauthenticated, code(err) == twirp.InvalidArgument:
+		// A malformed email is as wrong as an unknown one.
+		if err := a.Limiter.Failed(r.Context(), strings.ToLower(email), clientAddress(r)); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		a.render(w, r, http.StatusUnauthorized, "signin.html", view{Title: "Sign in", Form: form, Error: signInFailed})
+	default:
+		a.fail(w, r, err)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// clientAddress is the address the request came from. Forwarded headers
+// are not read: anyone can send them. Behind a proxy every visitor shares
+// its address, which SIGNIN_LIMIT_PER_ADDRESS must then allow for.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (a *App) signOut(w http.ResponseWriter, r *http.Request, s *session) {
+	if _, err := a.Accounts.SignOut(r.Context(), &accountsv1.SignOutRequest{Token: s.token}); err != nil && code(err) != twirp.Unauthenticated {
+		a.fail(w, r, err)
+		return
+	}
+	a.clearSessionCookie(w)
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+func (a *App) invitePage(w http.ResponseWriter, r *http.Request) {
+	a.render(w, r, http.StatusOK, "invite.html", view{Title: "Join your team", Data: r.PathValue("token")})
+}
+
+func (a *App) acceptInvite(w http.ResponseWriter, r *http.Request) {
+	token := r.PathValue("token")
+	res, err := a.Accounts.AcceptInvite(r.Context(), &accountsv1.AcceptInviteRequest{Token: token, Password: r.PostFormValue("password")})
+	if err != nil {
+		v := view{Title: "Join your team", Errors: map[string]string{}, Data: token}
+		if field, msg, ok := fieldError(err, map[string]string{"password": "Password"}); ok {
+			v.Errors[field] = msg
+		} else {
+			switch code(err) {
+			case twirp.NotFound, twirp.Unauthenticated, twirp.FailedPrecondition, twirp.InvalidArgument, twirp.AlreadyExists:
+				v.Error = "This invitation is not valid: it was used already, it expired, or the link is incomplete. Ask for a new one."
+			default:
+				a.fail(w, r, err)
+				return
+			}
+		}
+		a.render(w, r, http.StatusBadRequest, "invite.html", v)
+		return
+	}
+	a.setSessionCookie(w, res)
+	http.Redirect(w, r, "/sandbox/", http.StatusSeeOther)
+}
+
+func passwordView(s *session) view {
+	return view{Title: "Change password", Session: s, SwitchURL: "", Errors: map[string]string{}}
+}
+
+func (a *App) passwordPage(w http.ResponseWriter, r *http.Request, s *session) {
+	v := passwordView(s)
+	if r.URL.Query().Get("done") == "1" {
+		v.Notice = "Your password was changed, and every other session was signed out."
+	}
+	a.render(w, r, http.StatusOK, "password.html", v)
+}
+
+func (a *App) changePassword(w http.ResponseWriter, r *http.Request, s *session) {
+	res, err := a.Accounts.ChangePassword(r.Context(), &accountsv1.ChangePasswordRequest{
+		Token: s.token, CurrentPassword: r.PostFormValue("current_password"), NewPassword: r.PostFormValue("new_password"),
+	})
+	if err != nil {
+		v := passwordView(s)
+		if field, msg, ok := fieldError(err, map[string]string{"new_password": "New password", "password": "New password", "current_password": "Current password"}); ok {
+			switch field {
+			case "password":
+				field = "new_password"
+			case "current_password":
+				msg = "Current password is incorrect."
+			}
+			v.Errors[field] = msg
+		} else if c := code(err); c == twirp.Unauthenticated || c == twirp.PermissionDenied || c == twirp.FailedPrecondition {
+			v.Errors["current_password"] = "Current password is incorrect."
+		} else {
+			a.fail(w, r, err)
+			return
+		}
+		a.render(w, r, http.StatusBadRequest, "password.html", v)
+		return
+	}
+	a.setSessionCookie(w, res)
+	http.Redirect(w, r, "/settings/password?done=1", http.StatusSeeOther)
+}
+
+// query keeps the non-empty values of kv, in order, as a query string.
+func query(kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}

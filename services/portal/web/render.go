@@ -1,0 +1,136 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/esimplatform/esim/libs/money"
+	"github.com/esimplatform/esim/services/portal"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// pages are the templates, each page parsed with the layout.
+var pages = func() map[string]*template.Template {
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*template.Template{}
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "templates/")
+		if base == "layout.html" {
+			continue
+		}
+		out[base] = template.Must(template.New(base).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", name))
+	}
+	return out
+}()
+
+var funcs = template.FuncMap{
+	// money writes minor units with two decimals and the currency code.
+	"money": func(minor int64, currency string) string { return money.Decimal(minor) + " " + currency },
+	// utc writes a time in UTC, saying so.
+	"utc": func(ts *timestamppb.Timestamp) string {
+		if ts == nil || !ts.IsValid() {
+			return ""
+		}
+		return ts.AsTime().UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"iso": func(ts *timestamppb.Timestamp) string {
+		if ts == nil {
+			return ""
+		}
+		return ts.AsTime().UTC().Format(time.RFC3339)
+	},
+	// short names an enum value the way the API does: ORDER_STATUS_FAILED
+	// is "failed".
+	"short": func(v fmt.Stringer, prefix string) string {
+		return strings.ToLower(strings.TrimPrefix(v.String(), prefix))
+	},
+	"add": func(a, b int) int { return a + b },
+}
+
+// view is what every page's template gets.
+type view struct {
+	Title string
+	// Signed-in pages: the user and account, the environment of the page
+	// (empty on pages of no environment) and the switch's link.
+	Session   *session
+	Env       portal.Environment
+	SwitchURL string
+	Section   string
+	// Form holds the values sent back, Errors the message per field, and
+	// Error one for the whole form.
+	Form   map[string]string
+	Errors map[string]string
+	Error  string
+	Notice string
+	Data   any
+}
+
+// LiveDisabled reports a live page of an account without live: the
+// banner says so.
+func (v view) LiveDisabled() bool {
+	return v.Env == portal.Live && v.Session != nil && !v.Session.GetAccount().GetLiveEnabled()
+}
+
+// Other is the environment the switch links to.
+func (v view) Other() portal.Environment { return v.Env.Other() }
+
+// Email and AccountName are the header's.
+func (v view) Email() string       { return v.Session.GetUser().GetEmail() }
+func (v view) AccountName() string { return v.Session.GetAccount().GetName() }
+func (v view) Currency() string    { return v.Session.GetAccount().GetCurrency() }
+
+// envView is a view of an environment's page; section is its first path
+// element after the environment ("" for the overview), where the switch
+// leads in the other environment.
+func envView(e envRequest, title, section string, data any) view {
+	sw := "/" + string(e.env.Other()) + "/"
+	if section != "" {
+		sw += section
+	}
+	return view{Title: title, Session: e.session, Env: e.env, SwitchURL: sw, Section: section, Data: data}
+}
+
+// render writes a page. It renders into a buffer first, so that a
+// template error becomes the 500 page rather than half a page.
+func (a *App) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+	t, ok := pages[page]
+	if !ok {
+		panic("no template " + page)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+		a.Log.ErrorContext(r.Context(), "render", "page", page, "err", err)
+		if page != "error.html" {
+			a.errorPage(w, r, http.StatusInternalServerError, "Something went wrong", "")
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+func (a *App) static(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/") {
+		a.notFound(w, r) // no directory listings
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	http.FileServerFS(staticFiles).ServeHTTP(w, r)
+}
