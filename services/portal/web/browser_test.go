@@ -80,6 +80,8 @@ func TestInABrowser(t *testing.T) {
 
 	// Sign up.
 	email := portaltest.UniqueEmail("browser")
+	run("sign in page", chromedp.Navigate(p.URL+"/signin"), chromedp.WaitVisible(chromedp.CSS("#email")))
+	shoot("signin")
 	run("sign up", chromedp.Navigate(p.URL+"/signup"), chromedp.WaitVisible(chromedp.CSS("#email")))
 	shoot("signup")
 	run("sign up",
