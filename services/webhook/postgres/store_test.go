@@ -174,8 +174,21 @@ func TestClaimCapsAttemptsInFlightPerScope(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Racing claimers skip a scope another is claiming from (SKIP
+	// LOCKED), so fewer may win than the cap allows, never more; claims
+	// one after the other then fill it exactly.
+	if len(claimed) < 1 || len(claimed) > rules.MaxPerScope {
+		t.Fatalf("%d jobs of one scope claimed at once, want 1 to %d", len(claimed), rules.MaxPerScope)
+	}
+	for {
+		j, found := claim(t, st, rules)
+		if !found {
+			break
+		}
+		claimed = append(claimed, j)
+	}
 	if len(claimed) != rules.MaxPerScope {
-		t.Fatalf("%d jobs of one scope claimed at once, want %d", len(claimed), rules.MaxPerScope)
+		t.Fatalf("%d jobs of one scope in flight, want %d", len(claimed), rules.MaxPerScope)
 	}
 	add(t, st, newEvent(other))
 	if j, found := claim(t, st, rules); !found || j.Scope != other {
