@@ -8,6 +8,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 
+	"github.com/esimplatform/esim/libs/redisurl"
+
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -56,7 +58,6 @@ import (
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
-	gatewayredis "github.com/esimplatform/esim/services/gateway/redis"
 )
 
 // valuesFiles are the two ways each chart is deployed: values.yaml alone
@@ -1430,7 +1431,7 @@ func checkDevPostgresURL(t *testing.T, deps []rendered, databaseURL string) {
 // in front of a container.
 func checkDevRedisURL(t *testing.T, deps []rendered, redisURL string) {
 	t.Helper()
-	opts, err := gatewayredis.ParseURL(redisURL)
+	opts, err := redisurl.Parse(redisURL)
 	if err != nil {
 		t.Errorf("dev REDIS_URL: the gateway would refuse it at start: %v", err)
 		return

@@ -67,6 +67,7 @@ require (
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
@@ -228,3 +229,5 @@ replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
 replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim
 
 replace github.com/esimplatform/esim/services/portal => ../services/portal
+
+replace github.com/esimplatform/esim/libs/redisurl => ../libs/redisurl

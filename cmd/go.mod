@@ -36,6 +36,7 @@ require (
 )
 
 require (
+	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
@@ -129,3 +130,5 @@ replace github.com/esimplatform/esim/services/webhook => ../services/webhook
 replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
 
 replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim
+
+replace github.com/esimplatform/esim/libs/redisurl => ../libs/redisurl

@@ -56,6 +56,7 @@ require (
 	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
@@ -129,3 +130,5 @@ replace github.com/esimplatform/esim/services/webhook => ../webhook
 replace github.com/esimplatform/esim/services/smdp-sim => ../../services/smdp-sim
 
 replace github.com/esimplatform/esim/libs/devcerts => ../../libs/devcerts
+
+replace github.com/esimplatform/esim/libs/redisurl => ../../libs/redisurl

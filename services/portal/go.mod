@@ -36,6 +36,7 @@ require (
 	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000 // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
@@ -130,3 +131,5 @@ replace github.com/esimplatform/esim/services/wallet => ../../services/wallet
 replace github.com/esimplatform/esim/services/webhook => ../../services/webhook
 
 replace github.com/esimplatform/esim/services/smdp-sim => ../../services/smdp-sim
+
+replace github.com/esimplatform/esim/libs/redisurl => ../../libs/redisurl

@@ -587,12 +587,7 @@ func portalSignIn(t *testing.T, portal, email, password string) int {
 
 func getJSON(t *testing.T, url, key string, v any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
+	resp := get(t, url, key)
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
@@ -601,14 +596,21 @@ func getJSON(t *testing.T, url, key string, v any) {
 
 func status(t *testing.T, url, key string) int {
 	t.Helper()
+	resp := get(t, url, key)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// get sends GET url with key as the bearer; the caller closes the body.
+func get(t *testing.T, url, key string) *http.Response {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return resp
 }
 
 func wantStatus(t *testing.T, url, key string, want int) {

@@ -63,7 +63,13 @@ func page[R any](ctx context.Context, s *Store, limit int32, offset int64,
 
 // InsertAccount implements accounts.Store.
 func (s *Store) InsertAccount(ctx context.Context, a accounts.Account) error {
-	n, err := s.q.InsertAccount(ctx, db.InsertAccountParams{
+	return insertAccount(ctx, s.q, a)
+}
+
+// insertAccount inserts a, on its own or in a sign-up's transaction;
+// ErrConflict when its id is taken.
+func insertAccount(ctx context.Context, q *db.Queries, a accounts.Account) error {
+	n, err := q.InsertAccount(ctx, db.InsertAccountParams{
 		ID:                 a.ID,
 		Name:               a.Name,
 		Currency:           string(a.Currency),

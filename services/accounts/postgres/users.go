@@ -18,19 +18,8 @@ import (
 func (s *Store) InsertSignUp(ctx context.Context, a accounts.Account, owner accounts.UserRecord, sess accounts.SessionRecord) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		n, err := q.InsertAccount(ctx, db.InsertAccountParams{
-			ID:                 a.ID,
-			Name:               a.Name,
-			Currency:           string(a.Currency),
-			RateLimitPerMinute: a.RateLimitPerMinute,
-			CreatedAt:          a.CreatedAt,
-			LiveEnabled:        a.LiveEnabled,
-		})
-		if err != nil {
-			return fmt.Errorf("insert account: %w", err)
-		}
-		if n == 0 {
-			return accounts.ErrConflict
+		if err := insertAccount(ctx, q, a); err != nil {
+			return err
 		}
 		if err := insertUser(ctx, q, owner); err != nil {
 			return err

@@ -12,11 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/esimplatform/esim/libs/redisurl"
 
 	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
@@ -34,7 +35,7 @@ import (
 // refused connection fails at once and the caller falls back.
 func Connect(redisURL string) (*goredis.Client, error) {
 	goredis.SetLogger(slogLogger{})
-	opts, err := ParseURL(redisURL)
+	opts, err := redisurl.Parse(redisURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
@@ -103,31 +104,6 @@ type rateCheck struct {
 type rateOutcome struct {
 	decision gateway.RateDecision
 	err      error
-}
-
-// CheckURL reports why Connect would refuse redisURL, or nil, so that
-// configuration checks report a bad REDIS_URL with every other bad
-// setting, before anything starts.
-func CheckURL(redisURL string) error {
-	if _, err := ParseURL(redisURL); err != nil {
-		return fmt.Errorf("want redis://[:password@]host:6379/0, or rediss:// for TLS (%w)", err)
-	}
-	return nil
-}
-
-// ParseURL reads a Redis URL as Connect does (go-redis's ParseURL), with
-// errors that never quote it: net/url's quote the whole URL, password
-// included.
-func ParseURL(redisURL string) (*goredis.Options, error) {
-	opts, err := goredis.ParseURL(redisURL)
-	if err != nil {
-		var urlErr *url.Error
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err
-		}
-		return nil, err
-	}
-	return opts, nil
 }
 
 // NewRateLimiter returns a limiter on client. observe, when not nil,

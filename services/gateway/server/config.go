@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/esimplatform/esim/libs/redisurl"
+
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/telemetry"
-	"github.com/esimplatform/esim/services/gateway/redis"
 )
 
 // Config is everything the gateway reads from its environment.
@@ -100,7 +101,7 @@ func (c Config) Validate() error {
 	if c.OrderTimeout <= 0 || c.OrderTimeout > maxServiceTimeout {
 		errs = append(errs, fmt.Errorf("ORDER_TIMEOUT %s: must be above 0 and at most %s, so an order's answer is written before its deadline", c.OrderTimeout, maxServiceTimeout))
 	}
-	if err := redis.CheckURL(c.RedisURL.Reveal()); err != nil {
+	if err := redisurl.Check(c.RedisURL.Reveal()); err != nil {
 		errs = append(errs, fmt.Errorf("REDIS_URL %s: %w", c.RedisURL, err))
 	}
 	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())

@@ -8,9 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/esimplatform/esim/libs/redisurl"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -20,7 +21,7 @@ import (
 // Connect opens a client with short timeouts: a sign-in waits on Redis,
 // and a dead Redis must answer an error page quickly, not hang it.
 func Connect(redisURL string) (*goredis.Client, error) {
-	opts, err := ParseURL(redisURL)
+	opts, err := redisurl.Parse(redisURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
@@ -33,28 +34,6 @@ func Connect(redisURL string) (*goredis.Client, error) {
 }
 
 const commandTimeout = 500 * time.Millisecond
-
-// CheckURL reports why Connect would refuse redisURL, or nil.
-func CheckURL(redisURL string) error {
-	if _, err := ParseURL(redisURL); err != nil {
-		return fmt.Errorf("want redis://[:password@]host:6379/0, or rediss:// for TLS (%w)", err)
-	}
-	return nil
-}
-
-// ParseURL is go-redis's ParseURL with errors that never quote the URL
-// (net/url's quote it whole, password included).
-func ParseURL(redisURL string) (*goredis.Options, error) {
-	opts, err := goredis.ParseURL(redisURL)
-	if err != nil {
-		var urlErr *url.Error
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err
-		}
-		return nil, err
-	}
-	return opts, nil
-}
 
 // SignInLimiter is portal.SignInLimiter in fixed windows: the first
 // attempt of a window creates its counter with the window as its expiry;

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/esimplatform/esim/libs/redisurl"
+
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/telemetry"
-	"github.com/esimplatform/esim/services/portal/redis"
 )
 
 // Config is everything the portal reads from its environment.
@@ -65,7 +66,7 @@ func (c Config) Validate() error {
 	if c.SignInLimitWindow < time.Second || c.SignInLimitWindow > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("SIGNIN_LIMIT_WINDOW %s: must be from 1s to 24h", c.SignInLimitWindow))
 	}
-	if err := redis.CheckURL(c.RedisURL.Reveal()); err != nil {
+	if err := redisurl.Check(c.RedisURL.Reveal()); err != nil {
 		errs = append(errs, fmt.Errorf("REDIS_URL %s: %w", c.RedisURL, err))
 	}
 	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())
