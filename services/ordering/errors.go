@@ -23,6 +23,11 @@ var (
 	// for the partner; the order fails and is refunded. It never reaches a
 	// caller as an error: CreateOrder answers the FAILED order.
 	ErrProviderFailed = errors.New("the provider could not issue the eSIMs")
+	// ErrICCIDInUse: a provider issued a profile whose ICCID an eSIM
+	// already has, which only an SM-DP+ that lost its state does. The
+	// order fails and is refunded; the profile is not given back, since
+	// it is another eSIM's.
+	ErrICCIDInUse = errors.New("the provider issued an ICCID another eSIM has")
 	// ErrConflict: a store found the idempotency key taken by another
 	// order. Under the key's lock it cannot happen; it is an internal
 	// failure if it does.

@@ -29,6 +29,7 @@ require (
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
+	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/twitchtv/twirp v8.1.3+incompatible

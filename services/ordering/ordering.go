@@ -704,14 +704,7 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 	esims, err := s.issue(ctx, o)
 	switch {
 	case errors.Is(err, ErrProviderFailed):
-		// Recorded before the refund: an order that crashes between the
-		// two is refunded by whoever resumes it, and never issued again.
-		oe := OrderError{Code: ErrorCodeProvider, Message: truncate(err.Error(), maxErrorMessage)}
-		if err := tx.MarkFailing(ctx, o.ID, oe); err != nil {
-			return Order{}, fmt.Errorf("order %s: mark failing: %w", o.ID, err)
-		}
-		o.Status, o.Error = StatusFailing, &oe
-		return o, nil
+		return s.markFailing(ctx, tx, o, err)
 	case err != nil:
 		return Order{}, fmt.Errorf("order %s: issue: %w", o.ID, err)
 	}
@@ -719,11 +712,31 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 	if err != nil {
 		return Order{}, err
 	}
-	if err := tx.Complete(ctx, o.ID, esims, e); err != nil {
+	err = tx.Complete(ctx, o.ID, esims, e)
+	if errors.Is(err, ErrICCIDInUse) {
+		// A fault of the provider's, and a lasting one: every retry
+		// would get the same profiles. The order fails like any other
+		// provider failure.
+		return s.markFailing(ctx, tx, o, fmt.Errorf("%w: %w", ErrProviderFailed, err))
+	}
+	if err != nil {
 		return Order{}, fmt.Errorf("order %s: complete: %w", o.ID, err)
 	}
 	s.signalEventWritten()
 	o.Status, o.Esims = StatusCompleted, esims
+	return o, nil
+}
+
+// markFailing records that the provider failed o for good, cause naming
+// why, and returns o failing: its refund is due. Recorded before the
+// refund, so an order that crashes between the two is refunded by whoever
+// resumes it, and never issued again.
+func (s *Service) markFailing(ctx context.Context, tx Locked, o Order, cause error) (Order, error) {
+	oe := OrderError{Code: ErrorCodeProvider, Message: truncate(cause.Error(), maxErrorMessage)}
+	if err := tx.MarkFailing(ctx, o.ID, oe); err != nil {
+		return Order{}, fmt.Errorf("order %s: mark failing: %w", o.ID, err)
+	}
+	o.Status, o.Error = StatusFailing, &oe
 	return o, nil
 }
 

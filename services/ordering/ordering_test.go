@@ -159,6 +159,17 @@ func (m *memStore) MarkFailed(_ context.Context, id uuid.UUID, e Event) error {
 }
 
 func (m *memStore) Complete(_ context.Context, id uuid.UUID, esims []Esim, e Event) error {
+	// The ICCID is unique across eSIMs, as the SQL's index makes it.
+	m.mu.Lock()
+	for _, o := range m.orders {
+		for _, have := range o.Esims {
+			if slices.ContainsFunc(esims, func(e Esim) bool { return e.ICCID == have.ICCID }) {
+				m.mu.Unlock()
+				return ErrICCIDInUse
+			}
+		}
+	}
+	m.mu.Unlock()
 	return m.move("complete", id, StatusPending, StatusCompleted, func(o *Order) {
 		o.Esims = slices.Clone(esims)
 		m.events = append(m.events, OutboxEvent{Event: e})
@@ -348,7 +359,9 @@ func (p *fakeProvider) Issue(_ context.Context, req IssueRequest) ([]Profile, er
 	profiles, ok := p.issued[req.OrderID]
 	if !ok {
 		for range req.Quantity {
-			p.next++
+			if req.CustomerReference != "reissue" {
+				p.next++ // "reissue" gets the last ICCID again
+			}
 			profiles = append(profiles, Profile{ICCID: testICCID(p.next), MatchingID: fmt.Sprintf("M-%d", p.next), SMDPAddress: "smdp.test.invalid"})
 		}
 		p.issued[req.OrderID] = profiles
@@ -767,6 +780,28 @@ func TestProviderFailureRefunds(t *testing.T) {
 				t.Errorf("replay = %+v, %v; want the same failed order", again, err)
 			}
 		})
+	}
+}
+
+// A provider that issues an ICCID another eSIM has (an SM-DP+ that lost
+// its state) fails the order for good, refunded, rather than leave it
+// pending for retries that would get the same profile.
+func TestProviderReissuingAnICCIDFailsTheOrder(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, 10_000)
+	first, err := fx.svc.CreateOrder(ctx, order(fixedPlan, "first"))
+	if err != nil || first.Order.Status != StatusCompleted {
+		t.Fatalf("first order = %+v, %v", first.Order, err)
+	}
+	in := order(fixedPlan, "again")
+	in.Customer.Reference = "reissue"
+	got, err := fx.svc.CreateOrder(ctx, in)
+	o := got.Order
+	if err != nil || o.Status != StatusFailed || o.Error == nil || o.Error.Code != ErrorCodeProvider || len(o.Esims) != 0 {
+		t.Fatalf("CreateOrder = %+v, %v; want it failed with a provider_error", o, err)
+	}
+	if fx.wallet.refunds[o.ID.String()] != o.TotalMinor {
+		t.Errorf("refund %d, want %d", fx.wallet.refunds[o.ID.String()], o.TotalMinor)
 	}
 }
 

@@ -282,14 +282,16 @@ type Sim struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	mu       sync.Mutex
-	pools    []*pool
-	byType   map[string]*pool
-	touched  map[string]*profile
-	matching map[string]string // matchingId -> iccid, while in use
-	faults   []*Fault
-	faultSeq int
-	calls    map[string]map[string]int
+	mu sync.Mutex
+	// generation is the random block of this start's (or reset's) ICCIDs.
+	generation int
+	pools      []*pool
+	byType     map[string]*pool
+	touched    map[string]*profile
+	matching   map[string]string // matchingId -> iccid, while in use
+	faults     []*Fault
+	faultSeq   int
+	calls      map[string]map[string]int
 }
 
 type pool struct {
@@ -364,6 +366,7 @@ func (s *Sim) Reset() {
 }
 
 func (s *Sim) reset() {
+	s.generation = newGeneration()
 	s.pools = nil
 	s.byType = map[string]*pool{}
 	for i, c := range s.cfg.Pools {
@@ -388,7 +391,7 @@ func (s *Sim) Drain(profileType string) error {
 	}
 	pl.drained = true
 	for _, serial := range pl.returned {
-		if p := s.touched[iccidOf(pl.index, serial)]; p != nil && p.state == StateAvailable {
+		if p := s.touched[s.iccidOf(pl.index, serial)]; p != nil && p.state == StateAvailable {
 			s.set(p, StateUnavailable)
 		}
 	}
@@ -755,14 +758,14 @@ func (s *Sim) takeAvailable(pl *pool) *profile {
 	for !pl.drained && pl.next < pl.count {
 		serial := pl.next
 		pl.next++
-		if p := s.find(iccidOf(pl.index, serial)); p.state == StateAvailable {
+		if p := s.find(s.iccidOf(pl.index, serial)); p.state == StateAvailable {
 			return p
 		}
 	}
 	for len(pl.returned) > 0 {
 		serial := pl.returned[0]
 		pl.returned = pl.returned[1:]
-		if p := s.touched[iccidOf(pl.index, serial)]; p != nil && p.state == StateAvailable {
+		if p := s.touched[s.iccidOf(pl.index, serial)]; p != nil && p.state == StateAvailable {
 			return p
 		}
 	}
@@ -780,9 +783,22 @@ func (s *Sim) set(p *profile, to ProfileState) {
 // across pools.
 const iccidPrefix = "8988"
 
-func iccidOf(pool, serial int) string {
-	body := fmt.Sprintf("%s%02d%012d", iccidPrefix, pool, serial)
+// iccidOf is 8988, the pool's index, the generation and the serial, each
+// in a fixed width, and the Luhn digit: 19 digits.
+func (s *Sim) iccidOf(pool, serial int) string {
+	body := fmt.Sprintf("%s%02d%06d%06d", iccidPrefix, pool, s.generation, serial)
 	return body + strconv.Itoa(luhnDigit(body))
+}
+
+// newGeneration draws the ICCID block of a start or reset at random: a
+// restarted simulator must not issue again the ICCIDs of its earlier life,
+// which a platform's database keeps (as no real SM-DP+ would).
+func newGeneration() int {
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	return int(n.Int64())
 }
 
 func (s *Sim) parse(iccid string) (*pool, int, bool) {
@@ -790,8 +806,9 @@ func (s *Sim) parse(iccid string) (*pool, int, bool) {
 		return nil, 0, false
 	}
 	idx, err1 := strconv.Atoi(iccid[4:6])
-	serial, err2 := strconv.Atoi(iccid[6:18])
-	if err1 != nil || err2 != nil || idx >= len(s.pools) || serial >= s.pools[idx].count {
+	gen, err2 := strconv.Atoi(iccid[6:12])
+	serial, err3 := strconv.Atoi(iccid[12:18])
+	if err1 != nil || err2 != nil || err3 != nil || gen != s.generation || idx >= len(s.pools) || serial >= s.pools[idx].count {
 		return nil, 0, false
 	}
 	return s.pools[idx], serial, true

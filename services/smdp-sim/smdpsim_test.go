@@ -250,8 +250,9 @@ func TestDrainAndReset(t *testing.T) {
 	if p, _ := st.Pool("travel"); p.Available != 3 || len(st.Profiles) != 0 || len(st.Faults) != 0 || len(st.Calls) != 0 {
 		t.Fatalf("after reset: %+v", st)
 	}
-	if got := allocate(t, s, "travel"); got != kept {
-		t.Fatalf("after reset the pool starts over: got %s, want %s", got, kept)
+	// A full pool again, in a new block of ICCIDs.
+	if got := allocate(t, s, "travel"); got == kept {
+		t.Fatalf("after reset the pool issued %s again", got)
 	}
 }
 
@@ -263,5 +264,30 @@ func TestParsePools(t *testing.T) {
 		if _, err := smdpsim.ParsePools(bad); err == nil {
 			t.Errorf("ParsePools(%q) accepted", bad)
 		}
+	}
+}
+
+// A restarted or reset simulator issues other ICCIDs than before: the
+// platform's database keeps the earlier ones.
+func TestRestartIssuesNewICCIDs(t *testing.T) {
+	cfg := smdpsim.Config{SMDPAddress: "smdp.example.invalid", Pools: []smdpsim.Pool{{ProfileType: "t", Count: 3}}}
+	seen := map[string]bool{}
+	for range 5 {
+		s, err := smdpsim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			iccid, err := s.DownloadOrder(context.Background(), smdpsim.DownloadOrderRequest{ProfileType: "t"})
+			if err != nil || !smdpsim.ValidICCID(iccid) {
+				t.Fatalf("downloadOrder = %q, %v", iccid, err)
+			}
+			if seen[iccid] {
+				t.Fatalf("ICCID %s issued again after a restart", iccid)
+			}
+			seen[iccid] = true
+			s.Reset()
+		}
+		s.Close()
 	}
 }

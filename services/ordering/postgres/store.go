@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -275,6 +277,9 @@ func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []orderin
 	return pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
 		q := l.q.WithTx(tx)
 		n, err := q.InsertEsims(ctx, p)
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "esims_iccid_idx" {
+			return fmt.Errorf("insert eSIMs: %w", ordering.ErrICCIDInUse)
+		}
 		if err != nil {
 			return fmt.Errorf("insert eSIMs: %w", err)
 		}

@@ -111,6 +111,26 @@ func complete(t *testing.T, s *postgres.Store, o ordering.Order) ordering.Order 
 	return o
 }
 
+// An eSIM's ICCID is unique: completing an order with one another eSIM
+// has is ErrICCIDInUse, and the order stays pending.
+func TestCompleteRefusesAnICCIDInUse(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := complete(t, s, insert(t, s, newOrder(acme, "a", at(time.Minute))))
+	b := insert(t, s, newOrder(acme, "b", at(time.Minute)))
+	e := esims(t, s, b)
+	e[0].ICCID = a.Esims[0].ICCID
+	locked(t, s, func(ctx context.Context, l ordering.Locked) error {
+		if err := l.Complete(ctx, b.ID, e, event(ordering.EventOrderCompleted, b.ID)); !errors.Is(err, ordering.ErrICCIDInUse) {
+			t.Errorf("Complete = %v, want ErrICCIDInUse", err)
+		}
+		return nil
+	})
+	if got, err := s.Order(ctx, &acme, b.ID); err != nil || got.Status != ordering.StatusPending {
+		t.Errorf("order b = %+v, %v; want it still pending", got, err)
+	}
+}
+
 func TestOrderLifecycle(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
