@@ -28,6 +28,15 @@ var (
 	// order fails and is refunded; the profile is not given back, since
 	// it is another eSIM's.
 	ErrICCIDInUse = errors.New("the provider issued an ICCID another eSIM has")
+	// ErrBusy: the order of this idempotency key was still being
+	// processed by another call when the wait for it ran out (LockWait).
+	// Nothing changed for this call; the same key, retried, replays or
+	// resumes that order.
+	ErrBusy = errors.New("another call is still processing the order of this idempotency key; retry with the same key")
+	// ErrTooManyInFlight: the account already has as many orders in
+	// flight in this environment as it may (MaxInFlight). Nothing was
+	// charged and nothing stored; the same key goes through later.
+	ErrTooManyInFlight = errors.New("too many orders of this account are in flight in this environment; retry shortly")
 	// ErrConflict: a store found the idempotency key taken by another
 	// order. Under the key's lock it cannot happen; it is an internal
 	// failure if it does.

@@ -361,14 +361,16 @@ type EsimQuery struct {
 // other failure.
 type Store interface {
 	// WithLock runs fn holding the lock named key, waiting for it as long
-	// as ctx allows, and releases it when fn returns. Everything fn does
+	// as ctx allows, and releases it when fn returns. Waiting holds no
+	// database connection: one order's retries queue at no cost to other
+	// partners. A wait that ctx ends is ErrBusy. Everything fn does
 	// through Locked runs on the lock's own connection, and the context fn
 	// gets carries that connection for providers that keep their records
-	// in the same database: a lock holder never waits for the pool, which
-	// lock waiters may have emptied.
+	// in the same database. Holders are bounded per replica, so they never
+	// take the connections that reads need.
 	WithLock(ctx context.Context, key string, fn func(context.Context, Locked) error) error
 	// WithTryLock is WithLock without waiting: false, fn not run, when
-	// someone else holds the lock.
+	// someone else holds the lock or every holder's place is taken.
 	WithTryLock(ctx context.Context, key string, fn func(context.Context, Locked) error) (bool, error)
 	// Order returns the order with its eSIMs; ErrNotFound outside scope
 	// (nil scope: any).
@@ -390,6 +392,10 @@ type Store interface {
 
 // Locked is the store as the holder of an order's lock uses it.
 type Locked interface {
+	// ClaimInFlight counts the order against its scope's orders in flight,
+	// across replicas, until the lock is released: ErrTooManyInFlight when
+	// max are in flight already.
+	ClaimInFlight(ctx context.Context, scope Scope, max int) error
 	// OrderByKey returns the order with its eSIMs; ErrNotFound if none.
 	OrderByKey(ctx context.Context, scope Scope, key string) (Order, error)
 	// OrderByID returns the order with its eSIMs; ErrNotFound if none.
@@ -422,8 +428,13 @@ const (
 	FieldIdempotencyKey = "Idempotency-Key"
 )
 
-// DefaultOrderTimeout bounds the processing of an order once it started.
-const DefaultOrderTimeout = 30 * time.Second
+// Defaults of the bounds on an order's processing (Deps).
+const (
+	DefaultOrderTimeout    = 30 * time.Second
+	DefaultProviderTimeout = 15 * time.Second
+	DefaultLockWait        = 30 * time.Second
+	DefaultMaxInFlight     = 8
+)
 
 // Deps are what the Service works with.
 type Deps struct {
@@ -439,6 +450,19 @@ type Deps struct {
 	// OrderTimeout bounds the processing of an order, which goes on when
 	// its caller hangs up; 0 means DefaultOrderTimeout.
 	OrderTimeout time.Duration
+	// ProviderTimeout bounds the provider's work on one order within it, so
+	// that a slow provider leaves the order time to fail and be refunded;
+	// 0 means DefaultProviderTimeout.
+	ProviderTimeout time.Duration
+	// LockWait bounds how long a call waits for another call processing
+	// the order of the same idempotency key (ErrBusy after it); 0 means
+	// DefaultLockWait.
+	LockWait time.Duration
+	// MaxInFlight caps the orders of one account and environment being
+	// processed at once, so that one partner's slow orders cannot hold
+	// every place (ErrTooManyInFlight over it); 0 means
+	// DefaultMaxInFlight.
+	MaxInFlight int
 	// Outbox and Publisher relay the events of finished orders
 	// (PublishEvents); without them orders still write their events,
 	// which wait.
@@ -454,8 +478,12 @@ type Service struct {
 	providers    map[Environment]Provider
 	qrBaseURL    string
 	orderTimeout time.Duration
-	outbox       Outbox
-	publisher    Publisher
+	// providerTimeout, lockWait and maxInFlight: Deps.
+	providerTimeout time.Duration
+	lockWait        time.Duration
+	maxInFlight     int
+	outbox          Outbox
+	publisher       Publisher
 	// eventWritten holds one wake-up for the relay once an order's event
 	// is committed: one pending wake-up covers any number of events.
 	eventWritten chan struct{}
@@ -464,21 +492,30 @@ type Service struct {
 
 // NewService returns the use cases over d.
 func NewService(d Deps) *Service {
-	timeout := d.OrderTimeout
-	if timeout <= 0 {
-		timeout = DefaultOrderTimeout
+	or := func(v, def time.Duration) time.Duration {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	maxInFlight := d.MaxInFlight
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxInFlight
 	}
 	return &Service{
-		store:        d.Store,
-		catalogue:    d.Catalogue,
-		wallet:       d.Wallet,
-		providers:    d.Providers,
-		qrBaseURL:    strings.TrimRight(d.QRBaseURL, "/"),
-		orderTimeout: timeout,
-		outbox:       d.Outbox,
-		publisher:    d.Publisher,
-		eventWritten: make(chan struct{}, 1),
-		now:          time.Now,
+		store:           d.Store,
+		catalogue:       d.Catalogue,
+		wallet:          d.Wallet,
+		providers:       d.Providers,
+		qrBaseURL:       strings.TrimRight(d.QRBaseURL, "/"),
+		orderTimeout:    or(d.OrderTimeout, DefaultOrderTimeout),
+		providerTimeout: or(d.ProviderTimeout, DefaultProviderTimeout),
+		lockWait:        or(d.LockWait, DefaultLockWait),
+		maxInFlight:     maxInFlight,
+		outbox:          d.Outbox,
+		publisher:       d.Publisher,
+		eventWritten:    make(chan struct{}, 1),
+		now:             time.Now,
 	}
 }
 
@@ -519,8 +556,9 @@ type request struct {
 // error). With an idempotency key, a call that finds the key used returns
 // that order (Replayed), finishing it first if an earlier call was cut
 // short; the same key with another request is ErrIdempotencyMismatch.
-// ErrInsufficientFunds, validation errors and ErrNotFound store nothing.
-// Any other error leaves the order pending, to be finished by a retry
+// ErrInsufficientFunds, ErrTooManyInFlight, validation errors and
+// ErrNotFound store nothing; ErrBusy says the call processing the same key
+// did not finish within LockWait, and changed nothing. Any other error leaves the order pending, to be finished by a retry
 // with the same key or by Recover, never charged twice.
 func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error) {
 	req, err := validateNewOrder(in)
@@ -532,7 +570,11 @@ func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error)
 		return Created{}, fmt.Errorf("new order id: %w", err)
 	}
 	var out Created
-	err = s.store.WithLock(ctx, lockKey(in.Scope, in.IdempotencyKey, id), func(ctx context.Context, tx Locked) error {
+	// The wait for a call processing the same key is bounded on its own;
+	// the processing, once the lock is held, by orderTimeout.
+	waitCtx, cancelWait := context.WithTimeout(ctx, s.lockWait)
+	defer cancelWait()
+	err = s.store.WithLock(waitCtx, lockKey(in.Scope, in.IdempotencyKey, id), func(ctx context.Context, tx Locked) error {
 		// From here on the order is processed to its end whatever the
 		// caller does: a caller hanging up between the debit and the
 		// completion must not leave the work half done.
@@ -550,12 +592,18 @@ func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error)
 					return nil
 				}
 				// An earlier call was cut short: finish its order.
+				if err := tx.ClaimInFlight(ctx, in.Scope, s.maxInFlight); err != nil {
+					return err
+				}
 				o, err = s.resume(ctx, tx, o)
 				out = Created{Order: o}
 				return err
 			case !errors.Is(err, ErrNotFound):
 				return fmt.Errorf("look up idempotency key: %w", err)
 			}
+		}
+		if err := tx.ClaimInFlight(ctx, in.Scope, s.maxInFlight); err != nil {
+			return err
 		}
 		o, err := s.newOrder(ctx, id, req)
 		if err != nil {
@@ -701,7 +749,9 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 		return Order{}, fmt.Errorf("order %s: debit: %w", o.ID, err)
 	}
 
-	esims, err := s.issue(ctx, o)
+	issueCtx, cancel := context.WithTimeout(ctx, s.providerTimeout)
+	esims, err := s.issue(issueCtx, o)
+	cancel()
 	switch {
 	case errors.Is(err, ErrProviderFailed):
 		return s.markFailing(ctx, tx, o, err)

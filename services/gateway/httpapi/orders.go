@@ -112,6 +112,10 @@ func (in *createOrderInput) Resolve(ctx huma.Context) []error {
 	return errs
 }
 
+// inFlightMessage answers an order over its account's cap of orders in
+// flight.
+const inFlightMessage = "Too many orders of this account are being processed in this environment; nothing was charged. Retry after the seconds in Retry-After, with the same Idempotency-Key."
+
 type createOrderOutput struct {
 	Status   int
 	Location string `header:"Location"`
@@ -253,8 +257,13 @@ func (a *handlers) createOrder(ctx context.Context, in *createOrderInput) (*crea
 		req.Customer = gateway.Customer{Name: deref(c.Name), Email: deref(c.Email), Reference: deref(c.Reference)}
 	}
 	order, replayed, err := a.Orders.CreateOrder(ctx, principalFrom(ctx), req)
-	if errors.Is(err, gateway.ErrNotFound) {
+	switch {
+	case errors.Is(err, gateway.ErrNotFound):
 		err = withMessage(err, fmt.Sprintf("No plan %q on sale. GET /v1/plans lists the plans you can order.", in.Body.PlanID))
+	case errors.Is(err, gateway.ErrRateLimited):
+		// Not the key's allowance but the account's orders in flight: the
+		// same Idempotency-Key goes through once one of them ends.
+		return nil, huma.ErrorWithHeaders(a.problem(ctx, withMessage(err, inFlightMessage)), http.Header{"Retry-After": {retryAfter}})
 	}
 	if err != nil {
 		return nil, a.problem(ctx, err)

@@ -46,6 +46,7 @@ import (
 	"github.com/esimplatform/esim/services/gateway/redis/redistest"
 	"github.com/esimplatform/esim/services/gateway/server"
 	"github.com/esimplatform/esim/services/ordering/orderingtest"
+	orderingserver "github.com/esimplatform/esim/services/ordering/server"
 	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 	walletserver "github.com/esimplatform/esim/services/wallet/server"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
@@ -100,6 +101,8 @@ type options struct {
 	// it live orders have no provider.
 	smdp        *smdpsimtest.Sim
 	smdpTimeout time.Duration
+	// ordering, when set, adjusts ordering's configuration.
+	ordering func(*orderingserver.Config)
 }
 
 // testAuthCacheSecret is every test gateway's AUTH_CACHE_SECRET: replicas
@@ -155,6 +158,9 @@ func start(t testing.TB, opt options) *platform {
 	orderingCfg.QRBaseURL = config.BaseURL("http://" + first.Listener.Addr().String() + "/qr")
 	if opt.smdp != nil {
 		orderingCfg.SMDP = orderingtest.SMDP(opt.smdp, "esim-travel", cmp.Or(opt.smdpTimeout, 5*time.Second))
+	}
+	if opt.ordering != nil {
+		opt.ordering(&orderingCfg)
 	}
 	_, orderingURL := orderingtest.StartWith(t, orderingCfg, tel)
 

@@ -41,6 +41,9 @@ func translate(service string, err error) error {
 		return gateway.ErrUnauthorized
 	case twirp.NotFound:
 		return gateway.ErrNotFound
+	case twirp.ResourceExhausted:
+		// Ordering's cap of an account's orders in flight.
+		return fmt.Errorf("%s: %s: %w", service, terr.Msg(), gateway.ErrRateLimited)
 	case twirp.FailedPrecondition:
 		if terr.Meta("reason") == "insufficient_funds" {
 			return gateway.ErrInsufficientFunds

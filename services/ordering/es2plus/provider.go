@@ -149,14 +149,22 @@ type Provider struct {
 	// retryBackoff is the wait before a cancellation that did not go
 	// through is tried again by CancelDue.
 	retryBackoff time.Duration
+	// cancelBudget bounds the cancellations a failing order makes itself.
+	cancelBudget time.Duration
 }
 
 var _ ordering.Provider = (*Provider)(nil)
 
-// NewProvider returns the provider of live orders; a cancellation that
-// does not go through is tried again by CancelDue after retryBackoff.
-func NewProvider(client *Client, store Store, types ProfileTypes, log *slog.Logger, retryBackoff time.Duration) *Provider {
-	return &Provider{client: client, store: store, types: types, log: log, retryBackoff: retryBackoff}
+// DefaultCancelBudget is how long a failing order gives back its profiles
+// itself unless configured otherwise.
+const DefaultCancelBudget = 5 * time.Second
+
+// NewProvider returns the provider of live orders. A failing order spends
+// at most cancelBudget giving back its profiles; what is left, and a
+// cancellation that does not go through, is tried again by CancelDue
+// after retryBackoff.
+func NewProvider(client *Client, store Store, types ProfileTypes, log *slog.Logger, retryBackoff, cancelBudget time.Duration) *Provider {
+	return &Provider{client: client, store: store, types: types, log: log, retryBackoff: retryBackoff, cancelBudget: cancelBudget}
 }
 
 // Issue implements ordering.Provider.
@@ -213,30 +221,44 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 }
 
 // fail records the order's failure at the step of position pos, gives
-// back every profile the order holds, and returns the definitive failure
-// that has ordering refund it. The cancellations run on a context of their
-// own: an order that failed by running out of time must still give back
-// what it holds.
+// back the profiles the order holds for up to the cancel budget, and
+// returns the definitive failure that has ordering refund it. It runs on
+// contexts of its own: an order that failed by running out of time must
+// still record its failure and give back what it holds, and one whose
+// SM-DP+ hangs must not hold its partner's order any longer: what the
+// budget leaves is the canceller's, once the lease of MarkCancelDue ends.
 func (p *Provider) fail(ctx context.Context, log *slog.Logger, orderID uuid.UUID, pos int32, cause error) error {
 	log.Warn("live order failed at the SM-DP+; cancelling the profiles it holds",
 		"position", pos, "outcome", Outcome(cause), "definitive", IsDefinitive(cause), "error", cause.Error())
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.client.timeout*(CancelBatch+1))
-	defer cancel()
-	due, err := p.store.MarkCancelDue(ctx, orderID, truncate(cause.Error()), cancelLease)
+	record, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
+	defer cancelRecord()
+	due, err := p.store.MarkCancelDue(record, orderID, truncate(cause.Error()), cancelLease)
 	if err != nil {
 		// Not recorded: the order stays pending and its next Issue
 		// resumes it, holding the same profiles.
 		return fmt.Errorf("es2plus: record the failure of order %s (%v): %w", orderID, cause, err)
 	}
-	for _, r := range due {
-		p.cancel(ctx, log, r, true)
+	budget, cancelBudget := context.WithTimeout(context.WithoutCancel(ctx), p.cancelBudget)
+	defer cancelBudget()
+	for i, r := range due {
+		if budget.Err() != nil {
+			log.Warn("the cancel budget ran out; the canceller gives back the rest of the order's profiles",
+				"left", len(due)-i, "budget", p.cancelBudget.String())
+			break
+		}
+		p.cancel(budget, record, log, r, true)
 	}
 	return fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
 }
 
-// cancel gives back one profile due for cancellation and records the
-// outcome: cancelled, refused for good, or to be tried again.
-func (p *Provider) cancel(ctx context.Context, log *slog.Logger, r Reservation, first bool) {
+// recordBudget bounds the statements that record a failure and its
+// cancellations, which run whatever happened to the order's context.
+const recordBudget = 5 * time.Second
+
+// cancel gives back one profile due for cancellation within ctx and
+// records the outcome on record: cancelled, refused for good, or to be
+// tried again.
+func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reservation, first bool) {
 	log = log.With("iccid", r.ICCID, "position", r.Position)
 	err := p.client.CancelOrder(ctx, CancelOrderRequest{ICCID: r.ICCID, FinalProfileStatusIndicator: FinalProfileStatusAvailable})
 	state, lastError := Cancelled, ""
@@ -250,14 +272,14 @@ func (p *Provider) cancel(ctx context.Context, log *slog.Logger, r Reservation, 
 		log.Error("the SM-DP+ keeps refusing to cancel a profile of a failed order; it stays reserved there until an operator frees it",
 			"attempts", r.CancelAttempts+1, "error", err.Error())
 	default:
-		if rerr := p.store.RetryCancellation(ctx, r.OrderID, r.Position, truncate(err.Error()), p.retryBackoff); rerr != nil {
+		if rerr := p.store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error()), p.retryBackoff); rerr != nil {
 			log.Error("record a cancellation to try again", "error", rerr.Error())
 		}
 		log.Warn("cancelling a profile of a failed order did not go through; it will be tried again",
 			"retry_in", p.retryBackoff.String(), "outcome", Outcome(err), "error", err.Error())
 		return
 	}
-	if err := p.store.FinishCancellation(ctx, r.OrderID, r.Position, state, lastError); err != nil {
+	if err := p.store.FinishCancellation(record, r.OrderID, r.Position, state, lastError); err != nil {
 		log.Error("record a cancellation", "error", err.Error())
 	}
 }
@@ -292,7 +314,7 @@ func (p *Provider) CancelDue(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		p.cancel(ctx, p.log.With("order_id", r.OrderID.String()), r, false)
+		p.cancel(ctx, ctx, p.log.With("order_id", r.OrderID.String()), r, false)
 	}
 	return len(due), nil
 }

@@ -84,11 +84,11 @@ func TestMutualTLSWithTheSimulator(t *testing.T) {
 		t.Errorf("calls reached ES2+: %v", calls)
 	}
 	// And the provider's check says why.
-	p := es2plus.NewProvider(clientOf(t, sim, sim.Certs, other), nil, es2plus.ProfileTypes{}, nil, time.Second)
+	p := es2plus.NewProvider(clientOf(t, sim, sim.Certs, other), nil, es2plus.ProfileTypes{}, nil, time.Second, time.Second)
 	if detail, err := p.Check(context.Background()); err == nil || !errors.Is(err, es2plus.ErrTransport) {
 		t.Errorf("Check with an untrusted SM-DP+ = %q, %v; want a transport error", detail, err)
 	}
-	p = es2plus.NewProvider(clientOf(t, sim, sim.Certs, sim.Certs), nil, es2plus.ProfileTypes{}, nil, time.Second)
+	p = es2plus.NewProvider(clientOf(t, sim, sim.Certs, sim.Certs), nil, es2plus.ProfileTypes{}, nil, time.Second, time.Second)
 	if detail, err := p.Check(context.Background()); err != nil {
 		t.Errorf("Check = %q, %v; want the SM-DP+'s answer", detail, err)
 	} else {

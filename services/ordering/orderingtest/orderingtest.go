@@ -205,7 +205,9 @@ func Unavailable(w http.ResponseWriter) {
 // Config is ordering's configuration against d, on a fresh database, as
 // the platform sets it, with the test tokens: the recovery loop waits an
 // hour before it takes an order, so that only tests that mean to see it
-// at work (and shorten RecoveryAfter) do. Deps made by hand, without a
+// at work (and shorten RecoveryAfter) do, and an account's orders in
+// flight are not capped below the replica's, so that only tests of the
+// cap meet it. Deps made by hand, without a
 // Kafka cluster, get one here (kafkatest.New).
 func (d *Deps) Config(t testing.TB) server.Config {
 	t.Helper()
@@ -217,7 +219,7 @@ func (d *Deps) Config(t testing.TB) server.Config {
 		t.Fatal(err)
 	}
 	return server.Config{
-		DatabaseURL:        config.NewSecretURL(pgtest.WithMaxConns(t, pgtest.NewDatabase(t), 10)),
+		DatabaseURL:        config.NewSecretURL(pgtest.WithMaxConns(t, pgtest.NewDatabase(t), 16)),
 		Callers:            callers,
 		InternalToken:      config.NewSecret(internalauthtest.Token(internalauth.Ordering)),
 		CatalogueURL:       config.BaseURL(d.CatalogueURL),
@@ -226,6 +228,10 @@ func (d *Deps) Config(t testing.TB) server.Config {
 		QRBaseURL:          "http://127.0.0.1:8080/qr",
 		SandboxSMDPAddress: "smdp.sandbox.esim.invalid",
 		OrderTimeout:       30 * time.Second,
+		// Tests burst many orders of one account at once; those of the
+		// cap set it lower.
+		OrderConcurrency:   8,
+		InFlightPerAccount: 64,
 		RecoveryInterval:   time.Hour,
 		RecoveryAfter:      time.Hour,
 		Kafka:              d.Kafka.Config,

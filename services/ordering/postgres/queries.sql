@@ -1,13 +1,19 @@
--- name: AdvisoryLock :exec
+-- name: AdvisoryTryLock :one
 -- A session lock, held until unlocked or the session ends: the order's
 -- processing spans calls to other services, which no transaction should.
-SELECT pg_advisory_lock(hashtextextended(sqlc.arg(key)::text, 0));
-
--- name: AdvisoryTryLock :one
 SELECT pg_try_advisory_lock(hashtextextended(sqlc.arg(key)::text, 0));
 
--- name: AdvisoryUnlock :one
-SELECT pg_advisory_unlock(hashtextextended(sqlc.arg(key)::text, 0));
+-- name: ClaimInFlightSlot :one
+-- The first free of the scope's max_slots places, locked on this session;
+-- no row when all are taken. The filter runs row by row under the LIMIT,
+-- so no place past the first free one is locked (a store test checks).
+SELECT slot::integer FROM generate_series(1, sqlc.arg(max_slots)::integer) AS slot
+WHERE pg_try_advisory_lock(hashtext(sqlc.arg(scope)::text), slot)
+LIMIT 1;
+
+-- name: AdvisoryUnlockAll :exec
+-- The order's lock and its place in flight, at once.
+SELECT pg_advisory_unlock_all();
 
 -- name: InsertOrder :execrows
 -- A taken id or idempotency key inserts nothing (0 rows), which the store

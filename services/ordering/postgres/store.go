@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +32,14 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
+	// holders bounds the lock holders of this replica, each on a
+	// connection of its own for its whole order: the rest of the pool
+	// stays for reads and the background loops, whatever the orders in
+	// flight wait for.
+	holders chan struct{}
+	// released wakes the callers of this replica waiting for a lock when
+	// it is released here; those of other replicas poll.
+	released waitList
 }
 
 var (
@@ -39,19 +48,30 @@ var (
 	_ sandbox.Store   = (*Store)(nil)
 )
 
-// NewStore returns a Store over pool; the pool stays the caller's to close.
-func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: db.New(pool)}
+// NewStore returns a Store over pool whose lock holders use at most
+// maxHolders of its connections at once (0: DefaultMaxHolders); the pool
+// stays the caller's to close.
+func NewStore(pool *pgxpool.Pool, maxHolders int) *Store {
+	if maxHolders <= 0 {
+		maxHolders = DefaultMaxHolders
+	}
+	return &Store{pool: pool, q: db.New(pool), holders: make(chan struct{}, maxHolders), released: waitList{m: map[string]*waiters{}}}
 }
 
 // DefaultMaxConns is the pool size WithPoolDefaults sets where the
-// database URL sets none (pool_max_conns). An order holds a connection,
-// the one its lock lives on, for its whole processing, calls to the
-// wallet and the catalogue included, and so does every call waiting for
-// the lock of the same idempotency key: the pool bounds the orders a
-// replica has in flight. pgx's own default, max(4, CPUs), would cap it at
-// four on a small node.
-const DefaultMaxConns = 20
+// database URL sets none (pool_max_conns): DefaultMaxHolders orders in
+// flight, each holding the connection its lock lives on, and
+// ReservedConns for everything else.
+const DefaultMaxConns = DefaultMaxHolders + ReservedConns
+
+// DefaultMaxHolders is how many orders a replica processes at once unless
+// configured otherwise.
+const DefaultMaxHolders = 16
+
+// ReservedConns is the least a pool keeps beside its lock holders: reads,
+// the relay, the recovery scan and the canceller never wait behind
+// orders.
+const ReservedConns = 8
 
 // keepalive settings a session starts with unless the URL names them.
 // An advisory lock lives as long as the session holding it. A replica
@@ -86,39 +106,91 @@ func WithPoolDefaults() libpostgres.Option {
 // to the caller's context.
 const unlockBudget = 5 * time.Second
 
+// Polling for a lock held on another replica starts at minPoll and
+// doubles up to maxPoll: a retry of a quick order is answered at once,
+// and one of a slow order costs a statement every quarter second.
+const (
+	minPoll = 10 * time.Millisecond
+	maxPoll = 250 * time.Millisecond
+)
+
 // lockConn is the context key of a lock holder's connection.
 type lockConn struct{}
 
 // WithLock implements ordering.Store with a Postgres session advisory lock
-// (pg_advisory_lock on a 64-bit hash of key) on a connection of its own,
-// which every statement of fn runs on: fn's Locked and, through the
-// context, the sandbox provider's allocations. A holder therefore never
-// waits for the pool, which the callers waiting for the same lock may
-// have emptied, each holding a connection.
+// (on a 64-bit hash of key) on a connection of its own, which every
+// statement of fn runs on: fn's Locked and, through the context, the
+// sandbox and ES2+ providers' records. A caller finding the lock taken
+// waits holding no connection and no holder's place: woken when a holder
+// of this replica releases it, polling for one of another replica's.
 func (s *Store) WithLock(ctx context.Context, key string, fn func(context.Context, ordering.Locked) error) error {
-	_, err := s.withLock(ctx, key, true, fn)
-	return err
+	poll := minPoll
+	for {
+		// Registered before trying, so that a release between the try
+		// and the wait still wakes this caller; unregistered once it
+		// holds the lock.
+		w := s.released.add(key)
+		registered := true
+		unregister := func() {
+			if registered {
+				s.released.remove(key, w)
+				registered = false
+			}
+		}
+		locked, err := s.tryLock(ctx, key, true, func(ctx context.Context, l ordering.Locked) error {
+			unregister()
+			return fn(ctx, l)
+		})
+		if locked || err != nil {
+			unregister()
+			return err
+		}
+		timer := time.NewTimer(poll)
+		select {
+		case <-w.wake:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		unregister()
+		if ctx.Err() != nil {
+			return fmt.Errorf("wait for lock %q: %w: %w", key, ordering.ErrBusy, ctx.Err())
+		}
+		poll = min(2*poll, maxPoll)
+	}
 }
 
-// WithTryLock implements ordering.Store with pg_try_advisory_lock.
+// WithTryLock implements ordering.Store: false when the lock is taken or
+// every holder's place is.
 func (s *Store) WithTryLock(ctx context.Context, key string, fn func(context.Context, ordering.Locked) error) (bool, error) {
-	return s.withLock(ctx, key, false, fn)
+	return s.tryLock(ctx, key, false, fn)
 }
 
-func (s *Store) withLock(ctx context.Context, key string, wait bool, fn func(context.Context, ordering.Locked) error) (bool, error) {
+// tryLock takes a holder's place (waiting for one as long as ctx allows
+// when wait is set), a connection and the lock, and runs fn; false when
+// the lock is taken, or, without wait, no place is free.
+func (s *Store) tryLock(ctx context.Context, key string, wait bool, fn func(context.Context, ordering.Locked) error) (bool, error) {
+	select {
+	case s.holders <- struct{}{}:
+	default:
+		if !wait {
+			return false, nil
+		}
+		select {
+		case s.holders <- struct{}{}:
+		case <-ctx.Done():
+			return false, fmt.Errorf("wait for a place to process orders: %w: %w", ordering.ErrBusy, ctx.Err())
+		}
+	}
+	defer func() { <-s.holders }()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, fmt.Errorf("acquire a connection to lock: %w", err)
 	}
 	q := db.New(conn)
-	locked := true
-	if wait {
-		err = q.AdvisoryLock(ctx, key)
-	} else {
-		locked, err = q.AdvisoryTryLock(ctx, key)
-	}
+	locked, err := q.AdvisoryTryLock(ctx, key)
 	if err != nil {
-		// The wait may have been cut short just as the server granted
+		// The statement may have been cut short just as the server granted
 		// the lock: ending the session releases whatever it holds.
 		discard(conn)
 		return false, fmt.Errorf("lock: %w", err)
@@ -127,19 +199,22 @@ func (s *Store) withLock(ctx context.Context, key string, wait bool, fn func(con
 		conn.Release()
 		return false, nil
 	}
-	defer unlock(conn, key)
+	defer func() {
+		unlock(conn)
+		s.released.wake(key)
+	}()
 	return true, fn(context.WithValue(ctx, lockConn{}, conn), &lockHolder{conn: conn, q: q})
 }
 
-// unlock releases the lock and returns the connection to the pool, or,
-// when the lock cannot be seen released, closes the connection: a pooled
-// connection still holding the lock would hand it to its next user, and
-// keep the order from everyone else.
-func unlock(conn *pgxpool.Conn, key string) {
+// unlock releases every advisory lock of the holder's session, the
+// order's and its place among its scope's orders in flight, and returns
+// the connection to the pool; or, when that fails, closes the connection:
+// a pooled connection still holding a lock would hand it to its next
+// user, and keep the order from everyone else.
+func unlock(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), unlockBudget)
 	defer cancel()
-	released, err := db.New(conn).AdvisoryUnlock(ctx, key)
-	if err != nil || !released {
+	if err := db.New(conn).AdvisoryUnlockAll(ctx); err != nil {
 		discard(conn)
 		return
 	}
@@ -151,6 +226,52 @@ func discard(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), unlockBudget)
 	defer cancel()
 	_ = conn.Hijack().Close(ctx) // the session ends either way once the socket closes
+}
+
+// waitList is the callers of this replica waiting for each lock.
+type waitList struct {
+	mu sync.Mutex
+	m  map[string]*waiters
+}
+
+// waiters are the callers waiting for one lock: wake is closed when it is
+// released here.
+type waiters struct {
+	wake chan struct{}
+	n    int
+}
+
+func (l *waitList) add(key string) *waiters {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.m[key]
+	if !ok {
+		w = &waiters{wake: make(chan struct{})}
+		l.m[key] = w
+	}
+	w.n++
+	return w
+}
+
+// remove forgets a caller that stopped waiting, and the lock's entry with
+// its last caller, so waits on other replicas' locks leave nothing behind.
+func (l *waitList) remove(key string, w *waiters) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.n--; w.n == 0 && l.m[key] == w {
+		delete(l.m, key)
+	}
+}
+
+// wake wakes every caller waiting for key; those that lose the race for
+// it wait again on a fresh entry.
+func (l *waitList) wake(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.m[key]; ok {
+		close(w.wake)
+		delete(l.m, key)
+	}
 }
 
 // queries runs on the lock holder's connection when ctx carries one, and
@@ -166,6 +287,23 @@ func (s *Store) queries(ctx context.Context) *db.Queries {
 type lockHolder struct {
 	conn *pgxpool.Conn
 	q    *db.Queries
+}
+
+// ClaimInFlight implements ordering.Locked with one of max advisory locks
+// of the scope (the two-key space, apart from the orders' locks), taken
+// on the holder's session and released with the order's lock; a holder
+// that dies releases both with its session.
+func (l *lockHolder) ClaimInFlight(ctx context.Context, scope ordering.Scope, max int) error {
+	_, err := l.q.ClaimInFlightSlot(ctx, db.ClaimInFlightSlotParams{
+		Scope: "ordering/in-flight/" + scope.AccountID.String() + "/" + string(scope.Environment), MaxSlots: int32(max),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ordering.ErrTooManyInFlight
+	}
+	if err != nil {
+		return fmt.Errorf("claim a place among the scope's orders in flight: %w", err)
+	}
+	return nil
 }
 
 // OrderByKey implements ordering.Locked.

@@ -28,7 +28,7 @@ import (
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, postgres.Migrations)
-	return postgres.NewStore(pool), pool
+	return postgres.NewStore(pool, 0), pool
 }
 
 // at returns a fixed, microsecond-precision UTC instant, as the domain
@@ -457,46 +457,193 @@ func TestLockDiesWithItsConnection(t *testing.T) {
 	}
 }
 
-// Callers waiting for a key each hold a connection; a pool they have
-// emptied must not keep the holder from finishing, since everything it
-// does, sandbox allocations included, runs on its lock's connection.
-func TestHolderNeverWaitsForThePool(t *testing.T) {
+// Callers waiting for a key hold no connection: however many retries of
+// one order queue behind it, other keys are locked and reads answered
+// from a pool of four, and the waiters all get their turn once the
+// holder is done.
+func TestWaitersHoldNoConnection(t *testing.T) {
 	ctx := context.Background()
 	base, pool := newStore(t)
-	small, err := libpostgres.Connect(ctx, pool.Config().ConnString()+"&pool_max_conns=3")
+	small, err := libpostgres.Connect(ctx, pool.Config().ConnString()+"&pool_max_conns=4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(small.Close)
-	s := postgres.NewStore(small)
+	s := postgres.NewStore(small, 2)
 	o := insert(t, base, newOrder(acme, "k", at(0)))
 	provider := sandbox.New(s, sandbox.DefaultSMDPAddress)
 
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+	held, hold := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release) // before the pool closes, should the test stop early
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.WithLock(ctx, "k", func(context.Context, ordering.Locked) error {
+			close(held)
+			<-hold
+			return nil
+		})
+		if err != nil {
+			t.Errorf("holder: %v", err)
+		}
+	})
+	<-held
+	const waiters = 20
 	var finished atomic.Int32
-	for range 8 {
+	for range waiters {
 		wg.Go(func() {
 			err := s.WithLock(ctx, "k", func(ctx context.Context, l ordering.Locked) error {
 				if _, err := l.OrderByID(ctx, o.ID); err != nil {
 					return err
 				}
-				// Long enough for the waiters to take every connection.
-				time.Sleep(50 * time.Millisecond)
 				_, err := provider.Issue(ctx, ordering.IssueRequest{OrderID: o.ID, Quantity: 2})
 				return err
 			})
 			if err != nil {
-				t.Errorf("holder: %v", err)
+				t.Errorf("waiter: %v", err)
 				return
 			}
 			finished.Add(1)
 		})
 	}
+	waitFor(t, func() bool { return postgres.Waiters(s, "k") == waiters })
+
+	// Every waiter is waiting: the pool still serves everyone else.
+	other, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.WithLock(other, "another order", func(ctx context.Context, l ordering.Locked) error {
+		_, err := l.OrderByID(ctx, o.ID)
+		return err
+	}); err != nil {
+		t.Errorf("another key while %d callers wait for k: %v", waiters, err)
+	}
+	if _, err := s.Order(other, nil, o.ID); err != nil {
+		t.Errorf("a read while %d callers wait for k: %v", waiters, err)
+	}
+	if n := small.Stat().AcquiredConns(); n > 2 {
+		t.Errorf("%d connections acquired while one holder holds k: the waiters hold some", n)
+	}
+	release()
 	wg.Wait()
-	if finished.Load() != 8 {
-		t.Errorf("%d of 8 holders finished", finished.Load())
+	if finished.Load() != waiters {
+		t.Errorf("%d of %d waiters finished", finished.Load(), waiters)
+	}
+	if n := postgres.Waiters(s, "k"); n != 0 {
+		t.Errorf("%d waiters left registered", n)
+	}
+}
+
+// A wait that its context ends is ErrBusy, whether for the key or for a
+// holder's place, and leaves nothing held.
+func TestWaitsEndAsBusy(t *testing.T) {
+	ctx := context.Background()
+	_, pool := newStore(t)
+	s := postgres.NewStore(pool, 1)
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- s.WithLock(ctx, "k", func(context.Context, ordering.Locked) error { close(held); <-release; return nil })
+	}()
+	<-held
+	for _, key := range []string{"k", "another key, no place free"} {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := s.WithLock(short, key, func(context.Context, ordering.Locked) error { t.Errorf("%s: ran", key); return nil })
+		cancel()
+		if !errors.Is(err, ordering.ErrBusy) {
+			t.Errorf("%s: %v, want ErrBusy", key, err)
+		}
+		if ran, err := s.WithTryLock(ctx, key, func(context.Context, ordering.Locked) error { return nil }); ran || err != nil {
+			t.Errorf("%s: WithTryLock = %t, %v while the one place is held", key, ran, err)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := s.WithTryLock(ctx, "another key, no place free", func(context.Context, ordering.Locked) error { return nil }); !ran || err != nil {
+		t.Errorf("WithTryLock once the place is free = %t, %v", ran, err)
+	}
+}
+
+// A scope's places in flight are shared by every replica (every Store on
+// the database), end with their holder, and locking one takes no other:
+// the query's filter runs under its LIMIT.
+func TestInFlightPlacesPerScope(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	replica := postgres.NewStore(pool, 0)
+	type holder struct {
+		claimed chan error
+		release chan struct{}
+		done    chan error
+	}
+	hold := func(st *postgres.Store, key string, scope ordering.Scope) holder {
+		h := holder{make(chan error, 1), make(chan struct{}), make(chan error, 1)}
+		go func() {
+			h.done <- st.WithLock(ctx, key, func(ctx context.Context, l ordering.Locked) error {
+				err := l.ClaimInFlight(ctx, scope, 2)
+				h.claimed <- err
+				<-h.release
+				return err
+			})
+		}()
+		return h
+	}
+	twoKeyLocks := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b := hold(s, "a", acme), hold(replica, "b", acme)
+	for _, h := range []holder{a, b} {
+		if err := <-h.claimed; err != nil {
+			t.Fatalf("claim within the cap: %v", err)
+		}
+	}
+	c := hold(s, "c", acme)
+	if err := <-c.claimed; !errors.Is(err, ordering.ErrTooManyInFlight) {
+		t.Errorf("a third order of the scope: %v, want ErrTooManyInFlight", err)
+	}
+	close(c.release)
+	if err := <-c.done; !errors.Is(err, ordering.ErrTooManyInFlight) {
+		t.Errorf("WithLock = %v", err)
+	}
+	if n := twoKeyLocks(); n != 2 {
+		t.Errorf("%d places locked, want 2: a claim that found none took some", n)
+	}
+	other := hold(replica, "d", ordering.Scope{AccountID: acme.AccountID, Environment: ordering.Live})
+	if err := <-other.claimed; err != nil {
+		t.Errorf("the same account's other environment: %v", err)
+	}
+	close(a.release)
+	if err := <-a.done; err != nil {
+		t.Fatal(err)
+	}
+	e := hold(s, "e", acme)
+	if err := <-e.claimed; err != nil {
+		t.Errorf("a place freed by its holder: %v", err)
+	}
+	for _, h := range []holder{b, other, e} {
+		close(h.release)
+		<-h.done
+	}
+	if n := twoKeyLocks(); n != 0 {
+		t.Errorf("%d places still locked after every holder ended", n)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
@@ -14,6 +17,7 @@ import (
 	"github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
+	orderingpostgres "github.com/esimplatform/esim/services/ordering/postgres"
 )
 
 // Config is everything the ordering service reads from its environment.
@@ -54,6 +58,21 @@ type Config struct {
 	// OrderTimeout bounds the processing of one order once started, which
 	// goes on when its caller hangs up.
 	OrderTimeout time.Duration `env:"ORDER_TIMEOUT, default=30s"`
+	// ProviderTimeout bounds the provider's part of an order within
+	// ORDER_TIMEOUT, leaving time to give back what a failed order holds
+	// and to refund it.
+	ProviderTimeout time.Duration `env:"PROVIDER_TIMEOUT, default=15s"`
+	// IdempotencyWait bounds how long a call waits for another processing
+	// the order of the same Idempotency-Key, holding no connection; then
+	// it is an internal error the partner retries with the same key.
+	IdempotencyWait time.Duration `env:"IDEMPOTENCY_WAIT, default=30s"`
+	// OrderConcurrency is how many orders this replica processes at once,
+	// each holding a database connection until it ends; the pool needs
+	// postgres.ReservedConns more for everything else.
+	OrderConcurrency int `env:"ORDER_CONCURRENCY, default=16"`
+	// InFlightPerAccount caps the orders of one account and environment
+	// in flight across replicas: past it, rate_limited.
+	InFlightPerAccount int `env:"ORDERS_IN_FLIGHT_PER_ACCOUNT, default=8"`
 	// RecoveryInterval is how often the recovery loop looks for orders
 	// left unfinished, and RecoveryAfter how old an unfinished order must
 	// be for it to take it: a younger one is left to its caller's retry.
@@ -81,6 +100,23 @@ type Config struct {
 // with 10 s to spare.
 const maxOrderTimeout = httpserver.WriteTimeout - 10*time.Second
 
+// poolSize is the pool a database URL makes: its pool_max_conns, or
+// ordering's default.
+func poolSize(databaseURL string) (int, error) {
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		return orderingpostgres.DefaultMaxConns, nil
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return 0, err
+	}
+	return int(cfg.MaxConns), nil
+}
+
+// maxOrderConcurrency bounds ORDER_CONCURRENCY: each order in flight holds
+// a Postgres connection, of which a server has a few hundred at most.
+const maxOrderConcurrency = 256
+
 // topicName is what Kafka accepts as a topic's name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
@@ -104,6 +140,24 @@ func (c Config) Validate() error {
 	if c.ServiceTimeout <= 0 || c.ServiceTimeout > c.OrderTimeout {
 		errs = append(errs, fmt.Errorf("SERVICE_TIMEOUT %s: must be above 0 and at most ORDER_TIMEOUT (%s), which bounds the calls an order makes", c.ServiceTimeout, c.OrderTimeout))
 	}
+	// A failed order still debits-then-refunds and gives back its
+	// profiles after the provider's time ran out: all within ORDER_TIMEOUT.
+	if rest := c.OrderTimeout - 2*c.ServiceTimeout - c.SMDP.CancelBudget; c.ProviderTimeout <= 0 || c.ProviderTimeout > rest {
+		errs = append(errs, fmt.Errorf("PROVIDER_TIMEOUT %s: must be above 0 and at most ORDER_TIMEOUT - 2 x SERVICE_TIMEOUT - SMDP_CANCEL_BUDGET (%s), so a failed order is refunded within ORDER_TIMEOUT", c.ProviderTimeout, rest))
+	}
+	if c.IdempotencyWait <= 0 || c.IdempotencyWait > maxOrderTimeout {
+		errs = append(errs, fmt.Errorf("IDEMPOTENCY_WAIT %s: must be above 0 and at most %s", c.IdempotencyWait, maxOrderTimeout))
+	}
+	if c.OrderConcurrency < 2 || c.OrderConcurrency > maxOrderConcurrency {
+		errs = append(errs, fmt.Errorf("ORDER_CONCURRENCY %d: want 2 to %d", c.OrderConcurrency, maxOrderConcurrency))
+	}
+	if maxConns, err := poolSize(c.DatabaseURL.Reveal()); err == nil && c.OrderConcurrency+orderingpostgres.ReservedConns > maxConns {
+		errs = append(errs, fmt.Errorf("ORDER_CONCURRENCY %d needs a pool of at least %d connections (%d for everything but orders); DATABASE_URL's pool_max_conns is %d: raise it, or lower ORDER_CONCURRENCY",
+			c.OrderConcurrency, c.OrderConcurrency+orderingpostgres.ReservedConns, orderingpostgres.ReservedConns, maxConns))
+	}
+	if c.InFlightPerAccount < 1 || c.InFlightPerAccount > c.OrderConcurrency/2 {
+		errs = append(errs, fmt.Errorf("ORDERS_IN_FLIGHT_PER_ACCOUNT %d: want 1 to half of ORDER_CONCURRENCY (%d), so no one account can take most of a replica's orders in flight", c.InFlightPerAccount, c.OrderConcurrency/2))
+	}
 	if c.RecoveryInterval <= 0 {
 		errs = append(errs, fmt.Errorf("RECOVERY_INTERVAL %s: must be positive", c.RecoveryInterval))
 	}
@@ -122,7 +176,7 @@ func (c Config) Validate() error {
 	if len(c.SandboxSMDPAddress) > 253 || !hostname.MatchString(c.SandboxSMDPAddress) {
 		errs = append(errs, fmt.Errorf("SANDBOX_SMDP_ADDRESS %q: want a lower-case DNS name such as smdp.sandbox.esim.invalid", c.SandboxSMDPAddress))
 	}
-	errs = append(errs, c.SMDP.validate(c.OrderTimeout))
+	errs = append(errs, c.SMDP.validate(c.ProviderTimeout))
 	errs = append(errs, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Kafka.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)
 }
@@ -150,9 +204,13 @@ type SMDPConfig struct {
 	// CancelInterval is how often cancellations of failed orders' profiles
 	// that ended without an answer are tried again.
 	CancelInterval time.Duration `env:"SMDP_CANCEL_INTERVAL, default=30s"`
+	// CancelBudget bounds how long a failing order gives back its
+	// profiles itself; what is left goes to the canceller (every
+	// SMDP_CANCEL_INTERVAL), so a failed order is refunded promptly.
+	CancelBudget time.Duration `env:"SMDP_CANCEL_BUDGET, default=5s"`
 }
 
-func (c SMDPConfig) validate(orderTimeout time.Duration) error {
+func (c SMDPConfig) validate(providerTimeout time.Duration) error {
 	if c.URL == "" {
 		for name, v := range map[string]string{"SMDP_CERT_FILE": c.CertFile, "SMDP_KEY_FILE": c.KeyFile, "SMDP_CA_FILE": c.CAFile, "SMDP_PROFILE_TYPES": c.ProfileTypes} {
 			if v != "" {
@@ -170,8 +228,11 @@ func (c SMDPConfig) validate(orderTimeout time.Duration) error {
 			errs = append(errs, fmt.Errorf("%s: required with SMDP_URL (mutual TLS: ordering's certificate, its key, and the CA of the SM-DP+'s)", name))
 		}
 	}
-	if c.Timeout <= 0 || c.Timeout >= orderTimeout {
-		errs = append(errs, fmt.Errorf("SMDP_TIMEOUT %s: must be above 0 and below ORDER_TIMEOUT (%s)", c.Timeout, orderTimeout))
+	if c.Timeout <= 0 || c.Timeout > providerTimeout {
+		errs = append(errs, fmt.Errorf("SMDP_TIMEOUT %s: must be above 0 and at most PROVIDER_TIMEOUT (%s)", c.Timeout, providerTimeout))
+	}
+	if c.CancelBudget <= 0 {
+		errs = append(errs, fmt.Errorf("SMDP_CANCEL_BUDGET %s: must be positive", c.CancelBudget))
 	}
 	if c.RequesterID == "" || len(c.RequesterID) > 64 {
 		errs = append(errs, fmt.Errorf("SMDP_REQUESTER_ID: want 1 to 64 characters"))

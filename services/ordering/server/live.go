@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -37,7 +38,7 @@ func newLiveProvider(cfg SMDPConfig, client *es2plus.Client, store *postgres.Sto
 	if err != nil {
 		return nil, fmt.Errorf("SMDP_PROFILE_TYPES: %w", err)
 	}
-	return es2plus.NewProvider(client, store, types, tel.Logger.With("provider", "es2plus"), cfg.CancelInterval), nil
+	return es2plus.NewProvider(client, store, types, tel.Logger.With("provider", "es2plus"), cfg.CancelInterval, cmp.Or(cfg.CancelBudget, es2plus.DefaultCancelBudget)), nil
 }
 
 // cancelLoop gives back, every interval, the profiles of failed live

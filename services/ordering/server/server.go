@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,10 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		}
 		return nil, fmt.Errorf("ordering database: %w", err)
 	}
-	store := postgres.NewStore(pool)
+	// Config.Validate checked that the pool has room for these; a
+	// Config built by hand without them holds what the pool allows.
+	holders := cmp.Or(cfg.OrderConcurrency, max(1, int(pool.Config().MaxConns)-postgres.ReservedConns))
+	store := postgres.NewStore(pool, holders)
 	live, err := newLiveProvider(cfg.SMDP, smdp, store, tel)
 	if err != nil {
 		smdp.Close()
@@ -89,11 +93,14 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Wallet:    twirpclient.NewWallet(string(cfg.WalletURL), hc),
 		// Live has no provider without an SM-DP+: its orders fail and
 		// are refunded.
-		Providers:    providers,
-		QRBaseURL:    string(cfg.QRBaseURL),
-		OrderTimeout: cfg.OrderTimeout,
-		Outbox:       store,
-		Publisher:    publisher,
+		Providers:       providers,
+		QRBaseURL:       string(cfg.QRBaseURL),
+		OrderTimeout:    cfg.OrderTimeout,
+		ProviderTimeout: cfg.ProviderTimeout,
+		LockWait:        cfg.IdempotencyWait,
+		MaxInFlight:     cfg.InFlightPerAccount,
+		Outbox:          store,
+		Publisher:       publisher,
 	})
 	published, waitingMetric, err := relayMetrics(tel.MeterProvider, svc)
 	if err != nil {

@@ -15,6 +15,10 @@ var errorCodes = twirperr.Codes{
 	twirperr.Validation(func(ve *ordering.ValidationError) (string, string) { return ve.Field, ve.Reason }),
 	twirperr.Sentinel(ordering.ErrNotFound, twirp.NotFound),
 	withMeta(twirperr.Sentinel(ordering.ErrInsufficientFunds, twirp.FailedPrecondition), "reason", "insufficient_funds"),
+	twirperr.Sentinel(ordering.ErrTooManyInFlight, twirp.ResourceExhausted),
+	// Not a fault of the service's: the call processing the key is still
+	// at work, and a retry with the key replays or resumes its order.
+	twirperr.Sentinel(ordering.ErrBusy, twirp.Unavailable),
 }
 
 // withMeta adds a meta to rule's answers, for callers that branch on more

@@ -12,21 +12,12 @@ import (
 	"github.com/google/uuid"
 )
 
-const advisoryLock = `-- name: AdvisoryLock :exec
-SELECT pg_advisory_lock(hashtextextended($1::text, 0))
-`
-
-// A session lock, held until unlocked or the session ends: the order's
-// processing spans calls to other services, which no transaction should.
-func (q *Queries) AdvisoryLock(ctx context.Context, key string) error {
-	_, err := q.db.Exec(ctx, advisoryLock, key)
-	return err
-}
-
 const advisoryTryLock = `-- name: AdvisoryTryLock :one
 SELECT pg_try_advisory_lock(hashtextextended($1::text, 0))
 `
 
+// A session lock, held until unlocked or the session ends: the order's
+// processing spans calls to other services, which no transaction should.
 func (q *Queries) AdvisoryTryLock(ctx context.Context, key string) (bool, error) {
 	row := q.db.QueryRow(ctx, advisoryTryLock, key)
 	var pg_try_advisory_lock bool
@@ -34,15 +25,35 @@ func (q *Queries) AdvisoryTryLock(ctx context.Context, key string) (bool, error)
 	return pg_try_advisory_lock, err
 }
 
-const advisoryUnlock = `-- name: AdvisoryUnlock :one
-SELECT pg_advisory_unlock(hashtextextended($1::text, 0))
+const advisoryUnlockAll = `-- name: AdvisoryUnlockAll :exec
+SELECT pg_advisory_unlock_all()
 `
 
-func (q *Queries) AdvisoryUnlock(ctx context.Context, key string) (bool, error) {
-	row := q.db.QueryRow(ctx, advisoryUnlock, key)
-	var pg_advisory_unlock bool
-	err := row.Scan(&pg_advisory_unlock)
-	return pg_advisory_unlock, err
+// The order's lock and its place in flight, at once.
+func (q *Queries) AdvisoryUnlockAll(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, advisoryUnlockAll)
+	return err
+}
+
+const claimInFlightSlot = `-- name: ClaimInFlightSlot :one
+SELECT slot::integer FROM generate_series(1, $1::integer) AS slot
+WHERE pg_try_advisory_lock(hashtext($2::text), slot)
+LIMIT 1
+`
+
+type ClaimInFlightSlotParams struct {
+	MaxSlots int32
+	Scope    string
+}
+
+// The first free of the scope's max_slots places, locked on this session;
+// no row when all are taken. The filter runs row by row under the LIMIT,
+// so no place past the first free one is locked (a store test checks).
+func (q *Queries) ClaimInFlightSlot(ctx context.Context, arg ClaimInFlightSlotParams) (int32, error) {
+	row := q.db.QueryRow(ctx, claimInFlightSlot, arg.MaxSlots, arg.Scope)
+	var slot int32
+	err := row.Scan(&slot)
+	return slot, err
 }
 
 const claimOutboxEvents = `-- name: ClaimOutboxEvents :many
