@@ -9,13 +9,14 @@ import (
 	libconfig "github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/telemetry"
 	gateway "github.com/esimplatform/esim/services/gateway/server"
+	webhook "github.com/esimplatform/esim/services/webhook/server"
 )
 
 // Every setting the benchmark adds is one its service accepts: a gateway
 // that refused its rate limit would stop `make bench` at start, and no
 // other test starts the platform the way the benchmark does.
 func TestBenchSettingsAreAcceptedByTheServices(t *testing.T) {
-	env := benchEnv([]string{platform.Accounts, platform.Gateway})
+	env := benchEnv([]string{platform.Accounts, platform.Gateway, webhookService}, "127.0.0.1:40000")
 	getenv := func(settings []string, launcher map[string]string) libconfig.Getenv {
 		vars := map[string]string{}
 		for k, v := range launcher {
@@ -35,6 +36,12 @@ func TestBenchSettingsAreAcceptedByTheServices(t *testing.T) {
 	var gw gateway.Config
 	if err := libconfig.Parse(context.Background(), getenv(env[platform.Gateway], launcher), &gw); err != nil {
 		t.Errorf("the gateway refuses the benchmark's settings %q: %v", env[platform.Gateway], err)
+	}
+	var hooks webhook.Config
+	webhookLauncher := map[string]string{"DATABASE_URL": "postgres://u@h/webhook", "KAFKA_BROKERS": "127.0.0.1:9092",
+		"CALLERS": "operator:" + strings.Repeat("0", 64), "SECRETS_KEY": "ZGV2LW9ubHktd2ViaG9vay1zZWNyZXRzLWtleS0wMDA="}
+	if err := libconfig.Parse(context.Background(), getenv(env[webhookService], webhookLauncher), &hooks); err != nil || len(hooks.SandboxPrivateEndpoints) != 1 {
+		t.Errorf("the webhook service refuses the benchmark's settings %q: %v", env[webhookService], err)
 	}
 	var tel telemetry.Config
 	if err := libconfig.Parse(context.Background(), getenv(env[platform.Accounts], nil), &tel); err != nil || tel.LogLevel != "warn" {

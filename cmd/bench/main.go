@@ -40,13 +40,17 @@ var gatewayBenchEnv = []string{"RATE_LIMIT_PER_MINUTE=1000000000"}
 // quietLogs keeps logging from dominating what is measured.
 const quietLogs = "LOG_LEVEL=warn"
 
-// benchEnv is every declared service's settings beyond `make run`'s.
-func benchEnv(names []string) map[string][]string {
+// benchEnv is every declared service's settings beyond `make run`'s,
+// with receiverAddr (host:port) the one address of this machine that
+// sandbox webhooks may reach: the benchmark's receiver, in place of
+// `esimctl webhooks listen`'s.
+func benchEnv(names []string, receiverAddr string) map[string][]string {
 	env := map[string][]string{}
 	for _, name := range names {
 		env[name] = []string{quietLogs}
 	}
 	env[platform.Gateway] = append(env[platform.Gateway], gatewayBenchEnv...)
+	env[webhookService] = append(env[webhookService], "SANDBOX_PRIVATE_ENDPOINTS="+receiverAddr)
 	return env
 }
 
@@ -206,6 +210,12 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		return err
 	}
 	runDir := filepath.Join(".run", "bench")
+	// The webhook receiver listens first: the webhook service is told
+	// its address, the one its sandbox deliveries may reach.
+	rcv, err := startReceiver()
+	if err != nil {
+		return err
+	}
 	p, err := platform.Start(ctx, platform.Options{
 		PGURL:    cfg.pgURL,
 		RedisURL: cfg.redisURL,
@@ -213,10 +223,11 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		RunDir:   runDir,
 		KeysDir:  cfg.keysDir,
 		KeyName:  "bench",
-		Env:      benchEnv(svcs.Names()),
+		Env:      benchEnv(svcs.Names(), rcv.addr),
 		Progress: stderr,
 	})
 	if err != nil {
+		rcv.close()
 		return err
 	}
 	defer func() {
@@ -226,7 +237,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		err = errors.Join(err, p.RevokeKeys(stopCtx), p.Stop(stopCtx))
 	}()
 
-	hooks, err := receiveWebhooks(ctx, p)
+	hooks, err := receiveWebhooks(ctx, p, rcv)
 	if err != nil {
 		return err
 	}

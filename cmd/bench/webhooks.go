@@ -156,21 +156,21 @@ type benchReceiver struct {
 	restore func(context.Context, func(string, ...any)) error
 }
 
-// receiveWebhooks starts the receiver and makes it the demo partner's
-// sandbox endpoint; nil when the platform has no webhook service.
-func receiveWebhooks(ctx context.Context, p *platform.Platform) (*benchReceiver, error) {
+// receiveWebhooks makes rcv, started before the platform (benchEnv
+// names its address), the demo partner's sandbox endpoint; nil when the
+// platform has no webhook service, rcv then closed.
+func receiveWebhooks(ctx context.Context, p *platform.Platform, rcv *receiver) (*benchReceiver, error) {
 	if p.URL(webhookService) == "" {
+		rcv.close()
 		return nil, nil
 	}
 	operator := internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken)
 	b := &benchReceiver{
+		rcv:   rcv,
 		hooks: webhookv1.NewWebhookProtobufClient(p.URL(webhookService), operator),
 		scope: &webhookv1.Scope{AccountId: p.DemoAccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX},
 	}
 	var err error
-	if b.rcv, err = startReceiver(); err != nil {
-		return nil, err
-	}
 	if b.restore, err = setEndpoint(ctx, b.hooks, b.scope, b.rcv); err != nil {
 		b.rcv.close()
 		return nil, err
@@ -758,7 +758,9 @@ func consumerLag(ctx context.Context, kc *kafkago.Client, topic, group string) (
 // the Standard Webhooks library does, and notes when the first delivery
 // of each order's event had been read.
 type receiver struct {
-	url      string
+	url string
+	// addr is where it listens, host:port.
+	addr     string
 	srv      *http.Server
 	verifier atomic.Pointer[standardwebhooks.Webhook]
 	// arrived holds one wake-up for await after a delivery is recorded.
@@ -799,6 +801,7 @@ func startReceiver() (*receiver, error) {
 	}
 	r := &receiver{
 		url:     "http://" + ln.Addr().String() + "/webhooks",
+		addr:    ln.Addr().String(),
 		arrived: make(chan struct{}, 1),
 		state:   receiverState{arrivals: map[string]arrival{}, events: map[string]int{}},
 	}

@@ -221,12 +221,17 @@ func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 	bin := t.TempDir()
 	declared := servicestest.Build(t, bin)
 	ctx := context.Background()
+	rcv, err := startReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rcv.close)
 	p, err := platform.Start(ctx, platform.Options{
 		PGURL: pgtest.AdminURL(), RedisURL: redistest.URL(),
 		Services: declared, Addrs: servicestest.FreeAddrs(t, declared),
 		BinDir: bin, RunDir: t.TempDir(), KeyName: "bench webhooks test",
 		DatabasePrefix: pgtest.DatabasePrefix(t, servicestest.Databases(declared)...),
-		Env:            benchEnv(declared.Names()),
+		Env:            benchEnv(declared.Names(), rcv.addr),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +251,7 @@ func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 	}
 
 	cfg := config{webhookRate: 20, webhookDuration: time.Second}
-	b, err := receiveWebhooks(ctx, p)
+	b, err := receiveWebhooks(ctx, p, rcv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,16 @@ type receivedView struct {
 // maxDeliveryBody bounds what listen reads of a delivery.
 const maxDeliveryBody = 1 << 20
 
+// defaultListenAddr is the one address of this machine that make run's
+// webhook service lets sandbox deliveries reach (SANDBOX_PRIVATE_ENDPOINTS
+// in services.yaml).
+const defaultListenAddr = "127.0.0.1:9999"
+
 func (c *cli) webhooksListenCommand() *cobra.Command {
 	var account, env, addr string
 	var status, count int
 	cmd := &cobra.Command{
-		Use:   "listen --account ID --env sandbox|live [--addr 127.0.0.1:9999] [--status 204] [--count N]",
+		Use:   "listen --account ID --env sandbox|live [--addr " + defaultListenAddr + "] [--status 204] [--count N]",
 		Short: "Receive an account's deliveries here, verified as a partner's endpoint would",
 		Long: `Start a webhook receiver on this machine, set it as the account's URL for
 --env, and print every delivery as it arrives, verified with the public
@@ -44,14 +49,17 @@ default; 500 shows the retries in GET /v1/events and esimctl events list).
 It stops after --count deliveries, or on Ctrl-C, and leaves its URL set:
 set the partner's URL back with esimctl webhooks set.
 
-For development with make run, which lets sandbox URLs reach this
-machine; a live URL must be public https, which this receiver is not.`,
+For development with make run, whose webhook service lets sandbox
+deliveries reach this machine at ` + defaultListenAddr + `, the default --addr,
+and at no other address (SANDBOX_PRIVATE_ENDPOINTS in services.yaml): with
+another --addr, list it there too, or every delivery is refused. A live URL
+must be public https, which this receiver is not.`,
 		Example: `  esimctl webhooks listen --account de300000-0000-4000-8000-00000000d3e0 --env sandbox
   esimctl webhooks listen --account 0193... --env sandbox --status 500 --count 3 --json   # a JSON object per delivery, per line`,
 		Args: exactArgs(),
 	}
 	webhookScopeFlags(cmd, &account, &env)
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9999", "host:port to listen on (port 0: any free port)")
+	cmd.Flags().StringVar(&addr, "addr", defaultListenAddr, "host:port to listen on; make run's webhook service reaches "+defaultListenAddr+" only (SANDBOX_PRIVATE_ENDPOINTS)")
 	cmd.Flags().IntVar(&status, "status", http.StatusNoContent, "HTTP status to answer every delivery with")
 	cmd.Flags().IntVar(&count, "count", 0, "stop after this many deliveries (0: until Ctrl-C)")
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {

@@ -173,6 +173,9 @@ func TestWebhooksSetShowRotate(t *testing.T) {
 	// and nothing is stored.
 	esimctl(t, env, live("webhooks", "set", "--url", "http://partner.example/hooks")...).
 		wantError(t, 1, "esimctl: set the live webhook URL of account "+acct+": the webhook service refused http://partner.example/hooks: must be https in live; nothing was stored")
+	// So must one that leads inside, checked when it is set.
+	esimctl(t, env, live("webhooks", "set", "--url", "https://localhost:8087/hooks")...).
+		wantError(t, 1, "the webhook service refused https://localhost:8087/hooks: must not resolve to a loopback, private or link-local address in live: localhost resolves to ", "; nothing was stored")
 	esimctl(t, env, live("webhooks", "show")...).wantError(t, 1, "esimctl: no webhook URL set for account "+acct+" in live; set one with")
 	esimctl(t, env, live("webhooks", "rotate-secret", "--json")...).wantError(t, 1, "esimctl: no webhook URL set for account "+acct+" in live, so no secret to rotate")
 

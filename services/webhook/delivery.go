@@ -71,20 +71,21 @@ const leaseMargin = 5 * time.Second
 // even when the attempt was cut short by a stop.
 const recordBudget = 5 * time.Second
 
-// Wake tells an idle worker that a job may be due; it never blocks, and
-// a wake-up already waiting covers this one.
-func (s *Service) Wake() {
+// wake tells an idle worker of env that a job may be due; it never
+// blocks, and a wake-up already waiting covers this one.
+func (s *Service) wake(env Environment) {
 	select {
-	case s.wake <- struct{}{}:
+	case s.wakeups[env] <- struct{}{}:
 	default:
 	}
 }
 
-// DeliverNext claims one due delivery and makes its attempt, and reports
-// whether it found one. ctx ending cuts the attempt short; its result is
-// recorded all the same, as interrupted.
-func (s *Service) DeliverNext(ctx context.Context) (bool, error) {
+// DeliverNext claims one due delivery of env and makes its attempt, and
+// reports whether it found one. ctx ending cuts the attempt short; its
+// result is recorded all the same, as interrupted.
+func (s *Service) DeliverNext(ctx context.Context, env Environment) (bool, error) {
 	job, found, err := s.store.Claim(ctx, ClaimRules{
+		Environment: env,
 		MaxPerScope: s.maxPerEndpoint,
 		Lease:       s.attemptTimeout + leaseMargin,
 		Interrupted: Interrupted,
@@ -94,7 +95,7 @@ func (s *Service) DeliverNext(ctx context.Context) (bool, error) {
 	}
 	// Another worker may find the next job while this one sends: a
 	// burst of jobs draws as many workers as it needs.
-	s.Wake()
+	s.wake(env)
 
 	result := s.attempt(ctx, job)
 	next := StatusPending
@@ -116,7 +117,7 @@ func (s *Service) DeliverNext(ctx context.Context) (bool, error) {
 	if next == StatusPending {
 		// The retry is due retryIn after the result was recorded, by the
 		// database's clock: waking once that has passed finds it due.
-		time.AfterFunc(retryIn+10*time.Millisecond, s.Wake)
+		time.AfterFunc(retryIn+10*time.Millisecond, func() { s.wake(env) })
 	}
 	if s.observe != nil {
 		outcome := "failed"
@@ -196,18 +197,23 @@ type Workers struct {
 	done         chan struct{}
 }
 
-// StartWorkers starts Deps.Workers workers delivering due jobs, which
-// any replica's workers may take: each waits for a wake-up (a job stored
-// here, a retry of its own falling due) or, for jobs of other replicas
-// and retries whose wake-up was lost with a crash, the next poll.
+// StartWorkers starts, for each environment, Deps.Workers workers
+// delivering its due jobs, which any replica's workers may take: each
+// waits for a wake-up (a job stored here, a retry of its own falling
+// due) or, for jobs of other replicas and retries whose wake-up was lost
+// with a crash, the next poll. Sandbox and live have a pool each, so
+// that no sandbox traffic, however slow its endpoints, takes a worker
+// live needs.
 func (s *Service) StartWorkers(poll time.Duration) *Workers {
 	claiming, stopClaiming := context.WithCancel(context.Background())
 	sending, stopSending := context.WithCancel(context.Background())
 	w := &Workers{stopClaiming: stopClaiming, stopSending: stopSending, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.poll(claiming, poll) })
-	for range s.workers {
-		wg.Go(func() { s.work(claiming, sending) })
+	for _, env := range Environments {
+		for range s.workers {
+			wg.Go(func() { s.work(claiming, sending, env) })
+		}
 	}
 	go func() {
 		wg.Wait()
@@ -216,7 +222,7 @@ func (s *Service) StartWorkers(poll time.Duration) *Workers {
 	return w
 }
 
-// poll wakes a worker every interval.
+// poll wakes a worker of each environment every interval.
 func (s *Service) poll(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -225,27 +231,29 @@ func (s *Service) poll(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			s.Wake()
+			for _, env := range Environments {
+				s.wake(env)
+			}
 		}
 	}
 }
 
 // errorPause is how long a worker waits after a failing claim (the
 // database is down) before its next: not the poll, which would hammer a
-// database in trouble 16 workers at a time.
+// database in trouble hundreds of workers at a time.
 const errorPause = time.Second
 
-// work delivers jobs until claiming ends; sending ending cuts short the
-// attempt in flight.
-func (s *Service) work(claiming, sending context.Context) {
+// work delivers env's jobs until claiming ends; sending ending cuts
+// short the attempt in flight.
+func (s *Service) work(claiming, sending context.Context, env Environment) {
 	for {
 		select {
 		case <-claiming.Done():
 			return
-		case <-s.wake:
+		case <-s.wakeups[env]:
 		}
 		for claiming.Err() == nil {
-			found, err := s.DeliverNext(sending)
+			found, err := s.DeliverNext(sending, env)
 			if err != nil {
 				if sending.Err() == nil {
 					s.log.Warn("a delivery worker failed; pausing before its next claim", "pause", errorPause.String(), "err", err)

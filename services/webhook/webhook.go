@@ -19,9 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -259,8 +261,14 @@ type Store interface {
 
 // ClaimRules are what Store.Claim enforces.
 type ClaimRules struct {
+	// Environment is the one whose jobs are claimed: each has workers of
+	// its own, so sandbox traffic never takes live's.
+	Environment Environment
 	// MaxPerScope caps the attempts in flight to one scope's endpoint,
 	// across replicas: a slow endpoint holds that many workers, no more.
+	// Below it, the job claimed is the fairest: one of the scope with
+	// the fewest attempts in flight, a first attempt before a retry,
+	// then the one due longest.
 	MaxPerScope int
 	// Lease is how long a claimed job stays this replica's; past it
 	// another takes the job over, deeming its attempt interrupted.
@@ -301,9 +309,16 @@ type Deps struct {
 	// MaxPerEndpoint caps the attempts in flight to one endpoint; 0
 	// means 4.
 	MaxPerEndpoint int
-	// Workers is how many attempts StartWorkers makes at once; 0 means
-	// 16.
+	// Workers is how many attempts StartWorkers makes at once in each
+	// environment; 0 means 256.
 	Workers int
+	// PrivateEndpoints are the loopback and private host:ports endpoints
+	// may reach; nil opens none. SetEndpoint applies them to live URLs
+	// as the Poster applies them to what it dials.
+	PrivateEndpoints PrivateEndpoints
+	// Resolver looks up a live URL's host when it is saved; nil checks
+	// only URLs whose host is an IP address.
+	Resolver Resolver
 	// Log receives what the workers cannot tell a caller.
 	Log *slog.Logger
 	// Observe, when set, is told of every attempt's outcome (delivered,
@@ -322,20 +337,23 @@ type Service struct {
 	attemptTimeout time.Duration
 	maxPerEndpoint int
 	workers        int
+	allowed        PrivateEndpoints
+	resolver       Resolver
 	log            *slog.Logger
 	observe        func(context.Context, string, time.Duration)
 	trace          func(context.Context) map[string]string
-	// wake holds wake-ups for idle workers, one per worker at most, so
-	// that a burst of jobs reaches them all at once; whoever sends one
-	// never blocks.
-	wake chan struct{}
-	now  func() time.Time
+	// wakeups hold, per environment, wake-ups for its idle workers, one
+	// per worker at most, so that a burst of jobs reaches them all at
+	// once; whoever sends one never blocks.
+	wakeups map[Environment]chan struct{}
+	now     func() time.Time
 }
 
-// The defaults of what Deps leaves zero.
+// The defaults of what Deps leaves zero: attempts wait on the network,
+// so workers are cheap, and a slow endpoint holds a 64th of them.
 const (
 	defaultMaxPerEndpoint = 4
-	defaultWorkers        = 16
+	defaultWorkers        = 256
 )
 
 // NewService returns the use cases over d.
@@ -347,6 +365,8 @@ func NewService(d Deps) *Service {
 		attemptTimeout: d.AttemptTimeout,
 		maxPerEndpoint: d.MaxPerEndpoint,
 		workers:        d.Workers,
+		allowed:        d.PrivateEndpoints,
+		resolver:       d.Resolver,
 		log:            d.Log,
 		observe:        d.Observe,
 		trace:          d.Trace,
@@ -361,7 +381,10 @@ func NewService(d Deps) *Service {
 	if s.workers <= 0 {
 		s.workers = defaultWorkers
 	}
-	s.wake = make(chan struct{}, s.workers)
+	s.wakeups = map[Environment]chan struct{}{}
+	for _, env := range Environments {
+		s.wakeups[env] = make(chan struct{}, s.workers)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -374,13 +397,20 @@ func (s *Service) SetClock(clock func() time.Time) { s.now = clock }
 
 // SetEndpoint sets the URL a scope's events go to, replacing any earlier
 // one for the events stored from now on, and makes the scope's signing
-// secret on its first call. A live URL must be https.
+// secret on its first call. A live URL must be https, and must not be or
+// resolve to an address live endpoints may not reach (CheckDestination).
 func (s *Service) SetEndpoint(ctx context.Context, scope Scope, rawURL string) (Endpoint, error) {
 	if err := validScope(scope); err != nil {
 		return Endpoint{}, err
 	}
-	if err := validURL(scope.Environment, rawURL); err != nil {
+	u, err := validURL(scope.Environment, rawURL)
+	if err != nil {
 		return Endpoint{}, err
+	}
+	if scope.Environment == Live {
+		if err := s.checkLiveDestination(ctx, u); err != nil {
+			return Endpoint{}, err
+		}
 	}
 	// Sealed before knowing whether it is needed: a first call made at
 	// once by two callers must leave one secret, which the store's
@@ -491,7 +521,7 @@ func (s *Service) Ingest(ctx context.Context, e IncomingEvent) (bool, error) {
 		return false, fmt.Errorf("store event %s: %w", e.ID, err)
 	}
 	if added {
-		s.Wake()
+		s.wake(e.Scope.Environment)
 	}
 	return added, nil
 }
@@ -541,7 +571,7 @@ func (s *Service) SendTestEvent(ctx context.Context, scope Scope) (Event, error)
 	if _, err := s.store.AddEvent(ctx, NewEvent{ID: id, Type: Ping, Scope: scope, CreatedAt: now, Payload: payload, Trace: trace}); err != nil {
 		return Event{}, fmt.Errorf("store test event: %w", err)
 	}
-	s.Wake()
+	s.wake(scope.Environment)
 	e, err := s.store.Event(ctx, &scope, id)
 	if err != nil {
 		return Event{}, fmt.Errorf("read test event %s: %w", id, err)
@@ -663,42 +693,61 @@ func validScope(s Scope) error {
 	return nil
 }
 
-// validURL checks an endpoint URL's form. Where it leads is checked when
+// validURL checks an endpoint URL's form and returns it parsed. Where it
+// leads is checked apart (checkLiveDestination), and again when
 // connecting, to the address actually dialled, since a name can resolve
 // elsewhere by then.
-func validURL(env Environment, raw string) error {
+func validURL(env Environment, raw string) (*url.URL, error) {
 	const field = "url"
 	if raw == "" {
-		return invalid(field, "is required")
+		return nil, invalid(field, "is required")
 	}
 	if len(raw) > MaxURLLength {
-		return invalid(field, fmt.Sprintf("must be at most %d characters", MaxURLLength))
+		return nil, invalid(field, fmt.Sprintf("must be at most %d characters", MaxURLLength))
 	}
 	for i := range len(raw) {
 		if raw[i] <= ' ' || raw[i] > '~' {
-			return invalid(field, "must be printable ASCII without spaces (percent-encode other characters)")
+			return nil, invalid(field, "must be printable ASCII without spaces (percent-encode other characters)")
 		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return invalid(field, "must be an absolute URL with a host, such as https://example.com/webhooks")
+		return nil, invalid(field, "must be an absolute URL with a host, such as https://example.com/webhooks")
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return invalid(field, "must be an http or https URL")
+		return nil, invalid(field, "must be an http or https URL")
 	}
 	if env == Live && u.Scheme != "https" {
-		return invalid(field, "must be https in live")
+		return nil, invalid(field, "must be https in live")
 	}
 	// A password in a URL is shown wherever the URL is, our attempt
 	// records included; receivers authenticate deliveries by signature.
 	if u.User != nil {
-		return invalid(field, "must not carry a user name or password")
+		return nil, invalid(field, "must not carry a user name or password")
 	}
 	// Never sent, so never what the partner meant.
 	if u.Fragment != "" || u.RawFragment != "" || strings.Contains(raw, "#") {
-		return invalid(field, "must not have a fragment (#...)")
+		return nil, invalid(field, "must not have a fragment (#...)")
 	}
-	return nil
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return nil, invalid(field, "must have a port from 1 to 65535, or none")
+		}
+	}
+	host := u.Hostname()
+	addr, err := netip.ParseAddr(host)
+	switch {
+	case strings.ContainsFunc(host, func(r rune) bool { return r > '~' }):
+		// Percent-encoded in the URL, as url.Parse lets a host be.
+		return nil, invalid(field, "must name its host in ASCII (an international name in its xn-- form)")
+	case err == nil && addr.Zone() != "":
+		return nil, invalid(field, "must not name a network interface (%25 in the host)")
+	case err != nil && numericHost(host):
+		// Read as an IPv4 address by some resolvers and not by others:
+		// the address would depend on who reads it.
+		return nil, invalid(field, "must name its host by a domain name or a plain IP address (such as 203.0.113.7), not a number in another form")
+	}
+	return u, nil
 }
 
 // paging checks a requested page and page size and returns the limit and

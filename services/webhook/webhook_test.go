@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,16 +168,17 @@ func (f *fakeStore) ListEvents(context.Context, EventFilter, int32, int64) ([]Ev
 	return nil, 0, nil
 }
 
-// Claim hands out the next job with its scope's secrets as they are now,
-// counting its attempt.
-func (f *fakeStore) Claim(context.Context, ClaimRules) (Job, bool, error) {
+// Claim hands out the next job of the environment with its scope's
+// secrets as they are now, counting its attempt.
+func (f *fakeStore) Claim(_ context.Context, rules ClaimRules) (Job, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.jobs) == 0 {
+	i := slices.IndexFunc(f.jobs, func(j Job) bool { return j.Scope.Environment == rules.Environment })
+	if i < 0 {
 		return Job{}, false, nil
 	}
-	j := f.jobs[0]
-	f.jobs = f.jobs[1:]
+	j := f.jobs[i]
+	f.jobs = slices.Delete(f.jobs, i, i+1)
 	j.Attempt++
 	e := f.endpoints[j.Scope]
 	j.Secret, j.PreviousSecret, j.PreviousSecretExpiresAt = e.Secret, e.PreviousSecret, e.PreviousSecretExpiresAt
@@ -269,7 +272,7 @@ func TestRotatedSecretSignsFor24Hours(t *testing.T) {
 		if _, err := svc.Ingest(ctx, incoming(s)); err != nil {
 			t.Fatal(err)
 		}
-		if found, err := svc.DeliverNext(ctx); !found || err != nil {
+		if found, err := svc.DeliverNext(ctx, Live); !found || err != nil {
 			t.Fatalf("DeliverNext = %v, %v", found, err)
 		}
 		return p.requests[len(p.requests)-1]
@@ -352,7 +355,28 @@ func TestEndpointURLs(t *testing.T) {
 		{Sandbox, "https://partner.example.com/a b", false},
 		{Sandbox, "https://partner.example.com/\x00", false},
 		{Sandbox, "https://bücher.example/", false},
+		{Sandbox, "https://b%C3%BCcher.example/", false},
+		{Sandbox, "https://xn--bcher-kva.example/", true},
 		{Sandbox, "", false},
+		{Sandbox, "http://127.0.0.1:9999/hooks", true},
+		{Sandbox, "http://[::1]:9999/hooks", true},
+		{Live, "https://partner.example.com:8443/hooks", true},
+		{Live, "https://partner.example.com:0/hooks", false},
+		{Live, "https://partner.example.com:65536/hooks", false},
+		{Live, "https://partner.example.com:99999999999999999999/hooks", false},
+		// Numbers read as IPv4 addresses by some and not by others.
+		{Sandbox, "http://2130706433/hooks", false},
+		{Sandbox, "http://0x7f000001/hooks", false},
+		{Sandbox, "http://0x7f.1/hooks", false},
+		{Sandbox, "http://127.1/hooks", false},
+		{Sandbox, "http://0177.0.0.1/hooks", false},
+		{Sandbox, "http://127.0.0.1./hooks", false},
+		{Sandbox, "http://partner.0x1/hooks", false},
+		{Live, "https://4.4/hooks", false},
+		{Sandbox, "http://[fe80::1%25eth0]/hooks", false},
+		{Live, "https://0xpartner.example/hooks", true},
+		{Live, "https://1password.example/hooks", true},
+		{Live, "https://partner.example./hooks", true},
 	} {
 		_, err := svc.SetEndpoint(ctx, scope(tc.env), tc.url)
 		if tc.ok && err != nil {
@@ -369,8 +393,8 @@ func TestEndpointURLs(t *testing.T) {
 			t.Errorf("SetEndpoint for scope %v: %v, want a validation error on the scope", s, err)
 		}
 	}
-	if len(store.endpoints) != 5 {
-		t.Errorf("%d endpoints stored, want the 5 accepted", len(store.endpoints))
+	if len(store.endpoints) != 12 {
+		t.Errorf("%d endpoints stored, want the 12 accepted", len(store.endpoints))
 	}
 }
 
@@ -437,12 +461,15 @@ func TestAttemptOutcomes(t *testing.T) {
 	if _, err := svc.Ingest(ctx, in); err != nil {
 		t.Fatal(err)
 	}
+	if found, err := svc.DeliverNext(ctx, Live); found || err != nil {
+		t.Errorf("DeliverNext of live = %v, %v; want nothing: the job is sandbox's", found, err)
+	}
 	for range 3 {
-		if found, err := svc.DeliverNext(ctx); !found || err != nil {
+		if found, err := svc.DeliverNext(ctx, Sandbox); !found || err != nil {
 			t.Fatalf("DeliverNext = %v, %v", found, err)
 		}
 	}
-	if found, err := svc.DeliverNext(ctx); found || err != nil {
+	if found, err := svc.DeliverNext(ctx, Sandbox); found || err != nil {
 		t.Errorf("a fourth DeliverNext = %v, %v; want nothing to do", found, err)
 	}
 	want := []struct {
@@ -489,12 +516,12 @@ func TestAttemptTimesOutAndIsInterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.DeliverNext(ctx); err != nil {
+	if _, err := svc.DeliverNext(ctx, Sandbox); err != nil {
 		t.Fatal(err)
 	}
 	stopping, stop := context.WithCancel(ctx)
 	time.AfterFunc(20*time.Millisecond, stop)
-	if _, err := svc.DeliverNext(stopping); err != nil {
+	if _, err := svc.DeliverNext(stopping, Sandbox); err != nil {
 		t.Fatal(err)
 	}
 	if got := store.finished[0].result; got.Error != "timed out after 200ms" || got.Duration < 200*time.Millisecond {
@@ -569,5 +596,63 @@ func TestCheckSecretsKeyRefusesAnotherKey(t *testing.T) {
 	other, _ := aesgcm.New(key)
 	if err := NewService(Deps{Store: store, Sealer: other}).CheckSecretsKey(ctx); err == nil {
 		t.Error("another key passes the check")
+	}
+}
+
+// Which addresses an endpoint may reach, with and without its host:port
+// listed. Judged without dialling anything.
+func TestCheckDestination(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		// refused alone, and refused even when listed
+		refused, always bool
+		why             string
+	}{
+		{"93.184.216.34", false, false, ""},
+		{"2606:2800:220:1:248:1893:25c8:1946", false, false, ""},
+		{"127.0.0.1", true, false, "a loopback"},
+		{"127.5.5.5", true, false, "a loopback"},
+		{"::1", true, false, "a loopback"},
+		{"::ffff:127.0.0.1", true, false, "a loopback"},
+		{"10.0.0.1", true, false, "a private"},
+		{"172.16.3.4", true, false, "a private"},
+		{"192.168.1.1", true, false, "a private"},
+		{"fd00::1", true, false, "a private"},
+		{"::ffff:10.1.2.3", true, false, "a private"},
+		{"100.64.0.1", true, false, "a shared (CGNAT)"},
+		{"100.127.255.254", true, false, "a shared (CGNAT)"},
+		{"169.254.169.254", true, true, "a link-local"},
+		{"::ffff:169.254.169.254", true, true, "a link-local"},
+		{"fe80::1", true, true, "a link-local"},
+		{"fe80::1%eth0", true, true, "a link-local"},
+		{"0.0.0.0", true, true, "an unspecified"},
+		{"::", true, true, "an unspecified"},
+		{"224.0.0.1", true, true, "a multicast"},
+		{"ff02::1", true, true, "a multicast"},
+		{"255.255.255.255", true, true, "a reserved"},
+		{"0.1.2.3", true, true, "a reserved"},
+		{"64:ff9b::a9fe:a9fe", true, true, "a link-local"},
+		{"64:ff9b::a00:1", true, false, "a private"},
+		{"2002:7f00:1::", true, false, "a loopback"},
+		{"64:ff9b::5db8:d822", false, false, ""},
+	} {
+		to := netip.AddrPortFrom(netip.MustParseAddr(tc.addr), 9999)
+		err := CheckDestination(Sandbox, to, nil)
+		if (err != nil) != tc.refused {
+			t.Errorf("%s: %v, want refused %v", tc.addr, err, tc.refused)
+		}
+		if err != nil && !strings.HasSuffix(err.Error(), " is "+tc.why+" address") {
+			t.Errorf("%s: %q, want it called %s address", tc.addr, err, tc.why)
+		}
+		listed := HostPorts{Sandbox: {netip.AddrPortFrom(to.Addr().Unmap().WithZone(""), 9999)}}
+		if err := CheckDestination(Sandbox, to, listed); (err != nil) != tc.always {
+			t.Errorf("%s listed: %v, want refused %v", tc.addr, err, tc.always)
+		}
+		if err := CheckDestination(Sandbox, netip.AddrPortFrom(to.Addr(), 9998), listed); (err != nil) != tc.refused {
+			t.Errorf("%s on a port not listed: %v, want refused %v", tc.addr, err, tc.refused)
+		}
+		if err := CheckDestination(Live, to, listed); (err != nil) != tc.refused {
+			t.Errorf("%s listed for sandbox, in live: %v, want refused %v", tc.addr, err, tc.refused)
+		}
 	}
 }

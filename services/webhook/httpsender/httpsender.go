@@ -7,7 +7,8 @@
 // actually dialled (net.Dialer.Control), not on the URL: a name that
 // resolves to 127.0.0.1 (localhost), to a private address, or to the
 // cloud's metadata service (169.254.169.254) is refused however it got
-// there, DNS rebinding included. No proxy from the environment is used,
+// there, DNS rebinding included, by the domain's rule
+// (webhook.CheckDestination). No proxy from the environment is used,
 // since a proxy would dial for us, unchecked, and redirects are never
 // followed: the URL's own answer counts.
 package httpsender
@@ -24,7 +25,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -39,12 +39,12 @@ import (
 
 // Options configure a Sender.
 type Options struct {
-	// AllowPrivate lists the environments whose endpoints may be on
-	// loopback, private and shared (CGNAT) addresses: sandbox for a
-	// receiver on a developer's machine, both in tests. Link-local
-	// (the metadata service), multicast, unspecified and reserved
-	// addresses stay refused everywhere.
-	AllowPrivate []webhook.Environment
+	// PrivateEndpoints are the loopback, private and shared (CGNAT)
+	// host:ports an environment's endpoints may reach: a receiver on a
+	// developer's machine; nil opens none. Link-local (the metadata
+	// service), multicast, unspecified and reserved addresses stay
+	// refused whatever it says.
+	PrivateEndpoints webhook.PrivateEndpoints
 	// RootCAs are the authorities trusted for https endpoints; nil means
 	// the system's.
 	RootCAs *x509.CertPool
@@ -70,7 +70,7 @@ var _ webhook.Poster = (*Sender)(nil)
 func New(o Options) *Sender {
 	s := &Sender{clients: map[webhook.Environment]*http.Client{}}
 	for _, env := range webhook.Environments {
-		s.clients[env] = newClient(slices.Contains(o.AllowPrivate, env), o.RootCAs)
+		s.clients[env] = newClient(env, o.PrivateEndpoints, o.RootCAs)
 	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/esimplatform/esim/services/webhook/httpsender")
@@ -78,7 +78,7 @@ func New(o Options) *Sender {
 	return s
 }
 
-func newClient(allowPrivate bool, roots *x509.CertPool) *http.Client {
+func newClient(env webhook.Environment, allowed webhook.PrivateEndpoints, roots *x509.CertPool) *http.Client {
 	dialer := &net.Dialer{
 		// The attempt's context bounds the dial; this only caps it when
 		// a caller forgot one.
@@ -89,7 +89,10 @@ func newClient(allowPrivate bool, roots *x509.CertPool) *http.Client {
 			if err != nil {
 				return &Refusal{Reason: fmt.Sprintf("refused: cannot read the address %q", address)}
 			}
-			return Check(ap.Addr(), allowPrivate)
+			if err := webhook.CheckDestination(env, ap, allowed); err != nil {
+				return &Refusal{Reason: "refused: " + err.Error()}
+			}
+			return nil
 		},
 	}
 	return &http.Client{
@@ -116,79 +119,6 @@ func newClient(allowPrivate bool, roots *x509.CertPool) *http.Client {
 type Refusal struct{ Reason string }
 
 func (r *Refusal) Error() string { return r.Reason }
-
-// Check refuses an address that a delivery may not connect to: always
-// unspecified, link-local, multicast and reserved ones, and loopback,
-// private and shared (CGNAT) ones unless allowPrivate. IPv4 addresses in
-// IPv6 clothes (mapped, NAT64, 6to4) are judged as the IPv4 address they
-// reach.
-func Check(addr netip.Addr, allowPrivate bool) error {
-	what, privateKind := classify(addr)
-	if what == "" || (privateKind && allowPrivate) {
-		return nil
-	}
-	return &Refusal{Reason: fmt.Sprintf("refused: %s is %s address", addr.Unmap(), what)}
-}
-
-var (
-	// 100.64.0.0/10 (RFC 6598): carrier-grade NAT, and in many clusters
-	// the nodes' or pods' own network.
-	sharedPrefix = netip.MustParsePrefix("100.64.0.0/10")
-	// 64:ff9b::/96 (RFC 6052) reaches the IPv4 address in its last 32
-	// bits through a NAT64 gateway; 2002::/16 (RFC 3056) the one in bits
-	// 16 to 48 through 6to4.
-	nat64Prefix  = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour    = netip.MustParsePrefix("2002::/16")
-	reservedNets = []netip.Prefix{
-		netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-		netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-		netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking, often internal
-		netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
-		netip.MustParsePrefix("100::/64"),        // discard-only
-		netip.MustParsePrefix("2001:db8::/32"),   // documentation
-		netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-		netip.MustParsePrefix("198.51.100.0/24"), // documentation
-		netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	}
-)
-
-// classify names what kind of address addr is, with its article, or ""
-// for a public one; privateKind is true for the kinds ALLOW_PRIVATE lets
-// through.
-func classify(addr netip.Addr) (what string, privateKind bool) {
-	addr = addr.Unmap()
-	switch {
-	case !addr.IsValid():
-		return "an invalid", false
-	case addr.IsUnspecified():
-		return "an unspecified", false
-	case addr.IsLoopback():
-		return "a loopback", true
-	case addr.IsMulticast():
-		return "a multicast", false
-	case addr.IsLinkLocalUnicast():
-		return "a link-local", false
-	case addr.IsPrivate():
-		return "a private", true
-	case sharedPrefix.Contains(addr):
-		return "a shared (CGNAT)", true
-	case nat64Prefix.Contains(addr):
-		b := addr.As16()
-		return classify(netip.AddrFrom4([4]byte(b[12:16])))
-	case sixToFour.Contains(addr):
-		b := addr.As16()
-		return classify(netip.AddrFrom4([4]byte(b[2:6])))
-	}
-	for _, p := range reservedNets {
-		if p.Contains(addr) {
-			return "a reserved", false
-		}
-	}
-	if !addr.IsGlobalUnicast() {
-		return "a reserved", false
-	}
-	return "", false
-}
 
 // drainLimit bounds what is read of an answer past the part recorded, to
 // tell a whole answer from one cut off: a receiver sending more is not

@@ -2,6 +2,7 @@ package httpsender_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -14,56 +15,6 @@ import (
 	"github.com/esimplatform/esim/services/webhook/httpsender"
 )
 
-// Which addresses a delivery may connect to, for an environment with and
-// without private endpoints allowed. Judged without dialling anything.
-func TestCheck(t *testing.T) {
-	for _, tc := range []struct {
-		addr string
-		// refused alone, and refused even with private endpoints allowed
-		refused, always bool
-		why             string
-	}{
-		{"93.184.216.34", false, false, ""},
-		{"2606:2800:220:1:248:1893:25c8:1946", false, false, ""},
-		{"127.0.0.1", true, false, "a loopback"},
-		{"127.5.5.5", true, false, "a loopback"},
-		{"::1", true, false, "a loopback"},
-		{"::ffff:127.0.0.1", true, false, "a loopback"},
-		{"10.0.0.1", true, false, "a private"},
-		{"172.16.3.4", true, false, "a private"},
-		{"192.168.1.1", true, false, "a private"},
-		{"fd00::1", true, false, "a private"},
-		{"::ffff:10.1.2.3", true, false, "a private"},
-		{"100.64.0.1", true, false, "a shared (CGNAT)"},
-		{"100.127.255.254", true, false, "a shared (CGNAT)"},
-		{"169.254.169.254", true, true, "a link-local"},
-		{"::ffff:169.254.169.254", true, true, "a link-local"},
-		{"fe80::1", true, true, "a link-local"},
-		{"0.0.0.0", true, true, "an unspecified"},
-		{"::", true, true, "an unspecified"},
-		{"224.0.0.1", true, true, "a multicast"},
-		{"ff02::1", true, true, "a multicast"},
-		{"255.255.255.255", true, true, "a reserved"},
-		{"0.1.2.3", true, true, "a reserved"},
-		{"64:ff9b::a9fe:a9fe", true, true, "a link-local"},
-		{"64:ff9b::a00:1", true, false, "a private"},
-		{"2002:7f00:1::", true, false, "a loopback"},
-		{"64:ff9b::5db8:d822", false, false, ""},
-	} {
-		addr := netip.MustParseAddr(tc.addr)
-		err := httpsender.Check(addr, false)
-		if (err != nil) != tc.refused {
-			t.Errorf("%s: %v, want refused %v", tc.addr, err, tc.refused)
-		}
-		if err != nil && !strings.Contains(err.Error(), " is "+tc.why+" address") {
-			t.Errorf("%s: %q, want it called %s address", tc.addr, err, tc.why)
-		}
-		if err := httpsender.Check(addr, true); (err != nil) != tc.always {
-			t.Errorf("%s with private endpoints allowed: %v, want refused %v", tc.addr, err, tc.always)
-		}
-	}
-}
-
 func post(s *httpsender.Sender, env webhook.Environment, url string) webhook.Response {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,15 +24,44 @@ func post(s *httpsender.Sender, env webhook.Environment, url string) webhook.Res
 	})
 }
 
+// listed opens the host:port of srv to sandbox endpoints.
+func listed(srv *httptest.Server) httpsender.Options {
+	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	return httpsender.Options{PrivateEndpoints: webhook.HostPorts{webhook.Sandbox: {ap}}}
+}
+
+// countingListener counts the connections made to a loopback port.
+func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = &atomic.Int32{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), accepted
+}
+
 // The check holds on the address dialled, whatever the URL names: a
 // loopback server is unreachable by its IP and by a name resolving to it,
-// until private endpoints are allowed for the environment.
+// but in sandbox on the very host:port listed. Another port of the same
+// host is refused before connecting.
 func TestRefusesLoopbackWhenConnecting(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
-	s := httpsender.New(httpsender.Options{AllowPrivate: []webhook.Environment{webhook.Sandbox}})
+	s := httpsender.New(listed(srv))
 	for _, url := range []string{srv.URL, "http://localhost" + port + "/hooks"} {
 		resp := post(s, webhook.Live, url)
 		if resp.StatusCode != 0 || !strings.HasPrefix(resp.Err, "refused: ") || !strings.Contains(resp.Err, "is a loopback address") {
@@ -93,6 +73,15 @@ func TestRefusesLoopbackWhenConnecting(t *testing.T) {
 	}
 	if hits.Load() != 2 {
 		t.Errorf("the server got %d requests, want the 2 sandbox ones", hits.Load())
+	}
+	other, accepted := countingListener(t)
+	for _, env := range webhook.Environments {
+		if resp := post(s, env, "http://"+other+"/hooks"); resp.Err != "refused: 127.0.0.1 is a loopback address" {
+			t.Errorf("%s to another port of the host listed: %+v; want it refused", env, resp)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the port not listed got %d connections", n)
 	}
 }
 
@@ -116,7 +105,7 @@ func TestPostSendsTheDeliveryAndRecordsTheAnswer(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s := httpsender.New(httpsender.Options{AllowPrivate: []webhook.Environment{webhook.Sandbox}})
+	s := httpsender.New(listed(srv))
 
 	resp := post(s, webhook.Sandbox, srv.URL+"/moved")
 	if resp.StatusCode != http.StatusFound || resp.Err != "" || got != nil {
@@ -162,7 +151,9 @@ func TestPostSaysWhyNoAnswerCame(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closedURL := closed.URL
 	closed.Close()
-	s := httpsender.New(httpsender.Options{AllowPrivate: []webhook.Environment{webhook.Sandbox}})
+	s := httpsender.New(httpsender.Options{PrivateEndpoints: webhook.HostPorts{webhook.Sandbox: {
+		netip.MustParseAddrPort(srv.Listener.Addr().String()), netip.MustParseAddrPort(closed.Listener.Addr().String()),
+	}}})
 	for url, want := range map[string]string{
 		srv.URL + "/truncate": "the answer was cut off: connection closed before a whole answer",
 		srv.URL + "/cut":      "connection closed before a whole answer",
@@ -197,12 +188,13 @@ func TestIgnoresTheEnvironmentsProxy(t *testing.T) {
 func TestTLSTrust(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	both := []webhook.Environment{webhook.Sandbox, webhook.Live}
-	if resp := post(httpsender.New(httpsender.Options{AllowPrivate: both}), webhook.Live, srv.URL); !strings.HasPrefix(resp.Err, "TLS: ") {
+	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	open := webhook.HostPorts{webhook.Live: {ap}}
+	if resp := post(httpsender.New(httpsender.Options{PrivateEndpoints: open}), webhook.Live, srv.URL); !strings.HasPrefix(resp.Err, "TLS: ") {
 		t.Errorf("untrusted: %+v, want a TLS error", resp)
 	}
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	if resp := post(httpsender.New(httpsender.Options{AllowPrivate: both, RootCAs: roots}), webhook.Live, srv.URL); resp.StatusCode != http.StatusNoContent || resp.Err != "" {
+	if resp := post(httpsender.New(httpsender.Options{PrivateEndpoints: open, RootCAs: roots}), webhook.Live, srv.URL); resp.StatusCode != http.StatusNoContent || resp.Err != "" {
 		t.Errorf("trusted: %+v, want 204", resp)
 	}
 }

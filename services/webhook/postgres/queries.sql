@@ -39,18 +39,19 @@ INSERT INTO deliveries (event_id, account_id, environment, next_attempt_at)
 VALUES ($1, $2, $3, clock_timestamp());
 
 -- name: PickDue :one
--- The oldest due job of a scope with room for one more attempt in
--- flight, locked with its endpoint's row: claims of one scope thus run
--- one after the other from here to their commit (CountInFlight then sees
--- every claim before), while claims of other scopes go past (SKIP
--- LOCKED). NO KEY UPDATE, not UPDATE, leaves the row free for the
--- foreign keys of new deliveries.
-WITH full_scopes AS (
-    SELECT f.account_id, f.environment
+-- The fairest due job of one environment whose scope has room for one
+-- more attempt in flight: a scope with the fewest attempts in flight
+-- first (one being served by none comes before those being served), a
+-- first attempt before a retry, then the job due longest. Locked with its
+-- endpoint's row: claims of one scope thus run one after the other from
+-- here to their commit (CountInFlight then sees every claim before),
+-- while claims of other scopes go past (SKIP LOCKED). NO KEY UPDATE, not
+-- UPDATE, leaves the row free for the foreign keys of new deliveries.
+WITH in_flight AS (
+    SELECT f.account_id, count(*) AS n
     FROM deliveries f
-    WHERE f.locked_until > clock_timestamp()
-    GROUP BY f.account_id, f.environment
-    HAVING count(*) >= sqlc.arg(max_per_scope)::bigint
+    WHERE f.environment = sqlc.arg(environment)::text AND f.locked_until > clock_timestamp()
+    GROUP BY f.account_id
 )
 SELECT d.event_id, d.account_id, d.environment, d.attempts,
        ev.url, ev.payload, ev.trace_context,
@@ -58,10 +59,12 @@ SELECT d.event_id, d.account_id, d.environment, d.attempts,
 FROM deliveries d
 JOIN endpoints e ON e.account_id = d.account_id AND e.environment = d.environment
 JOIN events ev ON ev.id = d.event_id
-WHERE d.next_attempt_at <= clock_timestamp()
+LEFT JOIN in_flight f ON f.account_id = d.account_id
+WHERE d.environment = sqlc.arg(environment)::text
+  AND d.next_attempt_at <= clock_timestamp()
   AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())
-  AND NOT EXISTS (SELECT 1 FROM full_scopes fs WHERE fs.account_id = d.account_id AND fs.environment = d.environment)
-ORDER BY d.next_attempt_at, d.event_id
+  AND coalesce(f.n, 0) < sqlc.arg(max_per_scope)::bigint
+ORDER BY coalesce(f.n, 0), d.attempts > 0, d.next_attempt_at, d.event_id
 LIMIT 1
 FOR NO KEY UPDATE OF d, e SKIP LOCKED;
 

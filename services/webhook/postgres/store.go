@@ -165,7 +165,7 @@ func (s *Store) claimOnce(ctx context.Context, rules webhook.ClaimRules) (webhoo
 	found := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := q.PickDue(ctx, int64(rules.MaxPerScope))
+		row, err := q.PickDue(ctx, db.PickDueParams{Environment: string(rules.Environment), MaxPerScope: int64(rules.MaxPerScope)})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

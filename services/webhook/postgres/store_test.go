@@ -61,7 +61,7 @@ func add(t *testing.T, st *postgres.Store, e webhook.NewEvent) {
 	}
 }
 
-var rules = webhook.ClaimRules{MaxPerScope: 2, Lease: time.Minute, Interrupted: webhook.Interrupted}
+var rules = webhook.ClaimRules{Environment: webhook.Sandbox, MaxPerScope: 2, Lease: time.Minute, Interrupted: webhook.Interrupted}
 
 func claim(t *testing.T, st *postgres.Store, r webhook.ClaimRules) (webhook.Job, bool) {
 	t.Helper()
@@ -201,6 +201,62 @@ func TestClaimCapsAttemptsInFlightPerScope(t *testing.T) {
 	if j, found := claim(t, st, rules); !found || j.Scope != busy {
 		t.Errorf("after one finished: Claim = %+v, %v; want the busy scope's next job", j, found)
 	}
+}
+
+// A claim takes its environment's jobs only, and of those the fairest:
+// a scope with nothing in flight before one being served, however much
+// older the served one's job, and a first attempt before a retry.
+func TestClaimIsFair(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	roomy := rules
+	roomy.MaxPerScope = 4
+	busy, idle := scope(), scope()
+	live := webhook.Scope{AccountID: idle.AccountID, Environment: webhook.Live}
+	for _, s := range []webhook.Scope{busy, idle, live} {
+		setEndpoint(t, st, s, "https://"+s.AccountID.String()+".example.com/")
+	}
+	liveEvent := newEvent(live)
+	add(t, st, liveEvent)
+	first, second := newEvent(busy), newEvent(busy)
+	add(t, st, first)
+	add(t, st, second)
+	theirs := newEvent(idle)
+	add(t, st, theirs)
+
+	want := func(what string, r webhook.ClaimRules, id string, attempt int) webhook.Job {
+		t.Helper()
+		j, found := claim(t, st, r)
+		if !found || j.EventID != id || j.Attempt != attempt {
+			t.Fatalf("%s: claimed %s attempt %d (found %v); want %s attempt %d", what, j.EventID, j.Attempt, found, id, attempt)
+		}
+		return j
+	}
+	busyFirst := want("the oldest job", roomy, first.ID, 1)
+	want("with the busy scope served", roomy, theirs.ID, 1)
+	busyAgain := want("with both served once", roomy, second.ID, 1)
+	if _, found := claim(t, st, roomy); found {
+		t.Fatal("a sandbox claim took a live job")
+	}
+	liveRules := roomy
+	liveRules.Environment = webhook.Live
+	want("a live claim", liveRules, liveEvent.ID, 1)
+
+	// busy's first job is delivered and its second fails, due again at
+	// once: busy has nothing in flight, as a newer scope, whose first
+	// attempt comes before that retry.
+	if err := st.Finish(ctx, busyFirst, webhook.Result{StatusCode: 200}, webhook.StatusDelivered, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Finish(ctx, busyAgain, webhook.Result{StatusCode: 500, Error: "status 500"}, webhook.StatusPending, 0); err != nil {
+		t.Fatal(err)
+	}
+	newer := scope()
+	setEndpoint(t, st, newer, "https://newer.example.com/")
+	fresh := newEvent(newer)
+	add(t, st, fresh)
+	want("a retry against a first attempt", roomy, fresh.ID, 1)
+	want("the retry", roomy, second.ID, 2)
 }
 
 // A retry is due after its delay; a delivered or failed job is gone.

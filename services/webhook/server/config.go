@@ -4,8 +4,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/esimplatform/esim/libs/config"
@@ -44,30 +45,51 @@ type Config struct {
 	// Changing it makes every stored secret unreadable, and the service
 	// refuses to start over them.
 	SecretsKey config.Secret `env:"SECRETS_KEY, required"`
-	// Workers is how many attempts a replica makes at once.
-	Workers int `env:"WORKERS, default=16"`
+	// Workers is how many attempts a replica makes at once in each
+	// environment: sandbox and live have a pool each. Attempts wait on
+	// the network, so workers are cheap.
+	Workers int `env:"WORKERS, default=256"`
 	// PerEndpointConcurrency caps the attempts in flight to one endpoint
 	// across replicas, so that a slow or dead endpoint holds that many
-	// workers at most and other partners' events go on.
+	// workers at most and other partners' events go on. At most a
+	// sixteenth of Workers: filling a pool takes 64 slow endpoints at
+	// once with the defaults, never fewer than 16.
 	PerEndpointConcurrency int `env:"PER_ENDPOINT_CONCURRENCY, default=4"`
 	// AttemptTimeout bounds one attempt (the spec's 10 s).
 	AttemptTimeout time.Duration `env:"ATTEMPT_TIMEOUT, default=10s"`
 	// PollInterval is how often an idle replica looks for due jobs it
 	// was not woken for: other replicas' and those a crash left.
 	PollInterval time.Duration `env:"POLL_INTERVAL, default=500ms"`
-	// AllowPrivateEndpoints lists the environments (sandbox, live) whose
-	// endpoints may be on loopback and private addresses: sandbox for
-	// `make run`, where a receiver runs on the developer's machine.
-	AllowPrivateEndpoints []string `env:"ALLOW_PRIVATE_ENDPOINTS"`
+	// SandboxPrivateEndpoints lists the loopback and private addresses,
+	// each with its port (127.0.0.1:9999, [::1]:9999), that sandbox
+	// endpoints may reach: for `make run`, the receiver of `esimctl
+	// webhooks listen` on the developer's machine. Each is named: never
+	// a range, never a name (which could resolve anywhere), never a
+	// link-local address; live endpoints can have none.
+	SandboxPrivateEndpoints []string `env:"SANDBOX_PRIVATE_ENDPOINTS"`
 	// EndpointCAFile is an optional PEM file of certificate authorities
 	// trusted for https endpoints besides the system's.
 	EndpointCAFile string `env:"ENDPOINT_CA_FILE"`
 	Telemetry      telemetry.Config
+
+	// Set by tests, never from the environment:
+
+	// TestEndpoints opens further loopback host:ports, in either
+	// environment: the receivers tests start (webhooktest), on ports
+	// picked as they listen. A deployment leaves it nil.
+	TestEndpoints webhook.PrivateEndpoints
+	// Resolver looks up the host of a live URL being saved; nil is the
+	// system's. Tests give names of their own addresses with it.
+	Resolver webhook.Resolver
 }
 
 // Bounds of the settings.
 const (
-	maxWorkers        = 1024
+	// maxShare is the largest share of a pool's workers one endpoint may
+	// hold, as a fraction: 1/maxShare.
+	maxShare          = 16
+	minWorkers        = maxShare
+	maxWorkers        = 4096
 	maxAttemptTimeout = time.Minute
 	minPollInterval   = 10 * time.Millisecond
 	maxPollInterval   = time.Minute
@@ -96,11 +118,11 @@ func (c Config) Validate() error {
 	if !topicName.MatchString(c.Group) {
 		errs = append(errs, fmt.Errorf("KAFKA_GROUP %q: want 1 to 249 letters, digits, '.', '_' or '-'", c.Group))
 	}
-	if c.Workers < 1 || c.Workers > maxWorkers {
-		errs = append(errs, fmt.Errorf("WORKERS %d: want 1 to %d", c.Workers, maxWorkers))
+	if c.Workers < minWorkers || c.Workers > maxWorkers {
+		errs = append(errs, fmt.Errorf("WORKERS %d: want %d to %d", c.Workers, minWorkers, maxWorkers))
 	}
-	if c.PerEndpointConcurrency < 1 || c.PerEndpointConcurrency > c.Workers {
-		errs = append(errs, fmt.Errorf("PER_ENDPOINT_CONCURRENCY %d: want 1 to WORKERS (%d), so that one endpoint cannot hold every worker", c.PerEndpointConcurrency, c.Workers))
+	if limit := max(1, c.Workers/maxShare); c.PerEndpointConcurrency < 1 || c.PerEndpointConcurrency > limit {
+		errs = append(errs, fmt.Errorf("PER_ENDPOINT_CONCURRENCY %d: want 1 to WORKERS/%d (%d), so that one endpoint holds a small share of the workers at most", c.PerEndpointConcurrency, maxShare, limit))
 	}
 	if c.AttemptTimeout <= 0 || c.AttemptTimeout > maxAttemptTimeout {
 		errs = append(errs, fmt.Errorf("ATTEMPT_TIMEOUT %s: want above 0 and at most %s", c.AttemptTimeout, maxAttemptTimeout))
@@ -108,10 +130,8 @@ func (c Config) Validate() error {
 	if c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval {
 		errs = append(errs, fmt.Errorf("POLL_INTERVAL %s: want %s to %s", c.PollInterval, minPollInterval, maxPollInterval))
 	}
-	for _, env := range c.AllowPrivateEndpoints {
-		if !slices.Contains(webhook.Environments, webhook.Environment(env)) {
-			errs = append(errs, fmt.Errorf("ALLOW_PRIVATE_ENDPOINTS: %q is no environment; want sandbox, live or both, comma-separated", env))
-		}
+	if _, err := c.sandboxPrivateEndpoints(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, c.Kafka.Validate(), c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
 	return errors.Join(errs...)
@@ -127,11 +147,28 @@ func (c Config) secretsKey() ([]byte, error) {
 	return key, nil
 }
 
-// allowPrivate is AllowPrivateEndpoints as environments.
-func (c Config) allowPrivate() []webhook.Environment {
-	envs := make([]webhook.Environment, len(c.AllowPrivateEndpoints))
-	for i, e := range c.AllowPrivateEndpoints {
-		envs[i] = webhook.Environment(e)
+// sandboxPrivateEndpoints is SandboxPrivateEndpoints as addresses.
+func (c Config) sandboxPrivateEndpoints() ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	var errs []error
+	for _, entry := range c.SandboxPrivateEndpoints {
+		ap, err := netip.ParseAddrPort(strings.TrimSpace(entry))
+		if err != nil || ap.Addr().Zone() != "" {
+			errs = append(errs, fmt.Errorf("SANDBOX_PRIVATE_ENDPOINTS: %q: want an IP address and its port, such as 127.0.0.1:9999 or [::1]:9999 (not a name, which could resolve anywhere, nor a range)", entry))
+			continue
+		}
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		kind, openable := webhook.AddressKind(ap.Addr())
+		switch {
+		case ap.Port() == 0:
+			errs = append(errs, fmt.Errorf("SANDBOX_PRIVATE_ENDPOINTS: %q: want a port from 1 to 65535", entry))
+		case kind == "":
+			errs = append(errs, fmt.Errorf("SANDBOX_PRIVATE_ENDPOINTS: %q is a public address, which endpoints reach without an entry", entry))
+		case !openable:
+			errs = append(errs, fmt.Errorf("SANDBOX_PRIVATE_ENDPOINTS: %q is %s address, which no setting opens", entry, kind))
+		default:
+			out = append(out, ap)
+		}
 	}
-	return envs
+	return out, errors.Join(errs...)
 }

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -69,6 +71,14 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if err != nil {
 		return nil, err
 	}
+	private, err := cfg.privateEndpoints()
+	if err != nil {
+		return nil, err
+	}
+	var resolver webhook.Resolver = net.DefaultResolver
+	if cfg.Resolver != nil {
+		resolver = cfg.Resolver
+	}
 	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
 		libpostgres.WithTracerProvider(tel.TracerProvider), withPoolDefaults())
 	if err != nil {
@@ -76,20 +86,22 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 
 	sender := httpsender.New(httpsender.Options{
-		AllowPrivate:   cfg.allowPrivate(),
-		RootCAs:        roots,
-		TracerProvider: tel.TracerProvider,
+		PrivateEndpoints: private,
+		RootCAs:          roots,
+		TracerProvider:   tel.TracerProvider,
 	})
 	svc := webhook.NewService(webhook.Deps{
-		Store:          postgres.NewStore(pool),
-		Sealer:         sealer,
-		Poster:         sender,
-		AttemptTimeout: cfg.AttemptTimeout,
-		MaxPerEndpoint: cfg.PerEndpointConcurrency,
-		Workers:        cfg.Workers,
-		Log:            tel.Logger,
-		Observe:        attemptMetrics(tel),
-		Trace:          traceContext,
+		Store:            postgres.NewStore(pool),
+		Sealer:           sealer,
+		Poster:           sender,
+		AttemptTimeout:   cfg.AttemptTimeout,
+		MaxPerEndpoint:   cfg.PerEndpointConcurrency,
+		Workers:          cfg.Workers,
+		PrivateEndpoints: private,
+		Resolver:         resolver,
+		Log:              tel.Logger,
+		Observe:          attemptMetrics(tel),
+		Trace:            traceContext,
 	})
 	if err := svc.CheckSecretsKey(ctx); err != nil {
 		_ = libpostgres.Close(pool)
@@ -128,6 +140,27 @@ func withPoolDefaults() libpostgres.Option {
 			c.MaxConns = DefaultMaxConns
 		}
 	}
+}
+
+// privateEndpoints are the host:ports endpoints may reach though not
+// public: SANDBOX_PRIVATE_ENDPOINTS, and any a test opens.
+func (c Config) privateEndpoints() (webhook.PrivateEndpoints, error) {
+	sandbox, err := c.sandboxPrivateEndpoints()
+	if err != nil {
+		return nil, err
+	}
+	listed := webhook.HostPorts{webhook.Sandbox: sandbox}
+	if c.TestEndpoints == nil {
+		return listed, nil
+	}
+	return eitherOf{listed, c.TestEndpoints}, nil
+}
+
+// eitherOf allows what either list allows.
+type eitherOf [2]webhook.PrivateEndpoints
+
+func (e eitherOf) Allows(env webhook.Environment, addr netip.AddrPort) bool {
+	return e[0].Allows(env, addr) || e[1].Allows(env, addr)
 }
 
 // endpointRoots are the system's certificate authorities, and those of

@@ -220,12 +220,18 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Topic != "esim.orders.v1" || cfg.Group != "webhook" || cfg.Workers != 16 || cfg.PerEndpointConcurrency != 4 ||
-		cfg.AttemptTimeout != 10*time.Second || cfg.PollInterval != 500*time.Millisecond || len(cfg.AllowPrivateEndpoints) != 0 || cfg.EndpointCAFile != "" {
+	if cfg.Topic != "esim.orders.v1" || cfg.Group != "webhook" || cfg.Workers != 256 || cfg.PerEndpointConcurrency != 4 ||
+		cfg.AttemptTimeout != 10*time.Second || cfg.PollInterval != 500*time.Millisecond || len(cfg.SandboxPrivateEndpoints) != 0 || cfg.EndpointCAFile != "" {
 		t.Errorf("defaults: %+v", cfg)
 	}
-	if cfg, err := parse(map[string]string{"ALLOW_PRIVATE_ENDPOINTS": "sandbox,live"}); err != nil || len(cfg.AllowPrivateEndpoints) != 2 {
-		t.Errorf("ALLOW_PRIVATE_ENDPOINTS=sandbox,live: %v, %v", cfg.AllowPrivateEndpoints, err)
+	for _, ok := range []map[string]string{
+		{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.1:9999,[::1]:9999,10.1.2.3:8080,[fd00::1]:443,100.64.0.1:80,[::ffff:127.0.0.1]:9998"},
+		{"WORKERS": "16", "PER_ENDPOINT_CONCURRENCY": "1"},
+		{"WORKERS": "64", "PER_ENDPOINT_CONCURRENCY": "4"},
+	} {
+		if _, err := parse(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
 	}
 	for name, tc := range map[string]struct {
 		env  map[string]string
@@ -236,11 +242,24 @@ func TestConfig(t *testing.T) {
 		"a key not base64":   {map[string]string{"SECRETS_KEY": "hunter2!hunter2!hunter2!hunter2!hunter2!hunter2"}, []string{"SECRETS_KEY"}},
 		"no brokers":         {map[string]string{"KAFKA_BROKERS": ""}, []string{"KAFKA_BROKERS is required"}},
 		"a bad topic":        {map[string]string{"KAFKA_TOPIC": "orders v1"}, []string{`KAFKA_TOPIC "orders v1"`}},
-		"no workers":         {map[string]string{"WORKERS": "0"}, []string{"WORKERS 0: want 1 to 1024"}},
-		"a cap over workers": {map[string]string{"WORKERS": "4", "PER_ENDPOINT_CONCURRENCY": "5"}, []string{"PER_ENDPOINT_CONCURRENCY 5: want 1 to WORKERS (4)"}},
+		"no workers":         {map[string]string{"WORKERS": "0"}, []string{"WORKERS 0: want 16 to 4096"}},
+		"few workers":        {map[string]string{"WORKERS": "15", "PER_ENDPOINT_CONCURRENCY": "1"}, []string{"WORKERS 15: want 16 to 4096"}},
+		"a cap over workers": {map[string]string{"WORKERS": "4", "PER_ENDPOINT_CONCURRENCY": "5"}, []string{"PER_ENDPOINT_CONCURRENCY 5: want 1 to WORKERS/16 (1)"}},
+		"a large share":      {map[string]string{"WORKERS": "256", "PER_ENDPOINT_CONCURRENCY": "17"}, []string{"PER_ENDPOINT_CONCURRENCY 17: want 1 to WORKERS/16 (16), so that one endpoint holds a small share"}},
+		"no cap":             {map[string]string{"PER_ENDPOINT_CONCURRENCY": "0"}, []string{"PER_ENDPOINT_CONCURRENCY 0"}},
 		"no timeout":         {map[string]string{"ATTEMPT_TIMEOUT": "0s"}, []string{"ATTEMPT_TIMEOUT 0s"}},
 		"a tiny poll":        {map[string]string{"POLL_INTERVAL": "1ms"}, []string{"POLL_INTERVAL 1ms"}},
-		"an unknown env":     {map[string]string{"ALLOW_PRIVATE_ENDPOINTS": "sandbox,prod"}, []string{`ALLOW_PRIVATE_ENDPOINTS: "prod" is no environment`}},
+		"an environment":     {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "sandbox"}, []string{`SANDBOX_PRIVATE_ENDPOINTS: "sandbox": want an IP address and its port`}},
+		"a name":             {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "localhost:9999"}, []string{`"localhost:9999": want an IP address and its port`, "not a name"}},
+		"no port":            {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.1"}, []string{`"127.0.0.1": want an IP address and its port`}},
+		"port 0":             {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.1:0"}, []string{`"127.0.0.1:0": want a port from 1 to 65535`}},
+		"a range":            {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.0/8:80"}, []string{`"127.0.0.0/8:80": want an IP address`, "nor a range"}},
+		"a port range":       {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.1:1-65535"}, []string{`"127.0.0.1:1-65535": want an IP address`}},
+		"a wildcard port":    {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.1:*"}, []string{`"127.0.0.1:*": want an IP address`}},
+		"the metadata":       {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.1:9999,169.254.169.254:80"}, []string{`"169.254.169.254:80" is a link-local address, which no setting opens`}},
+		"link-local v6":      {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "[fe80::1%eth0]:80"}, []string{`"[fe80::1%eth0]:80": want an IP address`}},
+		"unspecified":        {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "0.0.0.0:9999"}, []string{`"0.0.0.0:9999" is an unspecified address`}},
+		"a public address":   {map[string]string{"SANDBOX_PRIVATE_ENDPOINTS": "93.184.216.34:443"}, []string{`"93.184.216.34:443" is a public address`}},
 		"everything at once": {map[string]string{"SECRETS_KEY": "hunter2", "WORKERS": "0", "ATTEMPT_TIMEOUT": "2m", "KAFKA_BROKERS": "kafka"},
 			[]string{"SECRETS_KEY", "WORKERS", "ATTEMPT_TIMEOUT", "KAFKA_BROKERS"}},
 	} {

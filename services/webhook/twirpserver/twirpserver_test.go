@@ -65,7 +65,10 @@ func start(t *testing.T) *api {
 	svc := webhook.NewService(webhook.Deps{
 		Store:  postgres.NewStore(pgtest.New(t, postgres.Migrations)),
 		Sealer: sealer,
-		Poster: httpsender.New(httpsender.Options{AllowPrivate: webhook.Environments}),
+		Poster: httpsender.New(httpsender.Options{PrivateEndpoints: webhooktest.Receivers}),
+		// No Resolver: the server package's tests check where live URLs
+		// resolve to.
+		PrivateEndpoints: webhooktest.Receivers,
 	})
 	workers := svc.StartWorkers(20 * time.Millisecond)
 	t.Cleanup(func() { workers.Stop(time.Second) })

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/esimplatform/esim/services/webhook"
 )
 
 // Answer is how a Receiver answers one delivery.
@@ -84,6 +87,7 @@ func NewReceiver(t testing.TB, answers ...Answer) *Receiver {
 	r := newReceiver(answers)
 	r.server = httptest.NewServer(r)
 	r.URL = r.server.URL + "/hooks"
+	r.open()
 	t.Cleanup(r.close)
 	return r
 }
@@ -95,6 +99,7 @@ func NewTLSReceiver(t testing.TB, answers ...Answer) *Receiver {
 	r := newReceiver(answers)
 	r.server = httptest.NewTLSServer(r)
 	r.URL = r.server.URL + "/hooks"
+	r.open()
 	t.Cleanup(r.close)
 	return r
 }
@@ -103,10 +108,48 @@ func newReceiver(answers []Answer) *Receiver {
 	return &Receiver{script: answers, changed: make(chan struct{}), release: make(chan struct{})}
 }
 
-// close lets hanging requests go, so that the server can stop.
+// Addr is where the receiver listens, as host:port (127.0.0.1:port): an
+// entry for SANDBOX_PRIVATE_ENDPOINTS.
+func (r *Receiver) Addr() string { return r.server.Listener.Addr().String() }
+
+// open makes the receiver one of Receivers.
+func (r *Receiver) open() {
+	receivers.mu.Lock()
+	defer receivers.mu.Unlock()
+	receivers.open[netip.MustParseAddrPort(r.Addr())]++
+}
+
+// close lets hanging requests go, so that the server can stop, and
+// takes the receiver out of Receivers.
 func (r *Receiver) close() {
 	r.Release()
 	r.server.Close()
+	receivers.mu.Lock()
+	defer receivers.mu.Unlock()
+	ap := netip.MustParseAddrPort(r.Addr())
+	if receivers.open[ap]--; receivers.open[ap] <= 0 {
+		delete(receivers.open, ap)
+	}
+}
+
+// Receivers are the addresses the running receivers of this process
+// listen on, in either environment: Config lets the webhook service reach
+// them, and no other loopback port. They come and go as tests start
+// them, on ports picked as they listen, so no list fixed at start could
+// name them.
+var Receivers webhook.PrivateEndpoints = receivers
+
+var receivers = &openReceivers{open: map[netip.AddrPort]int{}}
+
+type openReceivers struct {
+	mu   sync.Mutex
+	open map[netip.AddrPort]int
+}
+
+func (o *openReceivers) Allows(_ webhook.Environment, addr netip.AddrPort) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.open[netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())] > 0
 }
 
 // CAFile writes the certificate of a TLS receiver to a PEM file, for

@@ -40,9 +40,9 @@ const Topic = "esim.orders.v1"
 
 // Config is the webhook service's configuration for a test: a database of
 // its own, c's Kafka with a topic and group of the test's own, a fresh
-// secrets key, private endpoints allowed in both environments (receivers
-// listen on loopback), and a short poll. The attempt timeout is the real
-// 10 s.
+// secrets key, the Receivers of this process reachable in both
+// environments (they listen on loopback), the production's workers, and
+// a short poll. The attempt timeout is the real 10 s.
 func Config(t testing.TB, c kafkatest.Cluster) server.Config {
 	t.Helper()
 	return server.Config{
@@ -52,11 +52,11 @@ func Config(t testing.TB, c kafkatest.Cluster) server.Config {
 		Topic:                  c.Topic(Topic),
 		Group:                  "webhook" + c.Suffix,
 		SecretsKey:             config.NewSecret(NewSecretsKey()),
-		Workers:                16,
+		Workers:                256,
 		PerEndpointConcurrency: 4,
 		AttemptTimeout:         10 * time.Second,
 		PollInterval:           50 * time.Millisecond,
-		AllowPrivateEndpoints:  []string{"sandbox", "live"},
+		TestEndpoints:          Receivers,
 	}
 }
 
@@ -68,24 +68,26 @@ func NewSecretsKey() string {
 }
 
 // Env is cfg as the webhook process reads it, for tests that run the
-// binary; HTTP_ADDR is the caller's to add.
+// binary; HTTP_ADDR is the caller's to add. No variable opens Receivers:
+// such a test lists its receivers' addresses in
+// cfg.SandboxPrivateEndpoints.
 func Env(cfg server.Config) map[string]string {
 	return map[string]string{
-		"DATABASE_URL":             cfg.DatabaseURL.Reveal(),
-		"CALLERS":                  internalauthtest.CallersEnv(),
-		"KAFKA_BROKERS":            strings.Join(cfg.Kafka.Brokers, ","),
-		"KAFKA_TOPIC_PARTITIONS":   fmt.Sprint(cfg.Kafka.Partitions),
-		"KAFKA_REPLICATION_FACTOR": fmt.Sprint(cfg.Kafka.ReplicationFactor),
-		"KAFKA_TOPIC":              cfg.Topic,
-		"KAFKA_GROUP":              cfg.Group,
-		"SECRETS_KEY":              string(cfg.SecretsKey.Reveal()),
-		"WORKERS":                  fmt.Sprint(cfg.Workers),
-		"PER_ENDPOINT_CONCURRENCY": fmt.Sprint(cfg.PerEndpointConcurrency),
-		"ATTEMPT_TIMEOUT":          cfg.AttemptTimeout.String(),
-		"POLL_INTERVAL":            cfg.PollInterval.String(),
-		"ALLOW_PRIVATE_ENDPOINTS":  strings.Join(cfg.AllowPrivateEndpoints, ","),
-		"ENDPOINT_CA_FILE":         cfg.EndpointCAFile,
-		"LOG_LEVEL":                "info",
+		"DATABASE_URL":              cfg.DatabaseURL.Reveal(),
+		"CALLERS":                   internalauthtest.CallersEnv(),
+		"KAFKA_BROKERS":             strings.Join(cfg.Kafka.Brokers, ","),
+		"KAFKA_TOPIC_PARTITIONS":    fmt.Sprint(cfg.Kafka.Partitions),
+		"KAFKA_REPLICATION_FACTOR":  fmt.Sprint(cfg.Kafka.ReplicationFactor),
+		"KAFKA_TOPIC":               cfg.Topic,
+		"KAFKA_GROUP":               cfg.Group,
+		"SECRETS_KEY":               string(cfg.SecretsKey.Reveal()),
+		"WORKERS":                   fmt.Sprint(cfg.Workers),
+		"PER_ENDPOINT_CONCURRENCY":  fmt.Sprint(cfg.PerEndpointConcurrency),
+		"ATTEMPT_TIMEOUT":           cfg.AttemptTimeout.String(),
+		"POLL_INTERVAL":             cfg.PollInterval.String(),
+		"SANDBOX_PRIVATE_ENDPOINTS": strings.Join(cfg.SandboxPrivateEndpoints, ","),
+		"ENDPOINT_CA_FILE":          cfg.EndpointCAFile,
+		"LOG_LEVEL":                 "info",
 	}
 }
 

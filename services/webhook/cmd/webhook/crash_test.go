@@ -41,6 +41,7 @@ func TestKilledBetweenAttempts(t *testing.T) {
 	bin := telemetrytest.Build(t, "webhook")
 	hooks := webhooktest.NewReceiver(t, webhooktest.Answer{Status: 500})
 	cfg := webhooktest.Config(t, kafkatest.New(t))
+	cfg.SandboxPrivateEndpoints = []string{hooks.Addr()}
 	vars := webhooktest.Env(cfg)
 
 	first := telemetrytest.StartProcess(t, bin, vars)
@@ -109,6 +110,7 @@ func TestKilledDuringAnAttempt(t *testing.T) {
 			cfg := webhooktest.Config(t, kafkatest.New(t))
 			// A lease of 1 s + 5 s: the restart waits that long.
 			cfg.AttemptTimeout = time.Second
+			cfg.SandboxPrivateEndpoints = []string{hooks.Addr()}
 			vars := webhooktest.Env(cfg)
 
 			first := telemetrytest.StartProcess(t, bin, vars)

@@ -98,8 +98,8 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"a short key":     {nil, map[string]string{"SECRETS_KEY": "hunter2"}, []string{"SECRETS_KEY: want the base64 of 32 random bytes"}},
 		"a CA file gone":  {nil, map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x", "ENDPOINT_CA_FILE": "/nonexistent/ca.pem"}, []string{"ENDPOINT_CA_FILE", "no such file"}},
 		"everything bad at once": {nil, map[string]string{"DATABASE_URL": "postgres://u:hunter2@h:port/x", "SECRETS_KEY": "hunter2",
-			"WORKERS": "0", "ATTEMPT_TIMEOUT": "0s", "POLL_INTERVAL": "2h", "ALLOW_PRIVATE_ENDPOINTS": "staging", "HTTP_ADDR": "webhook"},
-			[]string{"DATABASE_URL", "SECRETS_KEY", "WORKERS", "PER_ENDPOINT_CONCURRENCY", "ATTEMPT_TIMEOUT", "POLL_INTERVAL", "ALLOW_PRIVATE_ENDPOINTS", "HTTP_ADDR"}},
+			"WORKERS": "0", "ATTEMPT_TIMEOUT": "0s", "POLL_INTERVAL": "2h", "SANDBOX_PRIVATE_ENDPOINTS": "127.0.0.0/8", "HTTP_ADDR": "webhook"},
+			[]string{"DATABASE_URL", "SECRETS_KEY", "WORKERS", "PER_ENDPOINT_CONCURRENCY", "ATTEMPT_TIMEOUT", "POLL_INTERVAL", "SANDBOX_PRIVATE_ENDPOINTS", "HTTP_ADDR"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := tc.args
