@@ -101,7 +101,17 @@ type target struct {
 	build   func(dst []byte, n uint64) []byte
 	seq     *atomic.Uint64
 	timeout time.Duration // of one request (requestTimeout)
+	// throttled, set on order targets, counts the 429s of the account's
+	// cap of orders in flight, each sent again after throttlePause as a
+	// partner's client would: a closed loop of more workers than the cap
+	// measures the orders the platform completes, not its refusals.
+	throttled *atomic.Uint64
 }
+
+// throttlePause is how long an order refused for its account's orders in
+// flight waits before it goes again: about one sandbox order's time, not
+// the Retry-After a partner is told, which would idle the worker.
+const throttlePause = 5 * time.Millisecond
 
 // requestTimeout bounds one request, so a target that hangs fails the
 // request instead of the benchmark.
@@ -136,6 +146,7 @@ func newOrderTarget(name, rawURL, bearer, keyPrefix string, body []byte) (target
 	tail := append([]byte("\r\n\r\n"), body...)
 	t.request = nil
 	t.seq = new(atomic.Uint64)
+	t.throttled = new(atomic.Uint64)
 	t.build = func(dst []byte, n uint64) []byte {
 		dst = append(dst, head...)
 		dst = strconv.AppendUint(dst, n, 10)
@@ -178,14 +189,25 @@ func (c *conn) do(ctx context.Context) error {
 		c.buf = c.build(c.buf[:0], c.seq.Add(1))
 		c.req = c.buf
 	}
-	reused := c.nc != nil
-	status, err := c.exchange(ctx)
-	if err != nil && reused && ctx.Err() == nil && connClosed(err) {
-		status, err = c.exchange(ctx)
+	for {
+		reused := c.nc != nil
+		status, err := c.exchange(ctx)
+		if err != nil && reused && ctx.Err() == nil && connClosed(err) {
+			status, err = c.exchange(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		if status != http.StatusTooManyRequests || c.throttled == nil || ctx.Err() != nil {
+			return statusError(status)
+		}
+		c.throttled.Add(1)
+		time.Sleep(throttlePause)
 	}
-	if err != nil {
-		return err
-	}
+}
+
+// statusError is nil for a 2xx status.
+func statusError(status int) error {
 	if status < 200 || status > 299 {
 		return fmt.Errorf("HTTP %d", status)
 	}

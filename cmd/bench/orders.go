@@ -158,8 +158,17 @@ func closedLoops(ctx context.Context, cfg config, t target, workers []int, say f
 	}
 	for _, w := range workers {
 		say("%s: closed loop, %d workers, %s", t.name, w, cfg.duration)
+		var throttledBefore uint64
+		if t.throttled != nil {
+			throttledBefore = t.throttled.Load()
+		}
 		res := closedLoop(ctx, t, w, cfg.duration)
 		say("%s: %.0f/s, p50 %s, p99 %s, %d errors", t.name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors)
+		if t.throttled != nil {
+			if n := t.throttled.Load() - throttledBefore; n > 0 {
+				say("%s: %d orders over the account's cap of orders in flight were sent again after %s (counted in their latency)", t.name, n, throttlePause)
+			}
+		}
 		m.closedRuns = append(m.closedRuns, closedRun{workers: w, result: res})
 		if err := ctx.Err(); err != nil {
 			return m, fmt.Errorf("interrupted: %w", err)

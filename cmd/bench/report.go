@@ -208,7 +208,7 @@ func (r report) markdown() string {
 	if r.webhooks != nil {
 		r.webhooks.method(p)
 	}
-	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only.\n\n")
+	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only. An order refused with 429 for its account's cap of orders in flight (ORDERS_IN_FLIGHT_PER_ACCOUNT) is sent again after %s, as a partner's client would, and its latency runs from the first send.\n\n", throttlePause)
 
 	if len(r.rows) > 0 {
 		r.planResults(p)
