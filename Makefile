@@ -91,9 +91,11 @@ verify: ## fail when generated code (Twirp/protobuf, sqlc) is stale
 	@echo "generated code is up to date"
 
 .PHONY: lint
-lint: ## gofmt and go vet over every module (charts are linted by make test)
+lint: tools ## gofmt, go vet and staticcheck over every module (charts are linted by make test)
 	@out=$$(gofmt -l $(MODULES) tools 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	go vet $(PACKAGES)
+	# staticcheck's checks are set in staticcheck.conf.
+	staticcheck $(PACKAGES)
 
 # Not in lint, which CI runs: on a cold module cache it downloads every
 # dependency's own test dependencies, about 3.5 GB.

@@ -229,8 +229,20 @@ func (a *partnerAPI) do(method, path string, body []byte, idempotencyKey string)
 	return out, nil
 }
 
-// send sends one request and returns the answer, whatever its status.
+// send sends one request and returns the answer, whatever its status; an
+// order refused for its account's cap of orders in flight goes again after
+// throttlePause, as the closed loops' orders do.
 func (a *partnerAPI) send(method, path string, body []byte, idempotencyKey string) (int, []byte, error) {
+	for {
+		status, out, err := a.sendOnce(method, path, body, idempotencyKey)
+		if err != nil || status != http.StatusTooManyRequests || method != http.MethodPost || a.ctx.Err() != nil {
+			return status, out, err
+		}
+		time.Sleep(throttlePause)
+	}
+}
+
+func (a *partnerAPI) sendOnce(method, path string, body []byte, idempotencyKey string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(a.ctx, method, a.base+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err

@@ -65,7 +65,7 @@ func TestResourceNamesServiceVersionAndHonoursOTELResourceAttributes(t *testing.
 	}
 	attrs := map[attribute.Key]string{}
 	for _, kv := range got[0].Resource.Attributes() {
-		attrs[kv.Key] = kv.Value.Emit()
+		attrs[kv.Key] = kv.Value.String()
 	}
 	for key, want := range map[attribute.Key]string{
 		"service.name":                "gateway",
