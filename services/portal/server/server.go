@@ -31,7 +31,7 @@ type Server struct {
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
 	log := tel.Logger
 
-	// 1. Redis: the sign-in counters.
+	// 1. Redis: the sign-in and sign-up counters.
 	rdb, err := redis.Connect(cfg.RedisURL.Reveal())
 	if err != nil {
 		return nil, err
@@ -47,8 +47,11 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Wallet:   walletv1.NewWalletProtobufClient(string(cfg.WalletURL), hc),
 		Ordering: orderingv1.NewOrderingProtobufClient(string(cfg.OrderingURL), hc),
 		Webhook:  webhookv1.NewWebhookProtobufClient(string(cfg.WebhookURL), hc),
-		Limiter: redis.NewSignInLimiter(rdb, portal.SignInLimits{
+		SignIns: redis.NewSignInLimiter(rdb, portal.SignInLimits{
 			PerEmail: cfg.SignInLimitPerEmail, PerAddress: cfg.SignInLimitPerAddress, Window: cfg.SignInLimitWindow,
+		}),
+		SignUps: redis.NewSignUpLimiter(rdb, portal.SignUpLimits{
+			PerAddress: cfg.SignUpLimitPerAddress, Window: cfg.SignUpLimitWindow,
 		}),
 		PublicAPIURL:  string(cfg.PublicAPIURL),
 		SecureCookies: cfg.SecureCookies,

@@ -28,7 +28,10 @@ type Deps struct {
 	Wallet   walletv1.Wallet
 	Ordering orderingv1.Ordering
 	Webhook  webhookv1.Webhook
-	Limiter  portal.SignInLimiter
+	// SignIns limits failed sign-ins; SignUps sign-ups and invite
+	// acceptances.
+	SignIns portal.SignInLimiter
+	SignUps portal.SignUpLimiter
 	// PublicAPIURL is the partner API's base, for curl examples; its
 	// origin serves the QR images the order pages show.
 	PublicAPIURL  string

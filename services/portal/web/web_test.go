@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,5 +425,101 @@ func TestAccountNameIsEscaped(t *testing.T) {
 	resp, err := http.Get(p.URL + "/readyz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("readyz: %v %v", resp, err)
+	}
+}
+
+// Parallel wrong passwords are stopped at the limit exactly: each attempt
+// is claimed before accounts is asked, so no number of them racing
+// through a check gets more than the limit's guesses. Sign-ins that
+// succeed give their attempt back.
+func TestParallelSignInsStopAtTheLimit(t *testing.T) {
+	const limit, attempts = 5, 16
+	p := portaltest.StartWith(t, portaltest.Options{SignInLimitPerEmail: limit})
+	u := p.SignUp("", "USD")
+	addr := portaltest.RandomLoopback()
+	signIn := func(password string) portaltest.Response {
+		return p.NewBrowserFrom(addr).Post("/signin", url.Values{"email": {u.Email}, "password": {password}})
+	}
+	// More successes than the limit, one after another: none counts.
+	for i := range limit + 2 {
+		if res := signIn(u.Password); res.Status != http.StatusSeeOther {
+			t.Fatalf("sign-in %d with the right password: %d", i+1, res.Status)
+		}
+	}
+
+	statuses := make([]int, attempts)
+	var wg sync.WaitGroup
+	for i := range attempts {
+		wg.Go(func() { statuses[i] = signIn("wrong password " + strconv.Itoa(i)).Status })
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusUnauthorized] != limit || count[http.StatusTooManyRequests] != attempts-limit {
+		t.Fatalf("%d parallel wrong passwords against a limit of %d: %v, want %d × 401 and %d × 429",
+			attempts, limit, count, limit, attempts-limit)
+	}
+	// At the limit, even the right password is refused, and no session
+	// is made.
+	b := p.NewBrowserFrom(addr)
+	res := b.Post("/signin", url.Values{"email": {u.Email}, "password": {u.Password}})
+	must(t, "the right password at the limit", res, http.StatusTooManyRequests, "Too many sign-in attempts")
+	if b.SessionCookie() != nil {
+		t.Error("a session at the limit")
+	}
+}
+
+// Sign-ups and invite acceptances share a per-address limit; every
+// attempt counts, and over it accounts is not asked: no account, no user.
+func TestSignUpsAndInvitesArePerAddressLimited(t *testing.T) {
+	const limit = 3
+	p := portaltest.StartWith(t, portaltest.Options{SignUpLimitPerAddress: limit})
+	owner, err := p.Accounts.CreateAccount(context.Background(), &accountsv1.CreateAccountRequest{Name: "Inviting Co", Currency: "USD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := portaltest.RandomLoopback()
+	signUp := func(email, password string) portaltest.Response {
+		return p.NewBrowserFrom(addr).Post("/signup", url.Values{"email": {email}, "password": {password}, "account_name": {"Limited Co"}, "currency": {"USD"}})
+	}
+	// A failed attempt counts as a successful one does.
+	must(t, "a short password", signUp(portaltest.UniqueEmail("limited"), "x"), http.StatusBadRequest, "Password must be at least")
+	if res := signUp(portaltest.UniqueEmail("limited"), portaltest.Password); res.Status != http.StatusSeeOther {
+		t.Fatalf("sign-up 2: %d %s", res.Status, res.Body)
+	}
+	inv, err := p.Accounts.InviteUser(context.Background(), &accountsv1.InviteUserRequest{AccountId: owner.GetId(), Email: portaltest.UniqueEmail("invitee")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, "an invite with a short password", p.NewBrowserFrom(addr).Post("/invite/"+inv.GetToken(), url.Values{"password": {"x"}}),
+		http.StatusBadRequest, "Password must be at least")
+
+	// The limit is reached: a sign-up and the invite, valid, are refused.
+	late := portaltest.UniqueEmail("late")
+	res := signUp(late, portaltest.Password)
+	must(t, "a sign-up over the limit", res, http.StatusTooManyRequests, "Too many attempts from your address; try again in 60 minutes", late)
+	if res.Header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	b := p.NewBrowserFrom(addr)
+	must(t, "an invite over the limit", b.Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}),
+		http.StatusTooManyRequests, "Too many attempts from your address")
+	if b.SessionCookie() != nil {
+		t.Error("a session over the limit")
+	}
+	// Neither reached accounts: the email has no user, the invite is
+	// still unused.
+	if res := p.NewBrowser().Post("/signin", url.Values{"email": {late}, "password": {portaltest.Password}}); res.Status != http.StatusUnauthorized {
+		t.Errorf("the refused sign-up's email signs in: %d", res.Status)
+	}
+	other := p.NewBrowserFrom(portaltest.RandomLoopback())
+	if res := other.Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}); res.Status != http.StatusSeeOther {
+		t.Errorf("the invite from another address after the refusal: %d %s", res.Status, res.Body)
+	}
+	// Other addresses are not limited by this one.
+	if res := p.NewBrowserFrom(portaltest.RandomLoopback()).Post("/signup", url.Values{"email": {portaltest.UniqueEmail("else")}, "password": {portaltest.Password}, "account_name": {"Else"}, "currency": {"USD"}}); res.Status != http.StatusSeeOther {
+		t.Errorf("a sign-up from another address: %d", res.Status)
 	}
 }
