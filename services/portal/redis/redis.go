@@ -1,11 +1,12 @@
-// Package redis keeps the portal's sign-in counters in Redis, so every
-// replica shares them.
+// Package redis keeps the portal's sign-in and sign-up counters and its
+// sealed new API keys in Redis, so every replica shares them.
 package redis
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -169,4 +170,37 @@ func NewSignUpLimiter(rdb *goredis.Client, limits portal.SignUpLimits) *SignUpLi
 // Claim implements portal.SignUpLimiter.
 func (l *SignUpLimiter) Claim(ctx context.Context, addr string) (bool, time.Duration, error) {
 	return runClaim(ctx, l.rdb, l.limits.Window, counter{SignUpAddressKey(addr), l.limits.PerAddress})
+}
+
+// NewKeys is portal.NewKeys: each sealed secret under a key of its own
+// that expires with it.
+type NewKeys struct{ rdb *goredis.Client }
+
+var _ portal.NewKeys = (*NewKeys)(nil)
+
+// NewNewKeys keeps new keys on rdb.
+func NewNewKeys(rdb *goredis.Client) *NewKeys { return &NewKeys{rdb: rdb} }
+
+// NewKeyKey is where the sealed new key id waits.
+func NewKeyKey(id string) string { return "portal:newkey:" + id }
+
+// Put implements portal.NewKeys.
+func (k *NewKeys) Put(ctx context.Context, id string, sealed []byte, ttl time.Duration) error {
+	if err := k.rdb.Set(ctx, NewKeyKey(id), sealed, ttl).Err(); err != nil {
+		return fmt.Errorf("keep a new key: %w", err)
+	}
+	return nil
+}
+
+// Take implements portal.NewKeys. GETDEL reads and deletes in one
+// command: of two requests racing for the page, one gets the key.
+func (k *NewKeys) Take(ctx context.Context, id string) ([]byte, error) {
+	b, err := k.rdb.GetDel(ctx, NewKeyKey(id)).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, portal.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take a new key: %w", err)
+	}
+	return b, nil
 }
