@@ -25,8 +25,8 @@ type Config struct {
 	// InternalToken is the portal's credential ("portal") for the
 	// services it calls; they hold its SHA-256 in their CALLERS.
 	InternalToken config.Secret `env:"INTERNAL_TOKEN, required"`
-	// RedisURL names the Redis of the sign-in counters; its password never
-	// shows.
+	// RedisURL names the Redis of the sign-in and sign-up counters and of
+	// new API keys until their page shows them; its password never shows.
 	RedisURL config.SecretURL `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
 	// PublicAPIURL is the partner API's base (http://127.0.0.1:8080/v1),
 	// for the curl examples; its origin serves the eSIMs' QR images.
