@@ -2496,7 +2496,7 @@ func mountedSecretKey(t *testing.T, d *appsv1.Deployment, path string) (secret, 
 
 // TestSMDPSim holds the SM-DP+ simulator's production values to ES2+ on its
 // own port, on the Service, with its certificates from a read-only Secret
-// and the unauthenticated control API off; and ordering's dev values to
+// and the control API off; and ordering's dev values to
 // calling it there with the client certificate the simulator's dev CA
 // signed.
 func TestSMDPSim(t *testing.T) {
@@ -2504,7 +2504,7 @@ func TestSMDPSim(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	env := envOf(c)
 	if env["CONTROL_API"] != "false" {
-		t.Errorf("CONTROL_API %q in production, want \"false\": the control API is unauthenticated", env["CONTROL_API"])
+		t.Errorf("CONTROL_API %q in production, want \"false\": the control API can wipe the simulator", env["CONTROL_API"])
 	}
 	es2plus := containerPorts(c)["es2plus"]
 	if es2plus == 0 || env["ES2PLUS_ADDR"] != ":"+strconv.Itoa(int(es2plus)) {

@@ -132,8 +132,10 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 	fmt.Fprintf(w, "\nKeys are shown once; every start prints new ones and revokes the previous.\n")
 	if sim := p.URL(platform.SMDPSim); sim != "" {
 		fmt.Fprintf(w, "Live orders go to the SM-DP+ simulator over ES2+ with mutual TLS; its control API\n")
-		fmt.Fprintf(w, "makes it fail, hang or run dry (README, \"Live provisioning\"):\n\n  curl -s %s/control/state\n", sim)
-		fmt.Fprintf(w, "  curl -s -d '{\"function\":\"confirmOrder\",\"mode\":\"fail\",\"count\":1}' %s/control/faults\n\n", sim)
+		fmt.Fprintf(w, "makes it fail, hang or run dry (README, \"Live provisioning\") with this start's token:\n\n")
+		auth := "-H 'Authorization: Bearer " + p.Secret(platform.SMDPSim, "CONTROL_TOKEN") + "'"
+		fmt.Fprintf(w, "  curl -s %s %s/control/state\n", auth, sim)
+		fmt.Fprintf(w, "  curl -s %s -d '{\"function\":\"confirmOrder\",\"mode\":\"fail\",\"count\":1}' %s/control/faults\n\n", auth, sim)
 	}
 	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n", p.SandboxKey, p.APIBaseURL)
 	fmt.Fprintf(w, "  curl -s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: first-order' \\\n", p.SandboxKey)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,14 +85,28 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	}
 	api := "http://" + gateway + "/v1"
 	for _, want := range []string{api, api + "/openapi.json", "curl -s -H 'Authorization: Bearer " + key + "'", "logs/<service>.log",
-		"curl -s http://" + addrs[platform.SMDPSim] + "/control/state",
+		" http://" + addrs[platform.SMDPSim] + "/control/state",
 		"portal: http://" + addrs[platform.Portal] + " (sign in as " + platform.DemoPortalEmail + ", password "} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("output lacks %q:\n%s", want, printed)
 		}
 	}
 
-	req, _ := http.NewRequest(http.MethodGet, api+"/plans?country=JP&limit=3", nil)
+	// The control API's curl line works as printed, with this start's
+	// token.
+	m := regexp.MustCompile(`curl -s -H 'Authorization: Bearer ([^']+)' (http://\S+/control/state)`).FindStringSubmatch(printed)
+	if m == nil {
+		t.Fatalf("no control API curl line with a token in:\n%s", printed)
+	}
+	req, _ := http.NewRequest(http.MethodGet, m[2], nil)
+	req.Header.Set("Authorization", "Bearer "+m[1])
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("the printed control API curl: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	req, _ = http.NewRequest(http.MethodGet, api+"/plans?country=JP&limit=3", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/esimplatform/esim/libs/input"
+	"github.com/esimplatform/esim/services/accounts/argon2id"
 )
 
 // Currency is the ISO 4217 code an account is priced and billed in.
@@ -209,6 +210,8 @@ type Service struct {
 	now        func() time.Time
 	sessionTTL time.Duration
 	inviteTTL  time.Duration
+	// hashPassword is argon2id.Hash; the domain's tests count its calls.
+	hashPassword func(password string) string
 }
 
 // Option adjusts a Service.
@@ -240,7 +243,7 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 
 // NewService returns the use cases over store.
 func NewService(store Store, opts ...Option) *Service {
-	s := &Service{store: store, now: time.Now, sessionTTL: DefaultSessionTTL, inviteTTL: DefaultInviteTTL}
+	s := &Service{store: store, now: time.Now, sessionTTL: DefaultSessionTTL, inviteTTL: DefaultInviteTTL, hashPassword: argon2id.Hash}
 	for _, o := range opts {
 		o(s)
 	}

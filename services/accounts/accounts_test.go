@@ -562,6 +562,9 @@ func (m *memStore) ChangePassword(context.Context, uuid.UUID, string, string, ti
 	return errNotInMemory
 }
 func (m *memStore) InsertInvite(context.Context, InviteRecord) error { return errNotInMemory }
+func (m *memStore) Invite(context.Context, []byte) (StoredInvite, error) {
+	return StoredInvite{}, errNotInMemory
+}
 func (m *memStore) AcceptInvite(context.Context, Acceptance) (User, error) {
 	return User{}, errNotInMemory
 }

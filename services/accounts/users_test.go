@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/esimplatform/esim/services/accounts/argon2id"
 )
@@ -126,5 +128,93 @@ func TestSecretsOfThePortalNeverPrint(t *testing.T) {
 	printed := fmt.Sprintf("%v %+v %s", IssuedSession{Token: token}, IssuedInvite{Token: token}, token)
 	if strings.Contains(printed, token.Reveal()) {
 		t.Errorf("a token printed itself: %s", printed)
+	}
+}
+
+// inviteStore keeps invites for TestInviteIsLookedUpBeforeHashing and
+// records, in order, the calls that matter: "lookup", "hash" (the
+// Service's password hash) and "accept".
+type inviteStore struct {
+	*memStore
+	invites map[string]StoredInvite
+	calls   []string
+	fail    error
+}
+
+func (m *inviteStore) Invite(_ context.Context, tokenHash []byte) (StoredInvite, error) {
+	m.calls = append(m.calls, "lookup")
+	if m.fail != nil {
+		return StoredInvite{}, m.fail
+	}
+	inv, ok := m.invites[string(tokenHash)]
+	if !ok {
+		return StoredInvite{}, ErrNotFound
+	}
+	return inv, nil
+}
+
+func (m *inviteStore) AcceptInvite(_ context.Context, a Acceptance) (User, error) {
+	m.calls = append(m.calls, "accept")
+	inv := m.invites[string(a.TokenHash)]
+	return User{ID: a.NewUserID, AccountID: inv.AccountID, Email: inv.Email}, nil
+}
+
+// An invite token that is unknown, used or expired is refused before the
+// password is hashed: no one without a live invite gets to spend 19 MiB
+// of argon2id on the service.
+func TestInviteIsLookedUpBeforeHashing(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := &inviteStore{memStore: newMemStore(), invites: map[string]StoredInvite{}}
+	svc := NewService(store, WithClock(func() time.Time { return now }))
+	svc.hashPassword = func(p string) string {
+		store.calls = append(store.calls, "hash")
+		return "hash of " + p
+	}
+	account, err := svc.CreateAccount(ctx, NewAccount{Name: "Inviting Co"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invite := func(expires time.Time, used *time.Time) string {
+		token := mustToken(inviteTokenPrefix)
+		store.invites[string(hashSecret(token))] = StoredInvite{
+			InviteRecord: InviteRecord{TokenHash: hashSecret(token), AccountID: account.ID, Email: "ann@example.com", CreatedAt: now.Add(-time.Hour), ExpiresAt: expires},
+			UsedAt:       used,
+		}
+		return token
+	}
+	earlier := now.Add(-time.Minute)
+	for name, token := range map[string]string{
+		"unknown": mustToken(inviteTokenPrefix),
+		"used":    invite(now.Add(time.Hour), &earlier),
+		"expired": invite(now, nil),
+	} {
+		store.calls = nil
+		if _, err := svc.AcceptInvite(ctx, token, "long enough pw"); !errors.Is(err, ErrInviteNotFound) {
+			t.Errorf("%s invite: %v, want ErrInviteNotFound", name, err)
+		}
+		if !slices.Equal(store.calls, []string{"lookup"}) {
+			t.Errorf("%s invite: calls %v, want the lookup alone (no hash)", name, store.calls)
+		}
+	}
+	store.calls, store.fail = nil, errors.New("database down")
+	if _, err := svc.AcceptInvite(ctx, invite(now.Add(time.Hour), nil), "long enough pw"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("invite lookup failing: %v, want the store's error", err)
+	}
+	if !slices.Equal(store.calls, []string{"lookup"}) {
+		t.Errorf("invite lookup failing: calls %v, want no hash", store.calls)
+	}
+
+	// A live invite: looked up, then hashed, then spent.
+	store.calls, store.fail = nil, nil
+	got, err := svc.AcceptInvite(ctx, invite(now.Add(time.Nanosecond), nil), "long enough pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(store.calls, []string{"lookup", "hash", "accept"}) {
+		t.Errorf("a live invite: calls %v, want lookup, hash, accept", store.calls)
+	}
+	if got.Session.Account.ID != account.ID || got.Token.Reveal() == "" {
+		t.Errorf("a live invite: %+v", got.Session)
 	}
 }

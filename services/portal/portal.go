@@ -51,13 +51,19 @@ const MaxSandboxTopUpMinor = 1000_00
 // in fixed windows shared by every replica. Only failures count: a
 // partner signing in all day from one office is never locked out, while a
 // guesser is stopped at the limit, whatever it tries next.
+//
+// An attempt is claimed before accounts is asked and given back when it
+// did not fail, rather than counted once it has failed: a check followed
+// by a count would let any number of parallel attempts through the check
+// before the first is counted.
 type SignInLimiter interface {
-	// Check says whether email may sign in from addr: allowed is false
-	// once either has failed its limit in the window; retryAfter is then
-	// how long until the fuller window ends.
-	Check(ctx context.Context, email, addr string) (allowed bool, retryAfter time.Duration, err error)
-	// Failed counts a failed sign-in for email and addr.
-	Failed(ctx context.Context, email, addr string) error
+	// Claim takes one attempt for email from addr, unless either has
+	// reached its limit in the window: allowed is then false, nothing is
+	// taken, and retryAfter is how long until the fuller window ends.
+	Claim(ctx context.Context, email, addr string) (allowed bool, retryAfter time.Duration, err error)
+	// Release gives back an attempt Claim took, once it is known not to
+	// have failed.
+	Release(ctx context.Context, email, addr string) error
 }
 
 // SignInLimits are the limits a SignInLimiter applies.
@@ -67,13 +73,29 @@ type SignInLimits struct {
 	Window     time.Duration
 }
 
+// SignUpLimiter counts attempts at the forms that make a user, sign-up
+// and invite acceptance, per client address in fixed windows shared by
+// every replica. Every attempt counts, successful or not: each one costs
+// a password hash (19 MiB of argon2id), and a successful sign-up makes an
+// account.
+type SignUpLimiter interface {
+	// Claim takes one attempt for addr unless it has reached its limit
+	// in the window: allowed is then false and retryAfter how long until
+	// the window ends.
+	Claim(ctx context.Context, addr string) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// SignUpLimits are the limits a SignUpLimiter applies.
+type SignUpLimits struct {
+	PerAddress int
+	Window     time.Duration
+}
+
 // Errors the web layer shows as pages of their own.
 var (
 	// ErrNotFound: what the page names does not exist in the signed-in
 	// account's environment (or belongs to someone else): a 404 page.
 	ErrNotFound = errors.New("not found")
-	// ErrTooManyAttempts: the sign-in limit is reached.
-	ErrTooManyAttempts = errors.New("too many sign-in attempts")
 )
 
 // FieldError is a form's error about one of its fields, shown beside it.

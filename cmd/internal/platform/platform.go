@@ -233,6 +233,9 @@ type Platform struct {
 	KafkaBrokers []string
 
 	urls map[string]string
+	// secrets are the fresh secrets of this start (services.yaml
+	// secrets), by service, then variable.
+	secrets map[string]map[string]string
 	// certs is the development PKI of the services whose settings name
 	// ${certs}; empty when none does.
 	certs    devcerts.Files
@@ -244,6 +247,11 @@ type Platform struct {
 
 // URL is the base URL of the named service ("" for none).
 func (p *Platform) URL(name string) string { return p.urls[name] }
+
+// Secret is the fresh secret this start gave service as variable (one of
+// its services.yaml secrets, such as the simulator's CONTROL_TOKEN), or
+// "" when it gave none.
+func (p *Platform) Secret(service, variable string) string { return p.secrets[service][variable] }
 
 // Services lists the running children in start order.
 func (p *Platform) Services() []Service {
@@ -289,6 +297,7 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 		OperatorTokenFile: opts.OperatorTokenFile,
 		LogDir:            logDir,
 		urls:              map[string]string{},
+		secrets:           map[string]map[string]string{},
 		grace:             opts.StopGrace,
 		exited:            make(chan error, len(opts.Services)),
 	}
@@ -444,7 +453,12 @@ func (p *Platform) childSpecs(ctx context.Context, opts Options) (map[string]chi
 			env = append(env, "CALLERS="+strings.Join(callers, ","))
 		}
 		for _, name := range s.Secrets {
-			env = append(env, name+"="+newSecret())
+			secret := newSecret()
+			if p.secrets[s.Name] == nil {
+				p.secrets[s.Name] = map[string]string{}
+			}
+			p.secrets[s.Name][name] = secret
+			env = append(env, name+"="+secret)
 		}
 		for _, name := range s.Keys {
 			key, err := keptSecret(filepath.Join(opts.KeysDir, opts.DatabasePrefix+s.Name, name))

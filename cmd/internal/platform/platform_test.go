@@ -471,6 +471,15 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	if smdp := liveOrder(t, first); smdp != "smdp-sim.esim.invalid" {
 		t.Errorf("a live eSIM from SM-DP+ %q, want the simulator's", smdp)
 	}
+	// The simulator's control API answers the token of this start only.
+	control := first.URL(SMDPSim) + "/control/state"
+	token := first.Secret(SMDPSim, "CONTROL_TOKEN")
+	if len(token) < 32 {
+		t.Fatalf("the simulator's CONTROL_TOKEN %q", token)
+	}
+	wantStatus(t, control, token, http.StatusOK)
+	wantStatus(t, control, "", http.StatusUnauthorized)
+	wantStatus(t, control, token[1:], http.StatusUnauthorized)
 	// The demo user signs in to the portal with the password printed.
 	if status := portalSignIn(t, first.PortalURL, DemoPortalEmail, first.DemoPortalPassword); status != http.StatusSeeOther {
 		t.Errorf("the demo user's sign-in at %s answered %d, want 303 to the portal", first.PortalURL, status)
@@ -525,6 +534,12 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 		t.Errorf("the rerun made a new development CA (%v)", err)
 	}
 	wantStatus(t, second.APIBaseURL+"/plans?limit=1", second.SandboxKey, http.StatusOK)
+	// A new control token each start: the first's no longer works.
+	if next := second.Secret(SMDPSim, "CONTROL_TOKEN"); next == token || next == "" {
+		t.Errorf("the rerun's CONTROL_TOKEN %q, want a new one", next)
+	}
+	wantStatus(t, second.URL(SMDPSim)+"/control/state", token, http.StatusUnauthorized)
+	wantStatus(t, second.URL(SMDPSim)+"/control/state", second.Secret(SMDPSim, "CONTROL_TOKEN"), http.StatusOK)
 	// The gateway's auth cache lives in Redis and outlives the restart;
 	// the design allows a revocation 5 s to take effect.
 	deadline := time.Now().Add(5 * time.Second)

@@ -119,6 +119,13 @@ WHERE user_id = sqlc.arg(user_id) AND revoked_at IS NULL;
 INSERT INTO invites (token_hash, account_id, email, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5);
 
+-- name: InviteByHash :one
+-- Read without a lock, so an unknown or spent token is refused before the
+-- password is hashed; InviteForUpdate decides.
+SELECT token_hash, account_id, email, created_at, expires_at, used_at
+FROM invites
+WHERE token_hash = $1;
+
 -- name: InviteForUpdate :one
 -- The row lock is what makes an invite single-use: a second accept of the
 -- same token waits here, then reads the invite as used.

@@ -121,6 +121,24 @@ func (s *Store) InsertInvite(ctx context.Context, inv accounts.InviteRecord) err
 	return nil
 }
 
+// Invite implements accounts.UserStore.
+func (s *Store) Invite(ctx context.Context, tokenHash []byte) (accounts.StoredInvite, error) {
+	row, err := s.q.InviteByHash(ctx, tokenHash)
+	if err != nil {
+		return accounts.StoredInvite{}, notFound(err, "select invite")
+	}
+	return accounts.StoredInvite{
+		InviteRecord: accounts.InviteRecord{
+			TokenHash: row.TokenHash,
+			AccountID: row.AccountID,
+			Email:     row.Email,
+			CreatedAt: row.CreatedAt.UTC(),
+			ExpiresAt: row.ExpiresAt.UTC(),
+		},
+		UsedAt: utc(row.UsedAt),
+	}, nil
+}
+
 // AcceptInvite implements accounts.UserStore. The invite's row lock is
 // taken first and held to the commit: a second accept of the token waits
 // for it, then reads the invite as used.

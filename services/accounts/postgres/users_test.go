@@ -76,3 +76,29 @@ func TestSignUpIsOneTransaction(t *testing.T) {
 		t.Errorf("SessionByHash(unknown) = %v, want ErrNotFound", err)
 	}
 }
+
+// Invite reads an invite back by its token's hash, used or not, and an
+// unknown hash as ErrNotFound.
+func TestInviteByHash(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	a := insertAccount(t, s, at(0))
+	inv := accounts.InviteRecord{TokenHash: hash("invite"), AccountID: a.ID, Email: "dan@example.com", CreatedAt: at(0), ExpiresAt: at(time.Hour)}
+	if err := s.InsertInvite(ctx, inv); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Invite(ctx, inv.TokenHash)
+	if err != nil || got.UsedAt != nil || got.Email != inv.Email || got.AccountID != a.ID || !got.ExpiresAt.Equal(inv.ExpiresAt) || string(got.TokenHash) != string(inv.TokenHash) {
+		t.Fatalf("Invite = %+v, %v; want %+v unused", got, err, inv)
+	}
+	if _, err := s.AcceptInvite(ctx, accounts.Acceptance{TokenHash: inv.TokenHash, At: at(time.Minute), NewUserID: uuid.New(), PasswordHash: phc,
+		Session: accounts.SessionRecord{TokenHash: hash("session"), CreatedAt: at(time.Minute), ExpiresAt: at(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Invite(ctx, inv.TokenHash); err != nil || got.UsedAt == nil || !got.UsedAt.Equal(at(time.Minute)) {
+		t.Errorf("Invite after it was accepted = %+v, %v; want used at %s", got, err, at(time.Minute))
+	}
+	if _, err := s.Invite(ctx, hash("unknown")); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("Invite(unknown) = %v, want ErrNotFound", err)
+	}
+}

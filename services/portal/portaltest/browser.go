@@ -2,7 +2,10 @@ package portaltest
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -48,6 +51,32 @@ func (p *Platform) NewBrowser() *Browser {
 		Jar:           jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+}
+
+// NewBrowserFrom is a browser without a session whose connections come
+// from addr, a loopback address (RandomLoopback), so that a test of the
+// per-address limits counts on an address of its own: every other test,
+// of this run or another, comes from 127.0.0.1, whose counters outlive a
+// test in Redis.
+func (p *Platform) NewBrowserFrom(addr string) *Browser {
+	b := p.NewBrowser()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}
+	b.Client.Transport = &http.Transport{DialContext: d.DialContext}
+	return b
+}
+
+// RandomLoopback is an address of 127.0.0.0/8 other than 127.0.0.1,
+// drawn at random. Linux routes the whole block to the loopback
+// interface; a connection from any of them reaches a server on
+// 127.0.0.1.
+func RandomLoopback() string {
+	b := make([]byte, 3)
+	for {
+		_, _ = rand.Read(b)
+		if b[2] != 0 && b[2] != 255 && (b[0] != 0 || b[1] != 0 || b[2] != 1) {
+			return fmt.Sprintf("127.%d.%d.%d", b[0], b[1], b[2])
+		}
+	}
 }
 
 // Do sends req as is (with the browser's cookies).

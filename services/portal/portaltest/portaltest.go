@@ -58,6 +58,10 @@ type Options struct {
 	// tests all come from 127.0.0.1), in a 15 minute window.
 	SignInLimitPerEmail, SignInLimitPerAddress int
 	SignInLimitWindow                          time.Duration
+	// Sign-ups and invite acceptances per address; Start's are 1,000
+	// (the tests all come from 127.0.0.1), in an hour.
+	SignUpLimitPerAddress int
+	SignUpLimitWindow     time.Duration
 	// RedisURL is the Redis of the sign-in counters; TEST_REDIS_URL, or
 	// the local one, when empty.
 	RedisURL string
@@ -149,6 +153,12 @@ func StartWith(t testing.TB, opt Options) *Platform {
 	if opt.SignInLimitWindow > 0 {
 		cfg.SignInLimitWindow = opt.SignInLimitWindow
 	}
+	if opt.SignUpLimitPerAddress > 0 {
+		cfg.SignUpLimitPerAddress = opt.SignUpLimitPerAddress
+	}
+	if opt.SignUpLimitWindow > 0 {
+		cfg.SignUpLimitWindow = opt.SignUpLimitWindow
+	}
 	portal, err := server.New(ctx, cfg, tel)
 	if err != nil {
 		t.Fatal(err)
@@ -171,8 +181,8 @@ func StartWith(t testing.TB, opt Options) *Platform {
 
 // Config is the portal's configuration for a test against the given
 // services, as the platform sets it but for plain-http cookies and a
-// per-address sign-in limit that the tests, all from 127.0.0.1, do not
-// reach.
+// per-address sign-in and sign-up limits that the tests, all from
+// 127.0.0.1, do not reach.
 func Config(accountsURL, walletURL, orderingURL, webhookURL, publicAPIURL, redisURL string) server.Config {
 	return server.Config{
 		AccountsURL:           config.BaseURL(accountsURL),
@@ -187,6 +197,8 @@ func Config(accountsURL, walletURL, orderingURL, webhookURL, publicAPIURL, redis
 		SignInLimitPerEmail:   5,
 		SignInLimitPerAddress: 1000,
 		SignInLimitWindow:     15 * time.Minute,
+		SignUpLimitPerAddress: 1000,
+		SignUpLimitWindow:     time.Hour,
 	}
 }
 

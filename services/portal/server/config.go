@@ -25,8 +25,8 @@ type Config struct {
 	// InternalToken is the portal's credential ("portal") for the
 	// services it calls; they hold its SHA-256 in their CALLERS.
 	InternalToken config.Secret `env:"INTERNAL_TOKEN, required"`
-	// RedisURL names the Redis of the sign-in counters; its password never
-	// shows.
+	// RedisURL names the Redis of the sign-in and sign-up counters and of
+	// new API keys until their page shows them; its password never shows.
 	RedisURL config.SecretURL `env:"REDIS_URL, default=redis://127.0.0.1:6379/0"`
 	// PublicAPIURL is the partner API's base (http://127.0.0.1:8080/v1),
 	// for the curl examples; its origin serves the eSIMs' QR images.
@@ -41,6 +41,10 @@ type Config struct {
 	SignInLimitPerEmail   int           `env:"SIGNIN_LIMIT_PER_EMAIL, default=5"`
 	SignInLimitPerAddress int           `env:"SIGNIN_LIMIT_PER_ADDRESS, default=20"`
 	SignInLimitWindow     time.Duration `env:"SIGNIN_LIMIT_WINDOW, default=15m"`
+	// Sign-ups and invite acceptances, successful or not, allowed per
+	// client address within a window.
+	SignUpLimitPerAddress int           `env:"SIGNUP_LIMIT_PER_ADDRESS, default=10"`
+	SignUpLimitWindow     time.Duration `env:"SIGNUP_LIMIT_WINDOW, default=1h"`
 	Telemetry             telemetry.Config
 }
 
@@ -65,6 +69,12 @@ func (c Config) Validate() error {
 	}
 	if c.SignInLimitWindow < time.Second || c.SignInLimitWindow > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("SIGNIN_LIMIT_WINDOW %s: must be from 1s to 24h", c.SignInLimitWindow))
+	}
+	if c.SignUpLimitPerAddress < 1 || c.SignUpLimitPerAddress > 1_000_000 {
+		errs = append(errs, fmt.Errorf("SIGNUP_LIMIT_PER_ADDRESS %d: must be from 1 to 1000000", c.SignUpLimitPerAddress))
+	}
+	if c.SignUpLimitWindow < time.Second || c.SignUpLimitWindow > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("SIGNUP_LIMIT_WINDOW %s: must be from 1s to 24h", c.SignUpLimitWindow))
 	}
 	if err := redisurl.Check(c.RedisURL.Reveal()); err != nil {
 		errs = append(errs, fmt.Errorf("REDIS_URL %s: %w", c.RedisURL, err))

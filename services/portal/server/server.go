@@ -27,11 +27,12 @@ type Server struct {
 }
 
 // New wires the portal. Redis being down at start is no error: /readyz
-// says so, and sign-ins fail until it answers.
+// says so, and sign-ins, sign-ups and new keys fail until it answers.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
 	log := tel.Logger
 
-	// 1. Redis: the sign-in counters.
+	// 1. Redis: the sign-in and sign-up counters, and new keys until
+	// their page shows them.
 	rdb, err := redis.Connect(cfg.RedisURL.Reveal())
 	if err != nil {
 		return nil, err
@@ -47,9 +48,13 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Wallet:   walletv1.NewWalletProtobufClient(string(cfg.WalletURL), hc),
 		Ordering: orderingv1.NewOrderingProtobufClient(string(cfg.OrderingURL), hc),
 		Webhook:  webhookv1.NewWebhookProtobufClient(string(cfg.WebhookURL), hc),
-		Limiter: redis.NewSignInLimiter(rdb, portal.SignInLimits{
+		SignIns: redis.NewSignInLimiter(rdb, portal.SignInLimits{
 			PerEmail: cfg.SignInLimitPerEmail, PerAddress: cfg.SignInLimitPerAddress, Window: cfg.SignInLimitWindow,
 		}),
+		SignUps: redis.NewSignUpLimiter(rdb, portal.SignUpLimits{
+			PerAddress: cfg.SignUpLimitPerAddress, Window: cfg.SignUpLimitWindow,
+		}),
+		NewKeys:       redis.NewNewKeys(rdb),
 		PublicAPIURL:  string(cfg.PublicAPIURL),
 		SecureCookies: cfg.SecureCookies,
 		Log:           log,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/twitchtv/twirp"
 
@@ -30,6 +31,9 @@ func (a *App) signUp(w http.ResponseWriter, r *http.Request) {
 	form := map[string]string{
 		"email": strings.TrimSpace(r.PostFormValue("email")), "account_name": strings.TrimSpace(r.PostFormValue("account_name")),
 		"currency": r.PostFormValue("currency"),
+	}
+	if !a.claimSignUp(w, r, "signup.html", view{Title: "Create your account", Form: form, Data: signUpData{currencies}}) {
+		return
 	}
 	res, err := a.Accounts.SignUp(r.Context(), &accountsv1.SignUpRequest{
 		Email: form["email"], Password: r.PostFormValue("password"), AccountName: form["account_name"], Currency: form["currency"],
@@ -63,40 +67,67 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.PostFormValue("next"))
 	form := map[string]string{"email": email, "next": next}
 
-	// Checked before accounts is asked, so a guesser over the limit
+	// Claimed before accounts is asked, so a guesser over the limit
 	// learns nothing, not even a right password, and costs accounts
-	// nothing.
-	allowed, wait, err := a.Limiter.Check(r.Context(), strings.ToLower(email), clientAddress(r))
+	// nothing; and claimed, not merely checked, so parallel attempts
+	// cannot all pass the check before the first failure is counted.
+	addr := clientAddress(r)
+	allowed, wait, err := a.SignIns.Claim(r.Context(), strings.ToLower(email), addr)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	if !allowed {
-		minutes := int(math.Ceil(wait.Minutes()))
-		if minutes < 1 {
-			minutes = 1
-		}
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
-		a.render(w, r, http.StatusTooManyRequests, "signin.html", view{Title: "Sign in", Form: form,
-			Error: fmt.Sprintf("Too many sign-in attempts; try again in %d %s.", minutes, plural(minutes, "minute", "minutes"))})
+		a.tooMany(w, r, wait, "signin.html", view{Title: "Sign in", Form: form}, "sign-in attempts")
 		return
 	}
 
 	res, err := a.Accounts.SignIn(r.Context(), &accountsv1.SignInRequest{Email: email, Password: r.PostFormValue("password")})
 	switch {
-	case err == nil:
-		a.setSessionCookie(w, res)
-		http.Redirect(w, r, next, http.StatusSeeOther)
 	case code(err) == twirp.Unauthenticated, code(err) == twirp.InvalidArgument:
-		// A malformed email is as wrong as an unknown one.
-		if err := a.Limiter.Failed(r.Context(), strings.ToLower(email), clientAddress(r)); err != nil {
-			a.fail(w, r, err)
-			return
-		}
+		// A failure: the attempt stays counted. A malformed email is as
+		// wrong as an unknown one.
 		a.render(w, r, http.StatusUnauthorized, "signin.html", view{Title: "Sign in", Form: form, Error: signInFailed})
-	default:
-		a.fail(w, r, err)
+		return
 	}
+	// Signed in, or no verdict (accounts failed): not a failed sign-in,
+	// so the attempt is given back.
+	if rerr := a.SignIns.Release(r.Context(), strings.ToLower(email), addr); rerr != nil {
+		// The attempt stays counted: one closer to the limit, no worse.
+		a.Log.WarnContext(r.Context(), "could not give back a sign-in attempt", "err", rerr)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.setSessionCookie(w, res)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// tooMany answers a form over its limit: page with v and an error naming
+// what was limited, 429 and Retry-After.
+func (a *App) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, page string, v view, what string) {
+	minutes := max(int(math.Ceil(wait.Minutes())), 1)
+	w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+	v.Error = fmt.Sprintf("Too many %s; try again in %d %s.", what, minutes, plural(minutes, "minute", "minutes"))
+	a.render(w, r, http.StatusTooManyRequests, page, v)
+}
+
+// claimSignUp claims an attempt of the client's address at a form that
+// makes a user (sign-up, invite acceptance), before accounts is asked to
+// hash a password; false when it has answered instead: the limit's page
+// (page with v) or the error page.
+func (a *App) claimSignUp(w http.ResponseWriter, r *http.Request, page string, v view) bool {
+	allowed, wait, err := a.SignUps.Claim(r.Context(), clientAddress(r))
+	if err != nil {
+		a.fail(w, r, err)
+		return false
+	}
+	if !allowed {
+		a.tooMany(w, r, wait, page, v, "attempts from your address")
+		return false
+	}
+	return true
 }
 
 func plural(n int, one, many string) string {
@@ -108,7 +139,8 @@ func plural(n int, one, many string) string {
 
 // clientAddress is the address the request came from. Forwarded headers
 // are not read: anyone can send them. Behind a proxy every visitor shares
-// its address, which SIGNIN_LIMIT_PER_ADDRESS must then allow for.
+// its address, which SIGNIN_LIMIT_PER_ADDRESS and SIGNUP_LIMIT_PER_ADDRESS
+// must then allow for.
 func clientAddress(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -132,6 +164,9 @@ func (a *App) invitePage(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	token := r.PathValue("token")
+	if !a.claimSignUp(w, r, "invite.html", view{Title: "Join your team", Data: token}) {
+		return
+	}
 	res, err := a.Accounts.AcceptInvite(r.Context(), &accountsv1.AcceptInviteRequest{Token: token, Password: r.PostFormValue("password")})
 	if err != nil {
 		v := view{Title: "Join your team", Errors: map[string]string{}, Data: token}

@@ -24,7 +24,8 @@ import (
 
 // TestInABrowser walks what a partner does in the portal, in Debian's
 // Chromium driven headless: signs up, switches to the sandbox, creates a
-// key and reads it off the page, tops the balance up, orders with that
+// key and reads it off the page (and reloads that page, to see the secret
+// gone and no second key), tops the balance up, orders with that
 // key through the API, sees the order with its QR image loaded (and
 // decodes the image to the activation code shown), sets a local receiver
 // as the webhook URL, sends a test event and sees its attempt, revokes
@@ -111,6 +112,25 @@ func TestInABrowser(t *testing.T) {
 	shoot("key-created")
 	if !strings.HasPrefix(secret, "sk_sandbox_") {
 		t.Fatalf("the page shows the key %q", secret)
+	}
+	at("the new key's page", "/sandbox/new-key/")
+	// A reload of the page that showed the secret shows it no more and
+	// makes no second key: the form's POST is behind a redirect.
+	var page string
+	var keyRows int
+	run("reload the new key's page", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`main`)),
+		into(&page, chromedp.OuterHTML(chromedp.CSS("html"))))
+	if strings.Contains(page, `id="secret"`) {
+		t.Fatal("the reloaded page shows a secret")
+	}
+	at("reloaded", "/sandbox/keys?done=shown")
+	run("the keys", into(&keyRows, chromedp.Evaluate[int](`document.querySelectorAll('a[href$="/revoke"]').length`)))
+	shoot("key-reloaded")
+	if strings.Contains(page, secret) || !strings.Contains(page, "shown only once") {
+		t.Error("the reloaded page shows the secret, or does not say it was shown")
+	}
+	if keyRows != 1 {
+		t.Errorf("%d keys listed after creating one and reloading, want 1", keyRows)
 	}
 
 	// Free sandbox money, then an order through the API with the key.

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,9 +98,7 @@ func (a *App) overview(w http.ResponseWriter, r *http.Request, e envRequest) {
 // --- API keys
 
 type keysData struct {
-	Keys    []*accountsv1.ApiKey
-	Created *accountsv1.CreateKeyResponse
-	Secret  string
+	Keys []*accountsv1.ApiKey
 }
 
 // envKeys lists every key of the account in e's environment, newest first.
@@ -136,8 +136,11 @@ func (a *App) keysPage(w http.ResponseWriter, r *http.Request, e envRequest, sta
 
 func (a *App) keys(w http.ResponseWriter, r *http.Request, e envRequest) {
 	a.keysPage(w, r, e, http.StatusOK, func(v *view) {
-		if r.URL.Query().Get("done") == "revoked" {
+		switch r.URL.Query().Get("done") {
+		case "revoked":
 			v.Notice = "The key was revoked: the API refuses it within a few seconds."
+		case "shown":
+			v.Notice = "A new key's secret is shown only once. If you did not copy it, create another key and revoke the one you lost."
 		}
 	})
 }
@@ -159,7 +162,84 @@ func (a *App) createKey(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.fail(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "key_created.html", envView(e, "Your new API key", "keys", keysData{Created: res, Secret: res.GetSecret()}))
+	// Post/Redirect/Get: the secret is shown by the page this redirects
+	// to, once, so that reloading what the browser shows never sends the
+	// form again and makes a second key. If the secret cannot be kept
+	// for that page the key exists unseen: the list shows it, to revoke.
+	id := portal.NewKeyID()
+	sealed, key, err := portal.SealNewKey(portal.NewKey{Name: res.GetKey().GetName(), Secret: res.GetSecret()}, newKeyBinding(e, id))
+	if err == nil {
+		err = a.NewKeys.Put(r.Context(), id, sealed, portal.NewKeyTTL)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	page := newKeyPath(e, id)
+	http.SetCookie(w, &http.Cookie{
+		Name: NewKeyCookie, Value: base64.RawURLEncoding.EncodeToString(key), Path: page, MaxAge: int(portal.NewKeyTTL.Seconds()),
+		HttpOnly: true, Secure: a.SecureCookies, SameSite: http.SameSiteStrictMode,
+	})
+	http.Redirect(w, r, page, http.StatusSeeOther)
+}
+
+// NewKeyCookie holds the key that opens a new API key's sealed secret,
+// scoped to that key's page alone.
+const NewKeyCookie = "esim_new_key"
+
+func newKeyPath(e envRequest, id string) string { return "/" + string(e.env) + "/new-key/" + id }
+
+// newKeyBinding ties a sealed new key to the account, environment and
+// page it was made for: another account's session cannot open it, even
+// with the cookie.
+func newKeyBinding(e envRequest, id string) string {
+	return "portal new key\x00" + e.accountID() + "\x00" + string(e.env) + "\x00" + id
+}
+
+type newKeyData struct{ Name, Secret string }
+
+// keyCreated shows a new key's secret, once: the cookie is cleared and
+// the sealed secret taken out of Redis as it is shown. Without either
+// (a reload, another browser, too late) it sends to the keys page, which
+// says the secret was shown already.
+func (a *App) keyCreated(w http.ResponseWriter, r *http.Request, e envRequest) {
+	id := r.PathValue("id")
+	if !portal.ValidNewKeyID(id) {
+		a.notFound(w, r)
+		return
+	}
+	page := newKeyPath(e, id)
+	http.SetCookie(w, &http.Cookie{
+		Name: NewKeyCookie, Value: "", Path: page, MaxAge: -1,
+		HttpOnly: true, Secure: a.SecureCookies, SameSite: http.SameSiteStrictMode,
+	})
+	shown := func() { http.Redirect(w, r, "/"+string(e.env)+"/keys?done=shown", http.StatusSeeOther) }
+	c, err := r.Cookie(NewKeyCookie)
+	if err != nil {
+		shown()
+		return
+	}
+	key, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		shown()
+		return
+	}
+	sealed, err := a.NewKeys.Take(r.Context(), id)
+	if errors.Is(err, portal.ErrNotFound) {
+		shown()
+		return
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	k, err := portal.OpenNewKey(sealed, key, newKeyBinding(e, id))
+	if err != nil {
+		// Another account's page, or a cookie not made here.
+		shown()
+		return
+	}
+	a.render(w, r, http.StatusOK, "key_created.html", envView(e, "Your new API key", "keys", newKeyData{Name: k.Name, Secret: k.Secret}))
 }
 
 // envKey finds key id of the account in e's environment.

@@ -28,7 +28,12 @@ type Deps struct {
 	Wallet   walletv1.Wallet
 	Ordering orderingv1.Ordering
 	Webhook  webhookv1.Webhook
-	Limiter  portal.SignInLimiter
+	// SignIns limits failed sign-ins; SignUps sign-ups and invite
+	// acceptances.
+	SignIns portal.SignInLimiter
+	SignUps portal.SignUpLimiter
+	// NewKeys holds a new API key's sealed secret until its page shows it.
+	NewKeys portal.NewKeys
 	// PublicAPIURL is the partner API's base, for curl examples; its
 	// origin serves the QR images the order pages show.
 	PublicAPIURL  string
@@ -81,6 +86,7 @@ func New(d Deps) (*App, error) {
 		handle("GET "+e+"/{$}", a.inEnv(env, a.overview))
 		handle("GET "+e+"/keys", a.inEnv(env, a.keys))
 		handle("POST "+e+"/keys", a.inEnv(env, a.createKey))
+		handle("GET "+e+"/new-key/{id}", a.inEnv(env, a.keyCreated))
 		handle("GET "+e+"/keys/{id}/revoke", a.inEnv(env, a.revokePage))
 		handle("POST "+e+"/keys/{id}/revoke", a.inEnv(env, a.revokeKey))
 		handle("GET "+e+"/webhooks", a.inEnv(env, a.webhooks))

@@ -8,12 +8,16 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/portal/portaltest"
+	"github.com/esimplatform/esim/services/portal/redis"
+	"github.com/esimplatform/esim/services/portal/web"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
 
@@ -49,12 +53,18 @@ func api(t *testing.T, p *portaltest.Platform, method, path, key, body string) (
 
 var secretField = regexp.MustCompile(`id="secret" type="text" readonly value="([^"]+)"`)
 
-// createKey creates a key named name through the portal and returns its
-// secret.
+var newKeyPage = regexp.MustCompile(`^/(sandbox|live)/new-key/[0-9a-f]{32}$`)
+
+// createKey creates a key named name through the portal, follows the
+// redirect to the page that shows it, and returns its secret.
 func createKey(t *testing.T, u *portaltest.User, env, name string) string {
 	t.Helper()
 	res := u.Post("/"+env+"/keys", url.Values{"name": {name}})
-	must(t, "create key", res, http.StatusOK, "shown only once", "Copy")
+	if res.Status != http.StatusSeeOther || !newKeyPage.MatchString(res.Location()) {
+		t.Fatalf("create key: %d %s, want 303 to its page\n%.2000s", res.Status, res.Location(), res.Body)
+	}
+	res = u.Get(res.Location())
+	must(t, "new key", res, http.StatusOK, "shown only once", "Copy", name)
 	m := secretField.FindStringSubmatch(res.Body)
 	if m == nil || !strings.HasPrefix(m[1], "sk_"+env+"_") {
 		t.Fatalf("no %s secret on the page:\n%s", env, res.Body)
@@ -424,4 +434,209 @@ func TestAccountNameIsEscaped(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("readyz: %v %v", resp, err)
 	}
+}
+
+// Parallel wrong passwords are stopped at the limit exactly: each attempt
+// is claimed before accounts is asked, so no number of them racing
+// through a check gets more than the limit's guesses. Sign-ins that
+// succeed give their attempt back.
+func TestParallelSignInsStopAtTheLimit(t *testing.T) {
+	const limit, attempts = 5, 16
+	p := portaltest.StartWith(t, portaltest.Options{SignInLimitPerEmail: limit})
+	u := p.SignUp("", "USD")
+	addr := portaltest.RandomLoopback()
+	signIn := func(password string) portaltest.Response {
+		return p.NewBrowserFrom(addr).Post("/signin", url.Values{"email": {u.Email}, "password": {password}})
+	}
+	// More successes than the limit, one after another: none counts.
+	for i := range limit + 2 {
+		if res := signIn(u.Password); res.Status != http.StatusSeeOther {
+			t.Fatalf("sign-in %d with the right password: %d", i+1, res.Status)
+		}
+	}
+
+	statuses := make([]int, attempts)
+	var wg sync.WaitGroup
+	for i := range attempts {
+		wg.Go(func() { statuses[i] = signIn("wrong password " + strconv.Itoa(i)).Status })
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusUnauthorized] != limit || count[http.StatusTooManyRequests] != attempts-limit {
+		t.Fatalf("%d parallel wrong passwords against a limit of %d: %v, want %d × 401 and %d × 429",
+			attempts, limit, count, limit, attempts-limit)
+	}
+	// At the limit, even the right password is refused, and no session
+	// is made.
+	b := p.NewBrowserFrom(addr)
+	res := b.Post("/signin", url.Values{"email": {u.Email}, "password": {u.Password}})
+	must(t, "the right password at the limit", res, http.StatusTooManyRequests, "Too many sign-in attempts")
+	if b.SessionCookie() != nil {
+		t.Error("a session at the limit")
+	}
+}
+
+// Sign-ups and invite acceptances share a per-address limit; every
+// attempt counts, and over it accounts is not asked: no account, no user.
+func TestSignUpsAndInvitesArePerAddressLimited(t *testing.T) {
+	const limit = 3
+	p := portaltest.StartWith(t, portaltest.Options{SignUpLimitPerAddress: limit})
+	owner, err := p.Accounts.CreateAccount(context.Background(), &accountsv1.CreateAccountRequest{Name: "Inviting Co", Currency: "USD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := portaltest.RandomLoopback()
+	signUp := func(email, password string) portaltest.Response {
+		return p.NewBrowserFrom(addr).Post("/signup", url.Values{"email": {email}, "password": {password}, "account_name": {"Limited Co"}, "currency": {"USD"}})
+	}
+	// A failed attempt counts as a successful one does.
+	must(t, "a short password", signUp(portaltest.UniqueEmail("limited"), "x"), http.StatusBadRequest, "Password must be at least")
+	if res := signUp(portaltest.UniqueEmail("limited"), portaltest.Password); res.Status != http.StatusSeeOther {
+		t.Fatalf("sign-up 2: %d %s", res.Status, res.Body)
+	}
+	inv, err := p.Accounts.InviteUser(context.Background(), &accountsv1.InviteUserRequest{AccountId: owner.GetId(), Email: portaltest.UniqueEmail("invitee")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, "an invite with a short password", p.NewBrowserFrom(addr).Post("/invite/"+inv.GetToken(), url.Values{"password": {"x"}}),
+		http.StatusBadRequest, "Password must be at least")
+
+	// The limit is reached: a sign-up and the invite, valid, are refused.
+	late := portaltest.UniqueEmail("late")
+	res := signUp(late, portaltest.Password)
+	must(t, "a sign-up over the limit", res, http.StatusTooManyRequests, "Too many attempts from your address; try again in 60 minutes", late)
+	if res.Header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	b := p.NewBrowserFrom(addr)
+	must(t, "an invite over the limit", b.Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}),
+		http.StatusTooManyRequests, "Too many attempts from your address")
+	if b.SessionCookie() != nil {
+		t.Error("a session over the limit")
+	}
+	// Neither reached accounts: the email has no user, the invite is
+	// still unused.
+	if res := p.NewBrowser().Post("/signin", url.Values{"email": {late}, "password": {portaltest.Password}}); res.Status != http.StatusUnauthorized {
+		t.Errorf("the refused sign-up's email signs in: %d", res.Status)
+	}
+	other := p.NewBrowserFrom(portaltest.RandomLoopback())
+	if res := other.Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}); res.Status != http.StatusSeeOther {
+		t.Errorf("the invite from another address after the refusal: %d %s", res.Status, res.Body)
+	}
+	// Other addresses are not limited by this one.
+	if res := p.NewBrowserFrom(portaltest.RandomLoopback()).Post("/signup", url.Values{"email": {portaltest.UniqueEmail("else")}, "password": {portaltest.Password}, "account_name": {"Else"}, "currency": {"USD"}}); res.Status != http.StatusSeeOther {
+		t.Errorf("a sign-up from another address: %d", res.Status)
+	}
+}
+
+// A new key's secret is on a page of its own, reached by a redirect after
+// the form's POST and shown once: a reload shows no secret and makes no
+// key. Meanwhile Redis holds it sealed, for two minutes at most, and only
+// the browser that made it holds what opens it.
+func TestNewKeyIsShownOnce(t *testing.T) {
+	ctx := context.Background()
+	p := portaltest.Start(t)
+	u := p.SignUp("Once Co", "USD")
+	rdb, err := redis.Connect(portaltest.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	created := u.Post("/sandbox/keys", url.Values{"name": {"once"}})
+	page := created.Location()
+	if created.Status != http.StatusSeeOther || !newKeyPage.MatchString(page) {
+		t.Fatalf("create key: %d %s, want 303 to its page", created.Status, page)
+	}
+	if strings.Contains(created.Body, "sk_sandbox_") {
+		t.Error("the POST's answer holds the secret")
+	}
+	raw := strings.Join(created.Header.Values("Set-Cookie"), "\n")
+	for _, want := range []string{web.NewKeyCookie + "=", "Path=" + page + ";", "HttpOnly", "SameSite=Strict", "Max-Age=120"} {
+		if !strings.Contains(raw+";", want) {
+			t.Errorf("Set-Cookie %q lacks %s", raw, want)
+		}
+	}
+	id := page[strings.LastIndexByte(page, '/')+1:]
+	sealed, err := rdb.Get(ctx, redis.NewKeyKey(id)).Bytes()
+	if err != nil {
+		t.Fatalf("nothing kept in Redis for %s: %v", id, err)
+	}
+	if ttl := rdb.PTTL(ctx, redis.NewKeyKey(id)).Val(); ttl <= 0 || ttl > 2*time.Minute {
+		t.Errorf("the sealed key expires in %s, want within 2 minutes", ttl)
+	}
+
+	// Another browser of the same user, without the cookie: no secret,
+	// and the secret still waits for its own browser.
+	other := p.SignIn(u.Email, u.Password)
+	if res := other.Get(page); res.Status != http.StatusSeeOther || res.Location() != "/sandbox/keys?done=shown" {
+		t.Errorf("the page without its cookie: %d %s", res.Status, res.Location())
+	}
+
+	res := u.Get(page)
+	must(t, "the new key's page", res, http.StatusOK, "shown only once", "once")
+	m := secretField.FindStringSubmatch(res.Body)
+	if m == nil || !strings.HasPrefix(m[1], "sk_sandbox_") {
+		t.Fatalf("no secret on the page:\n%s", res.Body)
+	}
+	secret := m[1]
+	if strings.Contains(string(sealed), secret) || strings.Contains(string(sealed), "sk_sandbox_") {
+		t.Error("Redis held the secret readable")
+	}
+	if status, body := api(t, p, http.MethodGet, "/plans?limit=1", secret, ""); status != http.StatusOK {
+		t.Fatalf("the shown key on the API: %d %s", status, body)
+	}
+	if n := rdb.Exists(ctx, redis.NewKeyKey(id)).Val(); n != 0 {
+		t.Error("the sealed key is still in Redis after it was shown")
+	}
+	if !strings.Contains(strings.Join(res.Header.Values("Set-Cookie"), ""), "Max-Age=0") {
+		t.Errorf("the page does not clear its cookie: %v", res.Header.Values("Set-Cookie"))
+	}
+
+	// A reload, and a replay of the cookie: no secret, no new key.
+	reload := u.Get(page)
+	if reload.Status != http.StatusSeeOther || reload.Location() != "/sandbox/keys?done=shown" || strings.Contains(reload.Body, "sk_sandbox_") {
+		t.Errorf("the page reloaded: %d %s", reload.Status, reload.Location())
+	}
+	replay := p.SignIn(u.Email, u.Password)
+	replay.Client.Jar.SetCookies(mustURL(t, p.URL+page), []*http.Cookie{{Name: web.NewKeyCookie, Value: cookieValue(raw), Path: page}})
+	if res := replay.Get(page); res.Status != http.StatusSeeOther || strings.Contains(res.Body, "sk_sandbox_") {
+		t.Errorf("the cookie replayed: %d %s", res.Status, res.Body)
+	}
+	keys := u.Get("/sandbox/keys?done=shown")
+	must(t, "keys after the reload", keys, http.StatusOK, "shown only once", secret[:len("sk_sandbox_")+4])
+	if n := strings.Count(keys.Body, "/revoke\""); n != 1 || strings.Contains(keys.Body, secret) {
+		t.Errorf("the keys page lists %d keys after one creation and a reload, or shows the secret", n)
+	}
+
+	// Another account's session, even with the cookie, opens nothing.
+	created = u.Post("/sandbox/keys", url.Values{"name": {"second"}})
+	page = created.Location()
+	thief := p.SignUp("Thief Co", "USD")
+	thief.Client.Jar.SetCookies(mustURL(t, p.URL+page), []*http.Cookie{{Name: web.NewKeyCookie, Value: cookieValue(strings.Join(created.Header.Values("Set-Cookie"), "\n")), Path: page}})
+	if res := thief.Get(page); res.Status != http.StatusSeeOther || strings.Contains(res.Body, "sk_sandbox_") {
+		t.Errorf("another account with the cookie: %d\n%s", res.Status, res.Body)
+	}
+	must(t, "a malformed new key id", u.Get("/sandbox/new-key/nope"), http.StatusNotFound)
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// cookieValue is the new key cookie's value in Set-Cookie lines.
+func cookieValue(setCookie string) string {
+	m := regexp.MustCompile(web.NewKeyCookie + `=([^;]+)`).FindStringSubmatch(setCookie)
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }

@@ -1,11 +1,15 @@
 // Package control is the simulator's control API: tests and operators read
-// its state and inject faults over plain HTTP JSON. It is unauthenticated,
-// so it is off in production (CONTROL_API).
+// its state and inject faults over plain HTTP JSON. Every call must carry
+// the bearer token CONTROL_TOKEN: anything else that reaches the port (a
+// webhook aimed at loopback, a page in a developer's browser) must not
+// wipe or stall the simulator. It is off in production (CONTROL_API).
 package control
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +42,10 @@ type drainBody struct {
 	ProfileType string `json:"profileType"`
 }
 
-// Handler serves the control API of sim under Prefix.
-func Handler(sim *smdpsim.Sim) http.Handler {
+// Handler serves the control API of sim under Prefix to callers that
+// present token as "Authorization: Bearer <token>"; an empty token admits
+// no one.
+func Handler(sim *smdpsim.Sim, token []byte) http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, h http.HandlerFunc) {
 		route := pattern[strings.IndexByte(pattern, ' ')+1:]
@@ -98,7 +104,24 @@ func Handler(sim *smdpsim.Sim) http.Handler {
 		sim.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	return mux
+	return requireToken(token, mux)
+}
+
+// requireToken answers 401 unless the request presents token. Both sides
+// are hashed before the constant-time comparison, so neither the time nor
+// the length of a wrong guess says anything about the token.
+func requireToken(token []byte, next http.Handler) http.Handler {
+	want := sha256.Sum256(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		presented, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(presented))
+		if !ok || len(token) == 0 || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="smdp-sim control"`)
+			writeError(w, http.StatusUnauthorized, "authorization: want Authorization: Bearer <CONTROL_TOKEN>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // decode reads a JSON body strictly: a misspelt field would otherwise
@@ -149,6 +172,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type Client struct {
 	// BaseURL is the simulator's HTTP address, such as http://127.0.0.1:8080.
 	BaseURL string
+	// Token is the simulator's CONTROL_TOKEN.
+	Token string
 	// HTTP is http.DefaultClient when nil.
 	HTTP *http.Client
 }
@@ -203,6 +228,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any, want int, 
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

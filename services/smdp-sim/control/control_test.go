@@ -2,6 +2,8 @@ package control_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,15 +15,95 @@ import (
 	"github.com/esimplatform/esim/libs/httpserver/httpservertest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+	"github.com/esimplatform/esim/services/smdp-sim/control"
 	"github.com/esimplatform/esim/services/smdp-sim/server"
 	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 )
 
-func post(t *testing.T, url, body string) (int, string) {
+// call sends a control request with the Authorization header auth ("":
+// none).
+func call(t *testing.T, method, url, auth, body string) (int, http.Header, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	return httpservertest.Do(t, req)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// post sends a control request with sim's token.
+func post(t *testing.T, sim *smdpsimtest.Sim, path, body string) (int, string) {
+	t.Helper()
+	status, _, got := call(t, http.MethodPost, sim.ControlURL+path, "Bearer "+sim.ControlToken, body)
+	return status, got
+}
+
+// Every control call without the token, or with another, is a 401 in the
+// API's error shape and changes nothing; with it, the same calls work.
+func TestControlRequiresTheToken(t *testing.T) {
+	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "a:2"})
+	ctx := context.Background()
+	if err := sim.Control.AddFault(ctx, smdpsim.Fault{Function: "downloadOrder", Mode: "fail", Count: 3}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(sim.State(t))
+	calls := []struct{ method, path, body string }{
+		{http.MethodGet, "/control/state", ""},
+		{http.MethodPost, "/control/faults", `{"function":"confirmOrder","mode":"fail"}`},
+		{http.MethodDelete, "/control/faults", ""},
+		{http.MethodPost, "/control/drain", `{"profileType":"a"}`},
+		{http.MethodPost, "/control/reset", ""},
+		{http.MethodGet, "/control/nothing", ""},
+	}
+	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer wrong-token", "Bearer " + sim.ControlToken + "x", "bearer " + sim.ControlToken,
+		"Basic " + sim.ControlToken, "Bearer " + sim.ControlToken[:len(sim.ControlToken)-1]} {
+		for _, c := range calls {
+			status, header, body := call(t, c.method, sim.ControlURL+c.path, auth, c.body)
+			if status != http.StatusUnauthorized || !strings.HasPrefix(header.Get("WWW-Authenticate"), "Bearer") ||
+				header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"error":"authorization: `) {
+				t.Errorf("%s %s with Authorization %q: %d %v %s, want a 401 in the error shape", c.method, c.path, auth, status, header, body)
+			}
+		}
+	}
+	if after, _ := json.Marshal(sim.State(t)); string(after) != string(before) {
+		t.Errorf("refused calls changed the simulator:\n%s\n%s", before, after)
+	}
+	for _, c := range calls[:5] {
+		if status, _, body := call(t, c.method, sim.ControlURL+c.path, "Bearer "+sim.ControlToken, c.body); status >= 300 {
+			t.Errorf("%s %s with the token: %d %s", c.method, c.path, status, body)
+		}
+	}
+	if st := sim.State(t); len(st.Faults) != 0 {
+		t.Errorf("after reset with the token: %+v", st)
+	}
+	// A client with another token is refused, saying so.
+	wrong := &control.Client{BaseURL: sim.ControlURL, Token: "wrong"}
+	if err := wrong.Reset(ctx); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("Reset with a wrong token: %v", err)
+	}
+}
+
+// An empty token admits no one, whatever a caller sends.
+func TestEmptyTokenAdmitsNoOne(t *testing.T) {
+	sim, err := smdpsim.New(smdpsim.Config{SMDPAddress: "smdp.example", Pools: []smdpsim.Pool{{ProfileType: "a", Count: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	ts := httptest.NewServer(control.Handler(sim, nil))
+	defer ts.Close()
+	for _, auth := range []string{"", "Bearer ", "Bearer"} {
+		if status, _, _ := call(t, http.MethodPost, ts.URL+"/control/reset", auth, ""); status != http.StatusUnauthorized {
+			t.Errorf("reset with Authorization %q and no token configured: %d", auth, status)
+		}
+	}
 }
 
 func TestFaultValidationNamesTheField(t *testing.T) {
@@ -36,12 +118,12 @@ func TestFaultValidationNamesTheField(t *testing.T) {
 		"hang":        `{"function":"downloadOrder","mode":"hang","hang":"forever"}`,
 		"countt":      `{"function":"downloadOrder","mode":"fail","countt":1}`,
 	} {
-		status, got := post(t, sim.ControlURL+"/control/faults", body)
+		status, got := post(t, sim, "/control/faults", body)
 		if status != http.StatusBadRequest || !strings.Contains(got, `"error"`) || !strings.Contains(got, field) {
 			t.Errorf("%s: %d %s, want a 400 naming %s", body, status, got, field)
 		}
 	}
-	status, got := post(t, sim.ControlURL+"/control/faults", `{"function":"confirmOrder","mode":"hang","hang":"2s","count":1}`)
+	status, got := post(t, sim, "/control/faults", `{"function":"confirmOrder","mode":"hang","hang":"2s","count":1}`)
 	if status != http.StatusCreated || !strings.Contains(got, `"id":"`) || !strings.Contains(got, `"hang":"2s"`) {
 		t.Fatalf("valid fault: %d %s", status, got)
 	}
@@ -98,7 +180,7 @@ func TestControlAPIOffIsNotFound(t *testing.T) {
 	if status, _ := httpservertest.Get(t, ts.URL+"/control/state"); status != http.StatusNotFound {
 		t.Fatalf("GET /control/state with the control API off: %d", status)
 	}
-	if status, _ := post(t, ts.URL+"/control/reset", ""); status != http.StatusNotFound {
+	if status, _, _ := call(t, http.MethodPost, ts.URL+"/control/reset", "", ""); status != http.StatusNotFound {
 		t.Fatalf("POST /control/reset with the control API off: %d", status)
 	}
 	if status, _ := httpservertest.Get(t, ts.URL+"/readyz"); status != http.StatusOK {

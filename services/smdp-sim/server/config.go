@@ -31,11 +31,18 @@ type Config struct {
 	// ProfileTypes are the pools, as type:count entries separated by
 	// commas.
 	ProfileTypes string `env:"PROFILE_TYPES, default=esim-travel:10000"`
-	// ControlAPI serves /control/ (state, faults) on HTTP_ADDR. It is
-	// unauthenticated: off in production.
+	// ControlAPI serves /control/ (state, faults, reset) on HTTP_ADDR:
+	// off in production.
 	ControlAPI bool `env:"CONTROL_API, default=false"`
-	Telemetry  telemetry.Config
+	// ControlToken is the bearer token every control call must carry;
+	// required with CONTROL_API.
+	ControlToken config.Secret `env:"CONTROL_TOKEN"`
+	Telemetry    telemetry.Config
 }
+
+// MinControlTokenLength is the shortest CONTROL_TOKEN accepted: 32 bytes,
+// 256 bits when random.
+const MinControlTokenLength = 32
 
 var hostname = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 
@@ -51,6 +58,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	} else if _, port, _ := net.SplitHostPort(c.ES2PlusAddr); c.ES2PlusAddr == c.HTTP.Addr && port != "0" {
 		errs = append(errs, fmt.Errorf("ES2PLUS_ADDR %q is HTTP_ADDR too: ES2+ needs a port of its own", c.ES2PlusAddr))
+	}
+	if n := len(c.ControlToken.Reveal()); c.ControlAPI && n < MinControlTokenLength {
+		errs = append(errs, fmt.Errorf("CONTROL_TOKEN: %d bytes; CONTROL_API=true requires at least %d, such as `openssl rand -base64 32` prints", n, MinControlTokenLength))
 	}
 	if len(c.SMDPAddress) > 253 || !hostname.MatchString(c.SMDPAddress) {
 		errs = append(errs, fmt.Errorf("SMDP_ADDRESS %q: want a DNS name, such as smdp.example.com", c.SMDPAddress))

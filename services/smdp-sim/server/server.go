@@ -47,7 +47,7 @@ func New(_ context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, erro
 	}
 	app := http.NotFoundHandler()
 	if cfg.ControlAPI {
-		app = control.Handler(sim)
+		app = control.Handler(sim, cfg.ControlToken.Reveal())
 	}
 	return &Server{
 		sim: sim,

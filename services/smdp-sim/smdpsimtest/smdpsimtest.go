@@ -5,10 +5,12 @@ package smdpsimtest
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/devcerts"
 	"github.com/esimplatform/esim/libs/telemetry"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
@@ -26,9 +28,11 @@ type Options struct {
 type Sim struct {
 	// ES2PlusURL is the base URL of ES2+ (https://127.0.0.1:port).
 	ES2PlusURL string
-	// ControlURL is the base URL of the control API (http://127.0.0.1:port).
-	ControlURL  string
-	SMDPAddress string
+	// ControlURL is the base URL of the control API (http://127.0.0.1:port)
+	// and ControlToken the token it requires.
+	ControlURL   string
+	ControlToken string
+	SMDPAddress  string
 	// Certs hold the CA that signs both the simulator's certificate and
 	// the client certificate it accepts.
 	Certs   devcerts.Files
@@ -48,6 +52,8 @@ func Start(t testing.TB, opts Options) *Sim {
 	if err != nil {
 		t.Fatal(err)
 	}
+	token := rand.Text() + rand.Text() // 52 characters of base32
+
 	cfg := server.Config{
 		TLSCertFile:  certs.ServerCert,
 		TLSKeyFile:   certs.ServerKey,
@@ -55,6 +61,7 @@ func Start(t testing.TB, opts Options) *Sim {
 		SMDPAddress:  opts.SMDPAddress,
 		ProfileTypes: opts.ProfileTypes,
 		ControlAPI:   true,
+		ControlToken: config.NewSecret(token),
 	}
 	tel := &telemetry.Telemetry{Logger: slog.New(slog.DiscardHandler)}
 	srv, err := server.New(context.Background(), cfg, tel)
@@ -71,11 +78,12 @@ func Start(t testing.TB, opts Options) *Sim {
 		ctl.Close()
 	})
 	return &Sim{
-		ES2PlusURL:  es2.URL,
-		ControlURL:  ctl.URL,
-		SMDPAddress: opts.SMDPAddress,
-		Certs:       certs,
-		Control:     &control.Client{BaseURL: ctl.URL},
+		ES2PlusURL:   es2.URL,
+		ControlURL:   ctl.URL,
+		ControlToken: token,
+		SMDPAddress:  opts.SMDPAddress,
+		Certs:        certs,
+		Control:      &control.Client{BaseURL: ctl.URL, Token: token},
 	}
 }
 

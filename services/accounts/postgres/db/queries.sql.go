@@ -233,6 +233,28 @@ func (q *Queries) InsertUser(ctx context.Context, arg InsertUserParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
+const inviteByHash = `-- name: InviteByHash :one
+SELECT token_hash, account_id, email, created_at, expires_at, used_at
+FROM invites
+WHERE token_hash = $1
+`
+
+// Read without a lock, so an unknown or spent token is refused before the
+// password is hashed; InviteForUpdate decides.
+func (q *Queries) InviteByHash(ctx context.Context, tokenHash []byte) (Invite, error) {
+	row := q.db.QueryRow(ctx, inviteByHash, tokenHash)
+	var i Invite
+	err := row.Scan(
+		&i.TokenHash,
+		&i.AccountID,
+		&i.Email,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+	)
+	return i, err
+}
+
 const inviteForUpdate = `-- name: InviteForUpdate :one
 SELECT token_hash, account_id, email, created_at, expires_at, used_at
 FROM invites

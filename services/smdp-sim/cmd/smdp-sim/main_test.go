@@ -41,14 +41,15 @@ func TestRunServesBothUntilCancelled(t *testing.T) {
 	env := map[string]string{
 		"HTTP_ADDR": "127.0.0.1:0", "ES2PLUS_ADDR": "127.0.0.1:0",
 		"TLS_CERT_FILE": certs.ServerCert, "TLS_KEY_FILE": certs.ServerKey, "CLIENT_CA_FILE": certs.CACert,
-		"PROFILE_TYPES": "esim-travel:5", "CONTROL_API": "true",
+		"PROFILE_TYPES": "esim-travel:5", "CONTROL_API": "true", "CONTROL_TOKEN": controlToken,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logw, found := listening(t)
+	var logs bytes.Buffer // written by run alone, read once it has returned
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, []string{"smdp-sim"}, func(k string) string { return env[k] }, logw)
+		err := run(ctx, []string{"smdp-sim"}, func(k string) string { return env[k] }, io.MultiWriter(logw, &logs))
 		_ = logw.Close()
 		done <- err
 	}()
@@ -85,13 +86,23 @@ func TestRunServesBothUntilCancelled(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(answer, []byte("Executed-Success")) {
 		t.Fatalf("downloadOrder: %d %s", resp.StatusCode, answer)
 	}
-	if status, state := httpservertest.Get(t, "http://"+addrs[""]+"/control/state"); status != http.StatusOK || !strings.Contains(state, `"allocated":1`) {
+	if status, _ := httpservertest.Get(t, "http://"+addrs[""]+"/control/state"); status != http.StatusUnauthorized {
+		t.Fatalf("control state without the token: %d", status)
+	}
+	req, _ = http.NewRequest(http.MethodGet, "http://"+addrs[""]+"/control/state", nil)
+	req.Header.Set("Authorization", "Bearer "+controlToken)
+	if status, state := httpservertest.Do(t, req); status != http.StatusOK || !strings.Contains(state, `"allocated":1`) {
 		t.Fatalf("control state: %d %s", status, state)
 	}
 
 	cancel()
 	httpservertest.Returned(t, done, 30*time.Second)
+	if strings.Contains(logs.String(), controlToken) {
+		t.Error("the log holds CONTROL_TOKEN")
+	}
 }
+
+const controlToken = "a-control-token-of-at-least-32-bytes-0123456789"
 
 func TestRunRejectsBadStarts(t *testing.T) {
 	for name, tc := range map[string]struct {
@@ -101,6 +112,10 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"no certificates": {nil, "TLS_CERT_FILE is required"},
 		"bad pools":       {map[string]string{"TLS_CERT_FILE": "x", "TLS_KEY_FILE": "x", "CLIENT_CA_FILE": "x", "PROFILE_TYPES": "a:0"}, "PROFILE_TYPES"},
 		"missing files":   {map[string]string{"TLS_CERT_FILE": "/nonexistent", "TLS_KEY_FILE": "x", "CLIENT_CA_FILE": "x"}, "TLS_CERT_FILE"},
+		"control API without a token": {map[string]string{"TLS_CERT_FILE": "x", "TLS_KEY_FILE": "x", "CLIENT_CA_FILE": "x", "CONTROL_API": "true"},
+			"CONTROL_TOKEN: 0 bytes; CONTROL_API=true requires at least 32"},
+		"control API with a short token": {map[string]string{"TLS_CERT_FILE": "x", "TLS_KEY_FILE": "x", "CLIENT_CA_FILE": "x", "CONTROL_API": "true", "CONTROL_TOKEN": "short"},
+			"CONTROL_TOKEN: 5 bytes"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), []string{"smdp-sim"}, func(k string) string { return tc.vars[k] }, io.Discard)
