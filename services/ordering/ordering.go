@@ -295,6 +295,16 @@ type Provider interface {
 	Issue(ctx context.Context, req IssueRequest) ([]Profile, error)
 }
 
+// Releaser is a provider that holds profiles of its own at its upstream:
+// Release gives back whatever a failed order holds there, but a profile
+// whose ICCID another eSIM has (an upstream that issued it twice). It is
+// idempotent, and called whenever a failing order is resumed, so that an
+// order failed after its profiles were issued (ErrICCIDInUse) gives them
+// back too.
+type Releaser interface {
+	Release(ctx context.Context, orderID uuid.UUID) error
+}
+
 // Checker is a provider an operator can check: Check calls it harmlessly
 // and says what it answered; an error says why it could not be reached.
 type Checker interface {
@@ -714,6 +724,11 @@ func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error)
 	if o.Status != StatusFailing {
 		return Order{}, fmt.Errorf("order %s: cannot resume an order that is %s", o.ID, o.Status)
 	}
+	if r, ok := s.providers[o.Scope.Environment].(Releaser); ok {
+		if err := r.Release(ctx, o.ID); err != nil {
+			return Order{}, fmt.Errorf("order %s: give back its profiles: %w", o.ID, err)
+		}
+	}
 	if err := s.wallet.Refund(ctx, o.Scope, o.ID.String()); err != nil {
 		return Order{}, fmt.Errorf("order %s: refund: %w", o.ID, err)
 	}
@@ -852,7 +867,7 @@ func (s *Service) issue(ctx context.Context, o Order) ([]Esim, error) {
 // parse or an ICCID the contract does not promise.
 func checkProfile(p Profile) error {
 	if !ValidICCID(p.ICCID) {
-		return fmt.Errorf("ICCID %q is not 19 digits starting 89 with a Luhn check digit", p.ICCID)
+		return fmt.Errorf("ICCID %q is not 18 to 20 digits starting 89 with a Luhn check digit", p.ICCID)
 	}
 	for name, v := range map[string]string{"matching id": p.MatchingID, "SM-DP+ address": p.SMDPAddress} {
 		if v == "" || len(v) > 255 || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' || r == '$' }) {
@@ -862,10 +877,11 @@ func checkProfile(p Profile) error {
 	return nil
 }
 
-// ValidICCID reports whether s is an ICCID as the platform issues them:
-// 19 digits, starting 89 (telecommunications), the last a Luhn check digit.
+// ValidICCID reports whether s is an ICCID as the platform keeps them:
+// 18 to 20 digits (19 for the sandbox's and most SM-DP+s'), starting 89
+// (telecommunications), the last a Luhn check digit.
 func ValidICCID(s string) bool {
-	return len(s) == 19 && strings.HasPrefix(s, "89") && LuhnValid(s)
+	return len(s) >= 18 && len(s) <= 20 && strings.HasPrefix(s, "89") && LuhnValid(s)
 }
 
 // LuhnValid reports whether s is all digits and its last digit is the

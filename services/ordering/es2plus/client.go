@@ -17,10 +17,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,8 +36,12 @@ import (
 )
 
 const (
-	// ProtocolVersion is sent in X-Admin-Protocol on every call.
-	ProtocolVersion = "gsma/rsp/v2.5.0"
+	// DefaultProtocolVersion is sent in X-Admin-Protocol on every call of
+	// a Config without one.
+	DefaultProtocolVersion = "gsma/rsp/v2.5.0"
+	// ContentType is that of every request, as SGP.22's HTTP binding
+	// writes it.
+	ContentType = "application/json;charset=UTF-8"
 	// PathPrefix is the path of the functions below the SM-DP+'s URL.
 	PathPrefix = "/gsma/rsp2/es2plus/"
 	// MaxResponseBytes bounds a response body: ES2+ answers are a few
@@ -60,14 +66,34 @@ type Config struct {
 	// RequesterID is the functionRequesterIdentifier of every call, the
 	// operator's identity at the SM-DP+.
 	RequesterID string
+	// ProtocolVersion is sent in X-Admin-Protocol (gsma/rsp/v2.x.y, as
+	// agreed with the SM-DP+); DefaultProtocolVersion when empty.
+	ProtocolVersion string
 }
+
+// protocolVersion is what X-Admin-Protocol may say: ES2+ of SGP.22 v2.
+var protocolVersion = regexp.MustCompile(`^gsma/rsp/v2\.[0-9]+\.[0-9]+$`)
+
+// ValidProtocolVersion reports whether v can be sent in X-Admin-Protocol.
+func ValidProtocolVersion(v string) bool { return protocolVersion.MatchString(v) }
 
 // Option changes a Client's defaults.
 type Option func(*options)
 
 type options struct {
-	tp trace.TracerProvider
-	mp metric.MeterProvider
+	tp  trace.TracerProvider
+	mp  metric.MeterProvider
+	log *slog.Logger
+}
+
+// WithLogger logs what the SM-DP+ warns of (Executed-WithWarning) to log
+// (discarded by default).
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
 }
 
 // WithTracerProvider makes each call a span of tp (no-op by default).
@@ -93,6 +119,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type Client struct {
 	base        string
 	requesterID string
+	version     string
+	log         *slog.Logger
 	timeout     time.Duration
 	http        *http.Client
 	transport   *http.Transport
@@ -102,7 +130,7 @@ type Client struct {
 
 // New loads the certificates of cfg and makes a Client.
 func New(cfg Config, opts ...Option) (*Client, error) {
-	o := options{tp: tracenoop.NewTracerProvider(), mp: metricnoop.NewMeterProvider()}
+	o := options{tp: tracenoop.NewTracerProvider(), mp: metricnoop.NewMeterProvider(), log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -118,6 +146,13 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	}
 	if cfg.RequesterID == "" {
 		return nil, errors.New("es2plus: RequesterID is required")
+	}
+	version := cfg.ProtocolVersion
+	if version == "" {
+		version = DefaultProtocolVersion
+	}
+	if !ValidProtocolVersion(version) {
+		return nil, fmt.Errorf("es2plus: ProtocolVersion %q: want gsma/rsp/v2.x.y", version)
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("es2plus: Timeout %s is negative", cfg.Timeout)
@@ -145,6 +180,8 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	return &Client{
 		base:        strings.TrimRight(u.String(), "/"),
 		requesterID: cfg.RequesterID,
+		version:     version,
+		log:         o.log,
 		timeout:     timeout,
 		// No client-level Timeout: each call's context carries it, so a
 		// timeout is one error whatever part of the call it cut.
@@ -201,15 +238,23 @@ func (c *Client) Close() {
 }
 
 // DownloadOrder reserves a profile of req.ProfileType (or the profile
-// req.ICCID) and returns its ICCID, which is always valid (19 digits, 89,
-// Luhn).
+// req.ICCID) and returns its ICCID, which is always valid and normalised
+// (NormalizeICCID).
 func (c *Client) DownloadOrder(ctx context.Context, req DownloadOrderRequest) (string, error) {
+	return c.DownloadOrderAs(ctx, uuid.NewString(), req)
+}
+
+// DownloadOrderAs is DownloadOrder with the functionCallIdentifier the
+// caller chose and recorded before calling: the same call sent again
+// with it asks an SM-DP+ that dedupes calls for its first answer, which
+// is how a caller that lost the answer learns what was reserved.
+func (c *Client) DownloadOrderAs(ctx context.Context, callID string, req DownloadOrderRequest) (string, error) {
 	var iccid string
-	err := c.call(ctx, FunctionDownloadOrder,
+	err := c.call(ctx, FunctionDownloadOrder, callID,
 		func(h requestHeader) ([]byte, error) { return encodeDownloadOrder(h, req) },
-		func(body []byte) (err error) {
-			iccid, err = decodeDownloadOrder(body, req.ICCID)
-			return err
+		func(body []byte) (w *Warning, err error) {
+			iccid, w, err = decodeDownloadOrder(body, req.ICCID)
+			return w, err
 		},
 		attribute.String("es2plus.profile_type", req.ProfileType))
 	if err != nil {
@@ -220,14 +265,14 @@ func (c *Client) DownloadOrder(ctx context.Context, req DownloadOrderRequest) (s
 
 // ConfirmOrder confirms the reserved profile req.ICCID and, with
 // req.ReleaseFlag, releases it for download. The response always has a
-// MatchingID and an SMDPAddress.
+// MatchingID; SMDPAddress is "" when the SM-DP+ left it out.
 func (c *Client) ConfirmOrder(ctx context.Context, req ConfirmOrderRequest) (ConfirmOrderResponse, error) {
 	var resp ConfirmOrderResponse
-	err := c.call(ctx, FunctionConfirmOrder,
+	err := c.call(ctx, FunctionConfirmOrder, uuid.NewString(),
 		func(h requestHeader) ([]byte, error) { return encodeConfirmOrder(h, req) },
-		func(body []byte) (err error) {
-			resp, err = decodeConfirmOrder(body)
-			return err
+		func(body []byte) (w *Warning, err error) {
+			resp, w, err = decodeConfirmOrder(body)
+			return w, err
 		},
 		attribute.String("es2plus.iccid", req.ICCID))
 	if err != nil {
@@ -240,7 +285,7 @@ func (c *Client) ConfirmOrder(ctx context.Context, req ConfirmOrderRequest) (Con
 // req.FinalProfileStatusIndicator (FinalProfileStatusAvailable to return
 // it to the pool).
 func (c *Client) CancelOrder(ctx context.Context, req CancelOrderRequest) error {
-	return c.call(ctx, FunctionCancelOrder,
+	return c.call(ctx, FunctionCancelOrder, uuid.NewString(),
 		func(h requestHeader) ([]byte, error) { return encodeCancelOrder(h, req) },
 		decodeCancelOrder,
 		attribute.String("es2plus.iccid", req.ICCID))
@@ -248,8 +293,7 @@ func (c *Client) CancelOrder(ctx context.Context, req CancelOrderRequest) error 
 
 // call makes one ES2+ call: encode, POST, decode, and the span and metric
 // of it.
-func (c *Client) call(ctx context.Context, function string, encode func(requestHeader) ([]byte, error), decode func([]byte) error, attrs ...attribute.KeyValue) (err error) {
-	callID := uuid.NewString()
+func (c *Client) call(ctx context.Context, function, callID string, encode func(requestHeader) ([]byte, error), decode func([]byte) (*Warning, error), attrs ...attribute.KeyValue) (err error) {
 	start := time.Now()
 	ctx, span := c.tracer.Start(ctx, "es2plus "+function,
 		trace.WithSpanKind(trace.SpanKindClient),
@@ -291,9 +335,9 @@ func (c *Client) call(ctx context.Context, function string, encode func(requestH
 	if err != nil {
 		return &CallError{Kind: ErrInvalidRequest, Err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ContentType)
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("X-Admin-Protocol", ProtocolVersion)
+	req.Header.Set("X-Admin-Protocol", c.version)
 
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -313,7 +357,14 @@ func (c *Client) call(ctx context.Context, function string, encode func(requestH
 	if len(data) > MaxResponseBytes {
 		return &CallError{Kind: ErrProtocol, Err: fmt.Errorf("response is larger than %d bytes", MaxResponseBytes)}
 	}
-	err = decode(data)
+	warning, err := decode(data)
+	if warning != nil {
+		span.SetAttributes(attribute.String("es2plus.warning", clip(warning.SubjectCode, 32)+"/"+clip(warning.ReasonCode, 32)))
+		c.log.WarnContext(ctx, "the SM-DP+ executed an ES2+ call with a warning",
+			"function", function, "function_call_identifier", callID,
+			"subject_code", clip(warning.SubjectCode, 32), "reason_code", clip(warning.ReasonCode, 32),
+			"subject_identifier", clip(warning.SubjectIdentifier, 64), "message", clip(warning.Message, 200))
+	}
 	if errors.Is(err, ErrProtocol) && ctx.Err() != nil {
 		// The deadline cut the body short, and the transport may show
 		// that as an early end rather than an error: what arrived is a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -136,7 +137,7 @@ func checkRequest(t *testing.T, r seen, function string) string {
 	if got := r.Header.Get("X-Admin-Protocol"); got != "gsma/rsp/v2.5.0" {
 		t.Errorf("X-Admin-Protocol %q", got)
 	}
-	if got := r.Header.Get("Content-Type"); got != "application/json" {
+	if got := r.Header.Get("Content-Type"); got != "application/json;charset=UTF-8" {
 		t.Errorf("Content-Type %q", got)
 	}
 	h, ok := r.Body["header"].(map[string]any)
@@ -251,7 +252,7 @@ func TestFailedIsFunctionError(t *testing.T) {
 		t.Fatalf("err %v (%T), want *FunctionError", err, err)
 	}
 	callID := checkRequest(t, s.requests()[0], "downloadOrder")
-	want := FunctionError{Function: "downloadOrder", FunctionCallIdentifier: callID, SubjectCode: "8.2.1", ReasonCode: "3.9", SubjectIdentifier: iccid1, Message: "Profile not available"}
+	want := FunctionError{Function: "downloadOrder", FunctionCallIdentifier: callID, Status: StatusFailed, SubjectCode: "8.2.1", ReasonCode: "3.9", SubjectIdentifier: iccid1, Message: "Profile not available"}
 	if *fe != want {
 		t.Errorf("got %+v, want %+v", *fe, want)
 	}
@@ -273,6 +274,64 @@ func TestFailedIsFunctionError(t *testing.T) {
 	}
 	if err := c.CancelOrder(t.Context(), CancelOrderRequest{ICCID: iccid1, FinalProfileStatusIndicator: "Unavailable"}); Outcome(err) != "failed:8.2.1/3.9" {
 		t.Errorf("cancelOrder: %v", err)
+	}
+}
+
+// TestAnswersVendorsGive: Executed-WithWarning is a success (its codes
+// logged); Expired, and Failed without status codes, are refusals; an
+// ICCID padded with F comes back without it; a confirmOrder without
+// smdpAddress answers the matching id alone.
+func TestAnswersVendorsGive(t *testing.T) {
+	s := newSMDP(t, newPKI(t))
+	var logs strings.Builder
+	c := newClient(t, s.config(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	warning := `{"header":{"functionExecutionStatus":{"status":"Executed-WithWarning","statusCodeData":{"subjectCode":"8.2.5","reasonCode":"3.7","message":"pool running low"}}},"iccid":"` + iccid1 + `F"}`
+	s.answer(200, warning)
+	got, err := c.DownloadOrder(t.Context(), DownloadOrderRequest{ProfileType: "p"})
+	if err != nil || got != iccid1 {
+		t.Fatalf("Executed-WithWarning with a padded ICCID: %q, %v; want %s", got, err, iccid1)
+	}
+	if !strings.Contains(logs.String(), "subject_code=8.2.5") || !strings.Contains(logs.String(), "pool running low") {
+		t.Errorf("the warning was not logged: %s", logs.String())
+	}
+	s.answer(200, successWith(`"matchingId":"M"`))
+	res, err := c.ConfirmOrder(t.Context(), ConfirmOrderRequest{ICCID: iccid1, ReleaseFlag: true, ConfirmationCode: "1234"})
+	if err != nil || res != (ConfirmOrderResponse{MatchingID: "M"}) {
+		t.Errorf("confirmOrder without smdpAddress: %+v, %v", res, err)
+	}
+	if b := s.requests()[1].Body; b["confirmationCode"] != "1234" {
+		t.Errorf("confirmationCode not sent: %v", b)
+	}
+	for name, body := range map[string]string{
+		"expired":               `{"header":{"functionExecutionStatus":{"status":"Expired"}}}`,
+		"failed without codes":  `{"header":{"functionExecutionStatus":{"status":"Failed"}}}`,
+		"failed without reason": `{"header":{"functionExecutionStatus":{"status":"Failed","statusCodeData":{"subjectCode":"8.1"}}}}`,
+	} {
+		s.answer(200, body)
+		err := c.CancelOrder(t.Context(), CancelOrderRequest{ICCID: iccid1, FinalProfileStatusIndicator: "Available"})
+		var fe *FunctionError
+		if !errors.As(err, &fe) || !IsDefinitive(err) || errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: %v, want a definitive refusal", name, err)
+		}
+	}
+	if got := Outcome(&FunctionError{Status: StatusExpired}); got != OutcomeExpired {
+		t.Errorf("Outcome of Expired %q", got)
+	}
+
+	// The protocol version is a setting.
+	cfg := s.config()
+	cfg.ProtocolVersion = "gsma/rsp/v2.2.0"
+	s.answer(200, success)
+	if err := newClient(t, cfg).CancelOrder(t.Context(), CancelOrderRequest{ICCID: iccid1, FinalProfileStatusIndicator: "Available"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.requests()
+	if got := reqs[len(reqs)-1].Header.Get("X-Admin-Protocol"); got != "gsma/rsp/v2.2.0" {
+		t.Errorf("X-Admin-Protocol %q, want the configured one", got)
+	}
+	cfg.ProtocolVersion = "gsma/rsp/v3.0.0"
+	if _, err := New(cfg); err == nil {
+		t.Error("a version other than v2.x.y was accepted")
 	}
 }
 
@@ -312,17 +371,15 @@ func TestProtocolErrors(t *testing.T) {
 		{"header not an object", 200, `{"header":"ok"}`, cancel},
 		{"no status", 200, `{"header":{"functionExecutionStatus":{}}}`, cancel},
 		{"unknown status", 200, `{"header":{"functionExecutionStatus":{"status":"Executed-Maybe"}}}`, cancel},
-		{"failed without codes", 200, `{"header":{"functionExecutionStatus":{"status":"Failed"}}}`, cancel},
-		{"failed without reason", 200, `{"header":{"functionExecutionStatus":{"status":"Failed","statusCodeData":{"subjectCode":"8.1"}}}}`, cancel},
 		{"no iccid", 200, success, download},
 		{"iccid not a string", 200, successWith(`"iccid":8988247000000000001`), download},
 		{"iccid bad luhn", 200, successWith(`"iccid":"8988247000000000004"`), download},
-		{"iccid 18 digits", 200, successWith(`"iccid":"898824700000000000"`), download},
+		{"iccid 18 digits, bad luhn", 200, successWith(`"iccid":"898824700000000000"`), download},
+		{"iccid 21 digits", 200, successWith(`"iccid":"898824700000000000005"`), download},
 		{"iccid not 89", 200, successWith(`"iccid":"7988247000000000004"`), download},
 		{"iccid with letters", 200, successWith(`"iccid":"89882470000000000F3"`), download},
 		{"iccid other than asked", 200, successWith(`"iccid":"` + iccid1 + `"`), downloadICCID},
 		{"no matchingId", 200, successWith(`"smdpAddress":"smdp.example.com"`), confirm},
-		{"no smdpAddress", 200, successWith(`"matchingId":"M"`), confirm},
 		{"too large", 200, successWith(`"iccid":"` + iccid1 + `","pad":"` + strings.Repeat("x", MaxResponseBytes) + `"`), download},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -643,19 +700,29 @@ func TestOutcomeBoundsServerCodes(t *testing.T) {
 	}
 }
 
-func TestValidICCID(t *testing.T) {
-	for s, want := range map[string]bool{
-		iccid1:                 true,
-		iccid2:                 true,
-		"8988247000000000004":  false,
-		"898824700000000003":   false,
-		"89882470000000000030": false,
-		"9988247000000000003":  false,
-		"":                     false,
-		"89882470000000000 3":  false,
+func TestNormalizeICCID(t *testing.T) {
+	for s, want := range map[string]string{
+		iccid1:                  iccid1,
+		iccid2:                  iccid2,
+		iccid1 + "F":            iccid1, // pySim pads 19 digits to 20 with F
+		iccid1 + "f":            iccid1,
+		"898824700000000000":    "",                     // 18 digits, Luhn off
+		"898824700000000006":    "898824700000000006",   // 18 digits
+		"89882470000000000014":  "89882470000000000014", // 20 digits
+		"8988247000000000004":   "",
+		"89882470000000000030":  "89882470000000000030", // 20 digits
+		"89882470000000000031":  "",
+		"9988247000000000003":   "",
+		"8988247000000000003F":  "", // Luhn off once unpadded
+		"898824700000000000F":   "", // F pads 19 digits only
+		"89882470000000000001F": "",
+		"F988247000000000003":   "",
+		"":                      "",
+		"89882470000000000 3":   "",
 	} {
-		if ValidICCID(s) != want {
-			t.Errorf("ValidICCID(%q) = %v", s, !want)
+		got, ok := NormalizeICCID(s)
+		if got != want || ok != (want != "") {
+			t.Errorf("NormalizeICCID(%q) = %q, %v; want %q", s, got, ok, want)
 		}
 	}
 }

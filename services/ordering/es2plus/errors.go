@@ -40,15 +40,24 @@ var (
 type FunctionError struct {
 	Function               string
 	FunctionCallIdentifier string
-	SubjectCode            string
-	ReasonCode             string
-	SubjectIdentifier      string
-	Message                string
+	// Status is StatusFailed or StatusExpired: both are refusals.
+	Status            string
+	SubjectCode       string
+	ReasonCode        string
+	SubjectIdentifier string
+	Message           string
 }
 
 func (e *FunctionError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "es2plus %s: Failed %s/%s", e.Function, e.SubjectCode, e.ReasonCode)
+	status := e.Status
+	if status == "" {
+		status = StatusFailed
+	}
+	fmt.Fprintf(&b, "es2plus %s: %s", e.Function, status)
+	if e.SubjectCode != "" || e.ReasonCode != "" {
+		fmt.Fprintf(&b, " %s/%s", e.SubjectCode, e.ReasonCode)
+	}
 	if e.SubjectIdentifier != "" {
 		fmt.Fprintf(&b, " (%s)", clip(e.SubjectIdentifier, 64))
 	}
@@ -90,10 +99,14 @@ const (
 	OutcomeCanceled       = "canceled"
 	OutcomeInvalidRequest = "invalid_request"
 	OutcomeError          = "error"
+	// OutcomeExpired: the SM-DP+ answered Expired (the function's
+	// validity ran out before it executed): a refusal.
+	OutcomeExpired = "expired"
 )
 
 // Outcome names the result of a call for metrics and spans: "success",
-// "failed:<subjectCode>/<reasonCode>", "timeout", "transport_error",
+// "failed:<subjectCode>/<reasonCode>" ("failed:other/other" without
+// codes), "expired", "timeout", "transport_error",
 // "protocol_error", "canceled", "invalid_request", or "error" for an error
 // this package did not make.
 func Outcome(err error) string {
@@ -104,6 +117,9 @@ func Outcome(err error) string {
 	if errors.As(err, &fe) {
 		// The codes come from the server: bounding them keeps a
 		// misbehaving SM-DP+ from blowing up the metric's cardinality.
+		if fe.Status == StatusExpired {
+			return OutcomeExpired
+		}
 		return "failed:" + statusCode(fe.SubjectCode) + "/" + statusCode(fe.ReasonCode)
 	}
 	switch {

@@ -17,11 +17,15 @@ import (
 // ReservationState is how far a profile reserved for an order got.
 type ReservationState string
 
-// A profile is reserved once downloadOrder answered its ICCID and
+// A position is requested before its downloadOrder is sent (the call's
+// identifier recorded), reserved once downloadOrder answered its ICCID and
 // released once confirmOrder did; a failed order's profiles are due for
 // cancelOrder until the SM-DP+ confirms (cancelled) or refuses for good
-// (cancel refused, an operator's matter).
+// (cancel refused, an operator's matter). A requested position, or one due
+// for cancellation without an ICCID, lost its downloadOrder's answer: the
+// call is sent again under its identifier to learn what it reserved.
 const (
+	Requested     ReservationState = "requested"
 	Reserved      ReservationState = "reserved"
 	Released      ReservationState = "released"
 	CancelDue     ReservationState = "cancel_due"
@@ -29,13 +33,17 @@ const (
 	CancelRefused ReservationState = "cancel_refused"
 )
 
-// Reservation is the profile the SM-DP+ reserved for one position of an
-// order.
+// Reservation is the profile the SM-DP+ reserved, or was asked to, for
+// one position of an order.
 type Reservation struct {
 	OrderID  uuid.UUID
 	Position int32
-	ICCID    string
-	State    ReservationState
+	// ICCID is "" until downloadOrder's answer is known.
+	ICCID string
+	State ReservationState
+	// CallID and ProfileType are those of the position's downloadOrder.
+	CallID      string
+	ProfileType string
 	// MatchingID and SMDPAddress are set once released.
 	MatchingID     string
 	SMDPAddress    string
@@ -48,14 +56,22 @@ type Reservation struct {
 type Store interface {
 	// Reservations returns the order's reservations by position.
 	Reservations(ctx context.Context, orderID uuid.UUID) ([]Reservation, error)
-	// AddReservation records the ICCID reserved for a position.
+	// RequestReservation records a downloadOrder about to be sent.
+	RequestReservation(ctx context.Context, orderID uuid.UUID, position int32, profileType, callID string) error
+	// AddReservation records the ICCID a requested position's
+	// downloadOrder answered.
 	AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error
+	// ForgetRequest drops a requested position whose downloadOrder was
+	// refused: it holds nothing.
+	ForgetRequest(ctx context.Context, orderID uuid.UUID, position int32) error
 	// ReleaseReservation records a reserved profile's release.
 	ReleaseReservation(ctx context.Context, orderID uuid.UUID, position int32, matchingID, smdpAddress string) error
-	// MarkCancelDue makes every reserved or released profile of the order
-	// due for cancellation, by anyone but the caller only after lease, and
-	// returns them.
+	// MarkCancelDue makes every requested, reserved or released profile
+	// of the order due for cancellation, but one whose ICCID another eSIM
+	// has, by anyone but the caller only after lease, and returns them.
 	MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]Reservation, error)
+	// LearnCancelICCID records the ICCID of a cancellation that had none.
+	LearnCancelICCID(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error
 	// ClaimCancellations takes up to limit due cancellations for lease.
 	ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]Reservation, error)
 	// FinishCancellation moves a due cancellation to Cancelled or
@@ -136,35 +152,55 @@ const (
 )
 
 // Provider implements ordering.Provider over ES2+: for each eSIM of an
-// order it reserves a profile of the plan's type (downloadOrder) and
-// releases it (confirmOrder with releaseFlag), recording each step before
-// the next. A definitive refusal or an unknown outcome of any step fails
-// the order and gives back what it holds (cancelOrder); a crash leaves the
-// records, from which the next Issue of the order resumes.
+// order it records the call it is about to make, reserves a profile of the
+// plan's type (downloadOrder) and releases it (confirmOrder with
+// releaseFlag), recording each step before the next. A definitive refusal
+// or an unknown outcome of any step fails the order and gives back what it
+// holds or may hold (cancelOrder, after learning what a lost downloadOrder
+// reserved); a crash leaves the records, from which the next Issue of the
+// order resumes.
 type Provider struct {
-	client *Client
-	store  Store
-	types  ProfileTypes
-	log    *slog.Logger
-	// retryBackoff is the wait before a cancellation that did not go
-	// through is tried again by CancelDue.
-	retryBackoff time.Duration
-	// cancelBudget bounds the cancellations a failing order makes itself.
-	cancelBudget time.Duration
+	client   *Client
+	store    Store
+	types    ProfileTypes
+	log      *slog.Logger
+	settings Settings
 }
 
-var _ ordering.Provider = (*Provider)(nil)
+var (
+	_ ordering.Provider = (*Provider)(nil)
+	_ ordering.Releaser = (*Provider)(nil)
+)
+
+// Settings tune a Provider.
+type Settings struct {
+	// RetryBackoff is the wait before a cancellation that did not go
+	// through is tried again by CancelDue.
+	RetryBackoff time.Duration
+	// CancelBudget bounds the cancellations a failing order makes itself;
+	// DefaultCancelBudget when zero.
+	CancelBudget time.Duration
+	// SMDPAddress is the SM-DP+'s address for activation codes when
+	// confirmOrder leaves it out (SGP.22 makes it optional).
+	SMDPAddress string
+	// ConfirmationCodes are the codes confirmOrder sends, by profile
+	// type, for the types that need one.
+	ConfirmationCodes map[string]string
+}
 
 // DefaultCancelBudget is how long a failing order gives back its profiles
 // itself unless configured otherwise.
 const DefaultCancelBudget = 5 * time.Second
 
-// NewProvider returns the provider of live orders. A failing order spends
-// at most cancelBudget giving back its profiles; what is left, and a
-// cancellation that does not go through, is tried again by CancelDue
-// after retryBackoff.
-func NewProvider(client *Client, store Store, types ProfileTypes, log *slog.Logger, retryBackoff, cancelBudget time.Duration) *Provider {
-	return &Provider{client: client, store: store, types: types, log: log, retryBackoff: retryBackoff, cancelBudget: cancelBudget}
+// NewProvider returns the provider of live orders.
+func NewProvider(client *Client, store Store, types ProfileTypes, log *slog.Logger, settings Settings) *Provider {
+	if settings.CancelBudget <= 0 {
+		settings.CancelBudget = DefaultCancelBudget
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{client: client, store: store, types: types, log: log, settings: settings}
 }
 
 // Issue implements ordering.Provider.
@@ -181,7 +217,7 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 	}
 	byPosition := make(map[int32]Reservation, len(held))
 	for _, r := range held {
-		if r.State != Reserved && r.State != Released {
+		if r.State != Requested && r.State != Reserved && r.State != Released {
 			// The order was failed before a crash: the decision stands,
 			// and the canceller gives back what it still holds.
 			return nil, fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
@@ -193,22 +229,34 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 	for pos := range req.Quantity {
 		r, ok := byPosition[pos]
 		if !ok {
-			iccid, err := p.client.DownloadOrder(ctx, DownloadOrderRequest{ProfileType: profileType})
+			// Recorded before the call: whatever happens to its answer,
+			// the call can be sent again under its identifier.
+			r = Reservation{OrderID: req.OrderID, Position: pos, State: Requested, CallID: uuid.NewString(), ProfileType: profileType}
+			if err := p.store.RequestReservation(ctx, req.OrderID, pos, r.ProfileType, r.CallID); err != nil {
+				return nil, fmt.Errorf("es2plus: record the reservation requested for order %s position %d: %w", req.OrderID, pos, err)
+			}
+		}
+		if r.State == Requested {
+			// A resumed order sends a lost call again under its
+			// identifier, and so gets the profile it reserved.
+			iccid, err := p.client.DownloadOrderAs(ctx, r.CallID, DownloadOrderRequest{ProfileType: r.ProfileType})
 			if err != nil {
-				return nil, p.fail(ctx, log, req.OrderID, pos, err)
+				return nil, p.fail(ctx, log, req.OrderID, pos, FunctionDownloadOrder, err)
 			}
 			if err := p.store.AddReservation(ctx, req.OrderID, pos, iccid); err != nil {
-				// Unrecorded, the profile would be held by no one: give
-				// it back now, and leave the order to a retry.
-				p.cancelUnrecorded(ctx, log, iccid)
+				// Still requested: the order stays pending, and its next
+				// Issue learns the ICCID again.
 				return nil, fmt.Errorf("es2plus: record the profile reserved for order %s position %d: %w", req.OrderID, pos, err)
 			}
-			r = Reservation{OrderID: req.OrderID, Position: pos, ICCID: iccid, State: Reserved}
+			r.ICCID, r.State = iccid, Reserved
 		}
 		if r.State == Reserved {
-			res, err := p.client.ConfirmOrder(ctx, ConfirmOrderRequest{ICCID: r.ICCID, ReleaseFlag: true})
+			res, err := p.client.ConfirmOrder(ctx, ConfirmOrderRequest{ICCID: r.ICCID, ReleaseFlag: true, ConfirmationCode: p.settings.ConfirmationCodes[r.ProfileType]})
 			if err != nil {
-				return nil, p.fail(ctx, log, req.OrderID, pos, err)
+				return nil, p.fail(ctx, log, req.OrderID, pos, FunctionConfirmOrder, err)
+			}
+			if res.SMDPAddress == "" {
+				res.SMDPAddress = p.settings.SMDPAddress
 			}
 			if err := p.store.ReleaseReservation(ctx, req.OrderID, pos, res.MatchingID, res.SMDPAddress); err != nil {
 				return nil, fmt.Errorf("es2plus: record the release of order %s position %d: %w", req.OrderID, pos, err)
@@ -220,35 +268,61 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 	return profiles, nil
 }
 
-// fail records the order's failure at the step of position pos, gives
-// back the profiles the order holds for up to the cancel budget, and
-// returns the definitive failure that has ordering refund it. It runs on
-// contexts of its own: an order that failed by running out of time must
-// still record its failure and give back what it holds, and one whose
-// SM-DP+ hangs must not hold its partner's order any longer: what the
-// budget leaves is the canceller's, once the lease of MarkCancelDue ends.
-func (p *Provider) fail(ctx context.Context, log *slog.Logger, orderID uuid.UUID, pos int32, cause error) error {
+// fail records the order's failure at the step (function) of position
+// pos, gives back the profiles the order holds for up to the cancel
+// budget, and returns the definitive failure that has ordering refund it.
+// A downloadOrder the SM-DP+ refused reserved nothing, so its position is
+// forgotten rather than sent again.
+func (p *Provider) fail(ctx context.Context, log *slog.Logger, orderID uuid.UUID, pos int32, function string, cause error) error {
 	log.Warn("live order failed at the SM-DP+; cancelling the profiles it holds",
-		"position", pos, "outcome", Outcome(cause), "definitive", IsDefinitive(cause), "error", cause.Error())
-	record, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
-	defer cancelRecord()
-	due, err := p.store.MarkCancelDue(record, orderID, truncate(cause.Error()), cancelLease)
-	if err != nil {
+		"position", pos, "function", function, "outcome", Outcome(cause), "definitive", IsDefinitive(cause), "error", cause.Error())
+	if function == FunctionDownloadOrder && IsDefinitive(cause) {
+		record, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
+		err := p.store.ForgetRequest(record, orderID, pos)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("es2plus: record the refusal of order %s position %d (%v): %w", orderID, pos, cause, err)
+		}
+	}
+	if err := p.giveBack(ctx, log, orderID, truncate(cause.Error())); err != nil {
 		// Not recorded: the order stays pending and its next Issue
 		// resumes it, holding the same profiles.
 		return fmt.Errorf("es2plus: record the failure of order %s (%v): %w", orderID, cause, err)
 	}
-	budget, cancelBudget := context.WithTimeout(context.WithoutCancel(ctx), p.cancelBudget)
+	return fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
+}
+
+// Release implements ordering.Releaser: an order that failed after its
+// profiles were issued (ordering found an ICCID another eSIM has) gives
+// back every profile it holds but that one.
+func (p *Provider) Release(ctx context.Context, orderID uuid.UUID) error {
+	return p.giveBack(ctx, p.log.With("order_id", orderID.String()), orderID, "the order failed after its profiles were issued")
+}
+
+// giveBack marks every profile the order holds or may hold due for
+// cancellation and cancels them for up to the cancel budget. It runs on
+// contexts of its own: an order that failed by running out of time must
+// still give back what it holds, and one whose SM-DP+ hangs must not hold
+// its partner's order any longer: what the budget leaves is the
+// canceller's, once the lease of MarkCancelDue ends.
+func (p *Provider) giveBack(ctx context.Context, log *slog.Logger, orderID uuid.UUID, reason string) error {
+	record, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
+	defer cancelRecord()
+	due, err := p.store.MarkCancelDue(record, orderID, reason, cancelLease)
+	if err != nil {
+		return err
+	}
+	budget, cancelBudget := context.WithTimeout(context.WithoutCancel(ctx), p.settings.CancelBudget)
 	defer cancelBudget()
 	for i, r := range due {
 		if budget.Err() != nil {
 			log.Warn("the cancel budget ran out; the canceller gives back the rest of the order's profiles",
-				"left", len(due)-i, "budget", p.cancelBudget.String())
+				"left", len(due)-i, "budget", p.settings.CancelBudget.String())
 			break
 		}
 		p.cancel(budget, record, log, r, true)
 	}
-	return fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
+	return nil
 }
 
 // recordBudget bounds the statements that record a failure and its
@@ -257,9 +331,33 @@ const recordBudget = 5 * time.Second
 
 // cancel gives back one profile due for cancellation within ctx and
 // records the outcome on record: cancelled, refused for good, or to be
-// tried again.
+// tried again. One whose downloadOrder's answer was lost is sent again
+// first, under its identifier, to learn what it reserved.
 func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reservation, first bool) {
-	log = log.With("iccid", r.ICCID, "position", r.Position)
+	log = log.With("position", r.Position)
+	if r.ICCID == "" {
+		iccid, err := p.client.DownloadOrderAs(ctx, r.CallID, DownloadOrderRequest{ProfileType: r.ProfileType})
+		switch {
+		case err == nil:
+			if lerr := p.store.LearnCancelICCID(record, r.OrderID, r.Position, iccid); lerr != nil {
+				log.Error("record the ICCID a lost downloadOrder reserved", "iccid", iccid, "error", lerr.Error())
+				return
+			}
+			log.Info("a downloadOrder whose answer was lost reserved a profile; giving it back", "iccid", iccid, "function_call_identifier", r.CallID)
+			r.ICCID = iccid
+		case IsDefinitive(err):
+			// Refused under the same identifier: nothing was reserved.
+			if ferr := p.store.FinishCancellation(record, r.OrderID, r.Position, Cancelled, "the downloadOrder sent again was refused: nothing reserved"); ferr != nil {
+				log.Error("record a cancellation", "error", ferr.Error())
+			}
+			log.Info("a downloadOrder whose answer was lost reserved nothing", "function_call_identifier", r.CallID, "error", err.Error())
+			return
+		default:
+			p.retry(record, log, r, err)
+			return
+		}
+	}
+	log = log.With("iccid", r.ICCID)
 	err := p.client.CancelOrder(ctx, CancelOrderRequest{ICCID: r.ICCID, FinalProfileStatusIndicator: FinalProfileStatusAvailable})
 	state, lastError := Cancelled, ""
 	switch {
@@ -272,11 +370,7 @@ func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reser
 		log.Error("the SM-DP+ keeps refusing to cancel a profile of a failed order; it stays reserved there until an operator frees it",
 			"attempts", r.CancelAttempts+1, "error", err.Error())
 	default:
-		if rerr := p.store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error()), p.retryBackoff); rerr != nil {
-			log.Error("record a cancellation to try again", "error", rerr.Error())
-		}
-		log.Warn("cancelling a profile of a failed order did not go through; it will be tried again",
-			"retry_in", p.retryBackoff.String(), "outcome", Outcome(err), "error", err.Error())
+		p.retry(record, log, r, err)
 		return
 	}
 	if err := p.store.FinishCancellation(record, r.OrderID, r.Position, state, lastError); err != nil {
@@ -284,21 +378,23 @@ func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reser
 	}
 }
 
-// alreadyGone reports whether a refusal says the profile is not held any
-// more (SGP.22 8.2.1 Profile ICCID, 3.7 unavailable in its state).
-func alreadyGone(err error) bool {
-	var fe *FunctionError
-	return errors.As(err, &fe) && fe.SubjectCode == "8.2.1" && fe.ReasonCode == "3.7"
+// retry leaves a cancellation that did not go through for CancelDue.
+func (p *Provider) retry(record context.Context, log *slog.Logger, r Reservation, err error) {
+	if rerr := p.store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error()), p.settings.RetryBackoff); rerr != nil {
+		log.Error("record a cancellation to try again", "error", rerr.Error())
+	}
+	log.Warn("cancelling a profile of a failed order did not go through; it will be tried again",
+		"retry_in", p.settings.RetryBackoff.String(), "outcome", Outcome(err), "error", err.Error())
 }
 
-// cancelUnrecorded gives back a profile whose reservation could not be
-// recorded, once; if that fails too, the operator learns its ICCID.
-func (p *Provider) cancelUnrecorded(ctx context.Context, log *slog.Logger, iccid string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.client.timeout)
-	defer cancel()
-	if err := p.client.CancelOrder(ctx, CancelOrderRequest{ICCID: iccid, FinalProfileStatusIndicator: FinalProfileStatusAvailable}); err != nil {
-		log.Error("a reserved profile could not be recorded nor cancelled; free it at the SM-DP+", "iccid", iccid, "error", err.Error())
-	}
+// alreadyGone reports whether a refusal of a cancellation tried again
+// says the profile is not held any more: SGP.22's Profile ICCID subject
+// (8.2.1) with 3.7 (not in a state to be cancelled: our earlier attempt
+// made it available) or 3.9 (unknown: the SM-DP+ forgot it once given
+// back), whichever the vendor answers.
+func alreadyGone(err error) bool {
+	var fe *FunctionError
+	return errors.As(err, &fe) && fe.SubjectCode == "8.2.1" && (fe.ReasonCode == "3.7" || fe.ReasonCode == "3.9")
 }
 
 // CancelDue tries the cancellations whose earlier attempt ended without an

@@ -35,7 +35,7 @@ func TestClientAgainstTheSimulator(t *testing.T) {
 	ctx := context.Background()
 
 	iccid, err := c.DownloadOrder(ctx, es2plus.DownloadOrderRequest{ProfileType: "esim-travel"})
-	if err != nil || !es2plus.ValidICCID(iccid) {
+	if err != nil || !validICCID(iccid) {
 		t.Fatalf("downloadOrder = %q, %v", iccid, err)
 	}
 	res, err := c.ConfirmOrder(ctx, es2plus.ConfirmOrderRequest{ICCID: iccid, ReleaseFlag: true})
@@ -84,11 +84,11 @@ func TestMutualTLSWithTheSimulator(t *testing.T) {
 		t.Errorf("calls reached ES2+: %v", calls)
 	}
 	// And the provider's check says why.
-	p := es2plus.NewProvider(clientOf(t, sim, sim.Certs, other), nil, es2plus.ProfileTypes{}, nil, time.Second, time.Second)
+	p := es2plus.NewProvider(clientOf(t, sim, sim.Certs, other), nil, es2plus.ProfileTypes{}, nil, es2plus.Settings{RetryBackoff: time.Second})
 	if detail, err := p.Check(context.Background()); err == nil || !errors.Is(err, es2plus.ErrTransport) {
 		t.Errorf("Check with an untrusted SM-DP+ = %q, %v; want a transport error", detail, err)
 	}
-	p = es2plus.NewProvider(clientOf(t, sim, sim.Certs, sim.Certs), nil, es2plus.ProfileTypes{}, nil, time.Second, time.Second)
+	p = es2plus.NewProvider(clientOf(t, sim, sim.Certs, sim.Certs), nil, es2plus.ProfileTypes{}, nil, es2plus.Settings{RetryBackoff: time.Second})
 	if detail, err := p.Check(context.Background()); err != nil {
 		t.Errorf("Check = %q, %v; want the SM-DP+'s answer", detail, err)
 	} else {
@@ -126,4 +126,9 @@ func uuidOf(t *testing.T, s string) uuid.UUID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+func validICCID(s string) bool {
+	n, ok := es2plus.NormalizeICCID(s)
+	return ok && n == s
 }

@@ -14,13 +14,16 @@ const (
 	FunctionCancelOrder   = "cancelOrder"
 )
 
-// Execution statuses of SGP.22 that this client understands. Any other
-// (including Executed-WithWarning and Expired, which the SM-DP+s this
-// client talks to do not send) is a protocol error, which a caller treats
-// as an unknown outcome: the safe side.
+// The execution statuses of SGP.22. Executed-WithWarning is a success
+// whose status codes say something the operator should see (logged);
+// Failed and Expired are refusals, with or without status codes. Any
+// other status is a protocol error, which a caller treats as an unknown
+// outcome: the safe side.
 const (
-	StatusExecutedSuccess = "Executed-Success"
-	StatusFailed          = "Failed"
+	StatusExecutedSuccess     = "Executed-Success"
+	StatusExecutedWithWarning = "Executed-WithWarning"
+	StatusFailed              = "Failed"
+	StatusExpired             = "Expired"
 )
 
 // Values of CancelOrderRequest.FinalProfileStatusIndicator.
@@ -46,9 +49,14 @@ type ConfirmOrderRequest struct {
 	EID         string
 	MatchingID  string
 	SMDSAddress string
+	// ConfirmationCode is the code the end user enters to download the
+	// profile, for profile types that need one; "" sends none.
+	ConfirmationCode string
 }
 
 // ConfirmOrderResponse is what an activation code is built from.
+// SMDPAddress is "" when the SM-DP+ left it out (SGP.22 makes it
+// optional): the caller knows its address.
 type ConfirmOrderResponse struct {
 	MatchingID  string
 	SMDPAddress string
@@ -77,12 +85,13 @@ type downloadOrderBody struct {
 }
 
 type confirmOrderBody struct {
-	Header      requestHeader `json:"header"`
-	ICCID       string        `json:"iccid"`
-	EID         string        `json:"eid,omitempty"`
-	MatchingID  string        `json:"matchingId,omitempty"`
-	SMDSAddress string        `json:"smdsAddress,omitempty"`
-	ReleaseFlag bool          `json:"releaseFlag"`
+	Header           requestHeader `json:"header"`
+	ICCID            string        `json:"iccid"`
+	EID              string        `json:"eid,omitempty"`
+	MatchingID       string        `json:"matchingId,omitempty"`
+	ConfirmationCode string        `json:"confirmationCode,omitempty"`
+	SMDSAddress      string        `json:"smdsAddress,omitempty"`
+	ReleaseFlag      bool          `json:"releaseFlag"`
 }
 
 type cancelOrderBody struct {
@@ -116,13 +125,14 @@ func encodeDownloadOrder(h requestHeader, r DownloadOrderRequest) ([]byte, error
 }
 
 func encodeConfirmOrder(h requestHeader, r ConfirmOrderRequest) ([]byte, error) {
-	if err := checkStrings(h.FunctionRequesterIdentifier, h.FunctionCallIdentifier, r.ICCID, r.EID, r.MatchingID, r.SMDSAddress); err != nil {
+	if err := checkStrings(h.FunctionRequesterIdentifier, h.FunctionCallIdentifier, r.ICCID, r.EID, r.MatchingID, r.SMDSAddress, r.ConfirmationCode); err != nil {
 		return nil, err
 	}
 	if r.ICCID == "" {
 		return nil, fmt.Errorf("%w: iccid is required", ErrInvalidRequest)
 	}
-	return json.Marshal(confirmOrderBody{Header: h, ICCID: r.ICCID, EID: r.EID, MatchingID: r.MatchingID, SMDSAddress: r.SMDSAddress, ReleaseFlag: r.ReleaseFlag})
+	return json.Marshal(confirmOrderBody{Header: h, ICCID: r.ICCID, EID: r.EID, MatchingID: r.MatchingID,
+		ConfirmationCode: r.ConfirmationCode, SMDSAddress: r.SMDSAddress, ReleaseFlag: r.ReleaseFlag})
 }
 
 func encodeCancelOrder(h requestHeader, r CancelOrderRequest) ([]byte, error) {
@@ -162,39 +172,49 @@ func errProtocol(format string, args ...any) error {
 	return &CallError{Kind: ErrProtocol, Err: fmt.Errorf(format, args...)}
 }
 
+// Warning is the status codes of an Executed-WithWarning answer.
+type Warning struct {
+	SubjectCode, ReasonCode, SubjectIdentifier, Message string
+}
+
 // decodeStatus reads the execution status every response carries. It
-// returns nil for Executed-Success, a *FunctionError for Failed, and a
-// protocol error for anything else.
-func decodeStatus(function string, body []byte) error {
+// returns nil for an execution (and, for Executed-WithWarning, its
+// codes), a *FunctionError for Failed or Expired, and a protocol error for
+// anything else.
+func decodeStatus(function string, body []byte) (*Warning, error) {
 	var r responseHeader
 	if err := json.Unmarshal(body, &r); err != nil {
-		return errProtocol("response is not a JSON object: %v", jsonError(err))
+		return nil, errProtocol("response is not a JSON object: %v", jsonError(err))
 	}
 	if r.Header == nil || r.Header.FunctionExecutionStatus == nil {
-		return errProtocol("response has no header.functionExecutionStatus")
+		return nil, errProtocol("response has no header.functionExecutionStatus")
 	}
 	st := r.Header.FunctionExecutionStatus
+	d := st.StatusCodeData
+	if d == nil {
+		d = &statusCodeData{}
+	}
 	switch st.Status {
 	case StatusExecutedSuccess:
-		return nil
-	case StatusFailed:
-		// SGP.22 makes the codes mandatory in a Failed answer; without
-		// them it is not a refusal this client can act on.
-		d := st.StatusCodeData
-		if d == nil || d.SubjectCode == "" || d.ReasonCode == "" {
-			return errProtocol("Failed response without statusCodeData subjectCode and reasonCode")
-		}
-		return &FunctionError{
+		return nil, nil
+	case StatusExecutedWithWarning:
+		return &Warning{SubjectCode: d.SubjectCode, ReasonCode: d.ReasonCode, SubjectIdentifier: d.SubjectIdentifier, Message: d.Message}, nil
+	case StatusFailed, StatusExpired:
+		// A refusal even without its codes, which SGP.22 asks for but
+		// some SM-DP+s leave out: the function was not executed either
+		// way.
+		return nil, &FunctionError{
 			Function:          function,
+			Status:            st.Status,
 			SubjectCode:       d.SubjectCode,
 			ReasonCode:        d.ReasonCode,
 			SubjectIdentifier: d.SubjectIdentifier,
 			Message:           d.Message,
 		}
 	case "":
-		return errProtocol("response has no functionExecutionStatus.status")
+		return nil, errProtocol("response has no functionExecutionStatus.status")
 	default:
-		return errProtocol("unknown functionExecutionStatus.status %q", clip(st.Status, 40))
+		return nil, errProtocol("unknown functionExecutionStatus.status %q", clip(st.Status, 40))
 	}
 }
 
@@ -212,34 +232,37 @@ func jsonError(err error) string {
 	return clip(err.Error(), 120)
 }
 
-// decodeDownloadOrder returns the reserved ICCID. want, when not empty, is
-// the ICCID the request asked for: an answer naming another is not one
-// this client can trust.
-func decodeDownloadOrder(body []byte, want string) (string, error) {
-	if err := decodeStatus(FunctionDownloadOrder, body); err != nil {
-		return "", err
+// decodeDownloadOrder returns the reserved ICCID, normalised (see
+// NormalizeICCID). want, when not empty, is the ICCID the request asked
+// for: an answer naming another is not one this client can trust.
+func decodeDownloadOrder(body []byte, want string) (string, *Warning, error) {
+	warning, err := decodeStatus(FunctionDownloadOrder, body)
+	if err != nil {
+		return "", nil, err
 	}
 	var r struct {
 		ICCID *string `json:"iccid"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return "", errProtocol("downloadOrder response: %v", jsonError(err))
+		return "", nil, errProtocol("downloadOrder response: %v", jsonError(err))
 	}
 	if r.ICCID == nil {
-		return "", errProtocol("downloadOrder response has no iccid")
+		return "", nil, errProtocol("downloadOrder response has no iccid")
 	}
-	if !ValidICCID(*r.ICCID) {
-		return "", errProtocol("downloadOrder response has an invalid iccid %q", clip(*r.ICCID, 32))
+	iccid, ok := NormalizeICCID(*r.ICCID)
+	if !ok {
+		return "", nil, errProtocol("downloadOrder response has an invalid iccid %q", clip(*r.ICCID, 32))
 	}
-	if want != "" && *r.ICCID != want {
-		return "", errProtocol("downloadOrder asked for iccid %s and was answered %s", want, *r.ICCID)
+	if w, _ := NormalizeICCID(want); want != "" && iccid != w {
+		return "", nil, errProtocol("downloadOrder asked for iccid %s and was answered %s", want, *r.ICCID)
 	}
-	return *r.ICCID, nil
+	return iccid, warning, nil
 }
 
-func decodeConfirmOrder(body []byte) (ConfirmOrderResponse, error) {
-	if err := decodeStatus(FunctionConfirmOrder, body); err != nil {
-		return ConfirmOrderResponse{}, err
+func decodeConfirmOrder(body []byte) (ConfirmOrderResponse, *Warning, error) {
+	warning, err := decodeStatus(FunctionConfirmOrder, body)
+	if err != nil {
+		return ConfirmOrderResponse{}, nil, err
 	}
 	var r struct {
 		EID         string `json:"eid"`
@@ -247,34 +270,38 @@ func decodeConfirmOrder(body []byte) (ConfirmOrderResponse, error) {
 		SMDPAddress string `json:"smdpAddress"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return ConfirmOrderResponse{}, errProtocol("confirmOrder response: %v", jsonError(err))
+		return ConfirmOrderResponse{}, nil, errProtocol("confirmOrder response: %v", jsonError(err))
 	}
-	// Both make the activation code: a confirmation without them is of
-	// no use, so it is treated like a garbled answer.
+	// The matching id makes the activation code: a confirmation without
+	// it is of no use, so it is treated like a garbled answer.
 	if r.MatchingID == "" {
-		return ConfirmOrderResponse{}, errProtocol("confirmOrder response has no matchingId")
+		return ConfirmOrderResponse{}, nil, errProtocol("confirmOrder response has no matchingId")
 	}
-	if r.SMDPAddress == "" {
-		return ConfirmOrderResponse{}, errProtocol("confirmOrder response has no smdpAddress")
-	}
-	return ConfirmOrderResponse{MatchingID: r.MatchingID, SMDPAddress: r.SMDPAddress, EID: r.EID}, nil
+	return ConfirmOrderResponse{MatchingID: r.MatchingID, SMDPAddress: r.SMDPAddress, EID: r.EID}, warning, nil
 }
 
-func decodeCancelOrder(body []byte) error {
+func decodeCancelOrder(body []byte) (*Warning, error) {
 	return decodeStatus(FunctionCancelOrder, body)
 }
 
-// ValidICCID reports whether s is an ICCID as an SM-DP+ issues them: 19
-// digits, the telecom prefix 89, and a valid Luhn check digit.
-func ValidICCID(s string) bool {
-	if len(s) != 19 || s[0] != '8' || s[1] != '9' {
-		return false
+// NormalizeICCID returns the ICCID an SM-DP+ answered as the platform
+// keeps it, and whether it is one: 18 to 20 digits starting 89 (the
+// telecom prefix), the last a Luhn check digit of the others. A 20th
+// character F (either case) is the padding of a 19-digit ICCID that some
+// SM-DP+s send (as the ICCID is stored on the card, in nibbles), and is
+// dropped.
+func NormalizeICCID(s string) (string, bool) {
+	if len(s) == 20 && (s[19] == 'F' || s[19] == 'f') {
+		s = s[:19]
+	}
+	if len(s) < 18 || len(s) > 20 || s[0] != '8' || s[1] != '9' {
+		return "", false
 	}
 	sum := 0
 	for i := 0; i < len(s); i++ {
 		c := s[len(s)-1-i]
 		if c < '0' || c > '9' {
-			return false
+			return "", false
 		}
 		d := int(c - '0')
 		if i%2 == 1 {
@@ -285,5 +312,8 @@ func ValidICCID(s string) bool {
 		}
 		sum += d
 	}
-	return sum%10 == 0
+	if sum%10 != 0 {
+		return "", false
+	}
+	return s, true
 }

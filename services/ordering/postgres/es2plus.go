@@ -33,12 +33,30 @@ func (s *Store) Reservations(ctx context.Context, orderID uuid.UUID) ([]es2plus.
 	return out, nil
 }
 
-// AddReservation implements es2plus.Store.
-func (s *Store) AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
-	if err := s.queries(ctx).AddES2PlusReservation(ctx, db.AddES2PlusReservationParams{OrderID: orderID, Position: position, Iccid: iccid}); err != nil {
-		return fmt.Errorf("insert reservation: %w", err)
+// RequestReservation implements es2plus.Store.
+func (s *Store) RequestReservation(ctx context.Context, orderID uuid.UUID, position int32, profileType, callID string) error {
+	if err := s.queries(ctx).RequestES2PlusReservation(ctx, db.RequestES2PlusReservationParams{OrderID: orderID, Position: position, ProfileType: profileType, CallID: callID}); err != nil {
+		return fmt.Errorf("insert requested reservation: %w", err)
 	}
 	return nil
+}
+
+// AddReservation implements es2plus.Store.
+func (s *Store) AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
+	n, err := s.queries(ctx).AddES2PlusReservation(ctx, db.AddES2PlusReservationParams{OrderID: orderID, Position: position, Iccid: iccid})
+	return affectedOne(n, err, "record reservation")
+}
+
+// ForgetRequest implements es2plus.Store.
+func (s *Store) ForgetRequest(ctx context.Context, orderID uuid.UUID, position int32) error {
+	n, err := s.queries(ctx).ForgetES2PlusRequest(ctx, db.ForgetES2PlusRequestParams{OrderID: orderID, Position: position})
+	return affectedOne(n, err, "forget requested reservation")
+}
+
+// LearnCancelICCID implements es2plus.Store.
+func (s *Store) LearnCancelICCID(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
+	n, err := s.queries(ctx).LearnES2PlusCancelICCID(ctx, db.LearnES2PlusCancelICCIDParams{OrderID: orderID, Position: position, Iccid: iccid})
+	return affectedOne(n, err, "record the ICCID of a cancellation")
 }
 
 // ReleaseReservation implements es2plus.Store.
@@ -104,8 +122,17 @@ func affectedOne(n int64, err error, doing string) error {
 
 func reservation(r db.ClaimES2PlusCancellationsRow) es2plus.Reservation {
 	out := es2plus.Reservation{
-		OrderID: r.OrderID, Position: r.Position, ICCID: r.Iccid, State: es2plus.ReservationState(r.State),
+		OrderID: r.OrderID, Position: r.Position, State: es2plus.ReservationState(r.State),
 		CancelAttempts: r.CancelAttempts,
+	}
+	if r.Iccid != nil {
+		out.ICCID = *r.Iccid
+	}
+	if r.CallID != nil {
+		out.CallID = *r.CallID
+	}
+	if r.ProfileType != nil {
+		out.ProfileType = *r.ProfileType
 	}
 	if r.MatchingID != nil {
 		out.MatchingID = *r.MatchingID

@@ -208,11 +208,58 @@ type SMDPConfig struct {
 	// profiles itself; what is left goes to the canceller (every
 	// SMDP_CANCEL_INTERVAL), so a failed order is refunded promptly.
 	CancelBudget time.Duration `env:"SMDP_CANCEL_BUDGET, default=5s"`
+	// Address is the SM-DP+ address of activation codes when confirmOrder
+	// answers none (SGP.22 makes it optional); empty: SMDP_URL's host.
+	Address string `env:"SMDP_ADDRESS"`
+	// AdminProtocol is sent in X-Admin-Protocol: the ES2+ version agreed
+	// with the SM-DP+.
+	AdminProtocol string `env:"SMDP_ADMIN_PROTOCOL, default=gsma/rsp/v2.5.0"`
+	// ConfirmationCodes are "<profile type>=<code>,..." for the profile
+	// types whose downloads need a confirmation code: confirmOrder sends
+	// it.
+	ConfirmationCodes config.Secret `env:"SMDP_CONFIRMATION_CODES"`
 }
+
+// address is the SM-DP+ address of activation codes that confirmOrder
+// leaves out.
+func (c SMDPConfig) address() string {
+	if c.Address != "" {
+		return c.Address
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// confirmationCodes is ConfirmationCodes by profile type.
+func (c SMDPConfig) confirmationCodes() (map[string]string, error) {
+	out := map[string]string{}
+	raw := strings.TrimSpace(string(c.ConfirmationCodes.Reveal()))
+	if raw == "" {
+		return out, nil
+	}
+	for entry := range strings.SplitSeq(raw, ",") {
+		typ, code, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		// The code is a secret: an error names its entry by position.
+		if !ok || !profileTypeName.MatchString(typ) || code == "" || len(code) > 64 || strings.ContainsFunc(code, func(r rune) bool { return r <= ' ' || r > '~' || r == ',' }) {
+			return nil, fmt.Errorf("entry %d: want <profile type>=<code of 1 to 64 printable ASCII characters>", len(out)+1)
+		}
+		if _, dup := out[typ]; dup {
+			return nil, fmt.Errorf("profile type %s is given twice", typ)
+		}
+		out[typ] = code
+	}
+	return out, nil
+}
+
+// profileTypeName is what SMDP_PROFILE_TYPES accepts as a profile type.
+var profileTypeName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 func (c SMDPConfig) validate(providerTimeout time.Duration) error {
 	if c.URL == "" {
-		for name, v := range map[string]string{"SMDP_CERT_FILE": c.CertFile, "SMDP_KEY_FILE": c.KeyFile, "SMDP_CA_FILE": c.CAFile, "SMDP_PROFILE_TYPES": c.ProfileTypes} {
+		for name, v := range map[string]string{"SMDP_CERT_FILE": c.CertFile, "SMDP_KEY_FILE": c.KeyFile, "SMDP_CA_FILE": c.CAFile, "SMDP_PROFILE_TYPES": c.ProfileTypes, "SMDP_ADDRESS": c.Address, "SMDP_CONFIRMATION_CODES": string(c.ConfirmationCodes.Reveal())} {
 			if v != "" {
 				return fmt.Errorf("%s is set but SMDP_URL is not: set SMDP_URL to the SM-DP+'s ES2+ URL, or unset %s", name, name)
 			}
@@ -233,6 +280,15 @@ func (c SMDPConfig) validate(providerTimeout time.Duration) error {
 	}
 	if c.CancelBudget <= 0 {
 		errs = append(errs, fmt.Errorf("SMDP_CANCEL_BUDGET %s: must be positive", c.CancelBudget))
+	}
+	if a := c.Address; a != "" && (len(a) > 253 || !hostname.MatchString(a)) {
+		errs = append(errs, fmt.Errorf("SMDP_ADDRESS %q: want a lower-case DNS name such as smdp.example.com", a))
+	}
+	if !es2plus.ValidProtocolVersion(c.AdminProtocol) {
+		errs = append(errs, fmt.Errorf("SMDP_ADMIN_PROTOCOL %q: want gsma/rsp/v2.x.y, such as gsma/rsp/v2.5.0", c.AdminProtocol))
+	}
+	if _, err := c.confirmationCodes(); err != nil {
+		errs = append(errs, fmt.Errorf("SMDP_CONFIRMATION_CODES: %w", err))
 	}
 	if c.RequesterID == "" || len(c.RequesterID) > 64 {
 		errs = append(errs, fmt.Errorf("SMDP_REQUESTER_ID: want 1 to 64 characters"))

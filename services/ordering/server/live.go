@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -21,8 +20,9 @@ func newSMDPClient(cfg SMDPConfig, tel *telemetry.Telemetry) (*es2plus.Client, e
 	}
 	client, err := es2plus.New(es2plus.Config{
 		URL: cfg.URL, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, CAFile: cfg.CAFile,
-		Timeout: cfg.Timeout, RequesterID: cfg.RequesterID,
-	}, es2plus.WithTracerProvider(tel.TracerProvider), es2plus.WithMeterProvider(tel.MeterProvider))
+		Timeout: cfg.Timeout, RequesterID: cfg.RequesterID, ProtocolVersion: cfg.AdminProtocol,
+	}, es2plus.WithTracerProvider(tel.TracerProvider), es2plus.WithMeterProvider(tel.MeterProvider),
+		es2plus.WithLogger(tel.Logger.With("provider", "es2plus")))
 	if err != nil {
 		return nil, fmt.Errorf("SM-DP+ client: %w", err)
 	}
@@ -38,7 +38,14 @@ func newLiveProvider(cfg SMDPConfig, client *es2plus.Client, store *postgres.Sto
 	if err != nil {
 		return nil, fmt.Errorf("SMDP_PROFILE_TYPES: %w", err)
 	}
-	return es2plus.NewProvider(client, store, types, tel.Logger.With("provider", "es2plus"), cfg.CancelInterval, cmp.Or(cfg.CancelBudget, es2plus.DefaultCancelBudget)), nil
+	codes, err := cfg.confirmationCodes()
+	if err != nil {
+		return nil, fmt.Errorf("SMDP_CONFIRMATION_CODES: %w", err)
+	}
+	return es2plus.NewProvider(client, store, types, tel.Logger.With("provider", "es2plus"), es2plus.Settings{
+		RetryBackoff: cfg.CancelInterval, CancelBudget: cfg.CancelBudget,
+		SMDPAddress: cfg.address(), ConfirmationCodes: codes,
+	}), nil
 }
 
 // cancelLoop gives back, every interval, the profiles of failed live

@@ -11,9 +11,10 @@ import (
 	"github.com/google/uuid"
 )
 
-const addES2PlusReservation = `-- name: AddES2PlusReservation :exec
-INSERT INTO es2plus_reservations (order_id, position, iccid, state)
-VALUES ($1, $2, $3, 'reserved')
+const addES2PlusReservation = `-- name: AddES2PlusReservation :execrows
+UPDATE es2plus_reservations
+SET state = 'reserved', iccid = $3::text, updated_at = now()
+WHERE order_id = $1 AND position = $2 AND state = 'requested'
 `
 
 type AddES2PlusReservationParams struct {
@@ -22,9 +23,13 @@ type AddES2PlusReservationParams struct {
 	Iccid    string
 }
 
-func (q *Queries) AddES2PlusReservation(ctx context.Context, arg AddES2PlusReservationParams) error {
-	_, err := q.db.Exec(ctx, addES2PlusReservation, arg.OrderID, arg.Position, arg.Iccid)
-	return err
+// downloadOrder answered: the requested position holds iccid.
+func (q *Queries) AddES2PlusReservation(ctx context.Context, arg AddES2PlusReservationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, addES2PlusReservation, arg.OrderID, arg.Position, arg.Iccid)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const claimES2PlusCancellations = `-- name: ClaimES2PlusCancellations :many
@@ -38,7 +43,7 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE r.order_id = due.order_id AND r.position = due.position
-RETURNING r.order_id, r.position, r.iccid, r.state, r.matching_id, r.smdp_address, r.cancel_attempts, r.last_error
+RETURNING r.order_id, r.position, r.iccid, r.state, r.matching_id, r.smdp_address, r.cancel_attempts, r.last_error, r.call_id, r.profile_type
 `
 
 type ClaimES2PlusCancellationsParams struct {
@@ -49,12 +54,14 @@ type ClaimES2PlusCancellationsParams struct {
 type ClaimES2PlusCancellationsRow struct {
 	OrderID        uuid.UUID
 	Position       int32
-	Iccid          string
+	Iccid          *string
 	State          string
 	MatchingID     *string
 	SmdpAddress    *string
 	CancelAttempts int32
 	LastError      *string
+	CallID         *string
+	ProfileType    *string
 }
 
 // Takes the due cancellations under a lease, so that replicas never send
@@ -77,6 +84,8 @@ func (q *Queries) ClaimES2PlusCancellations(ctx context.Context, arg ClaimES2Plu
 			&i.SmdpAddress,
 			&i.CancelAttempts,
 			&i.LastError,
+			&i.CallID,
+			&i.ProfileType,
 		); err != nil {
 			return nil, err
 		}
@@ -89,7 +98,7 @@ func (q *Queries) ClaimES2PlusCancellations(ctx context.Context, arg ClaimES2Plu
 }
 
 const eS2PlusReservations = `-- name: ES2PlusReservations :many
-SELECT order_id, position, iccid, state, matching_id, smdp_address, cancel_attempts, last_error
+SELECT order_id, position, iccid, state, matching_id, smdp_address, cancel_attempts, last_error, call_id, profile_type
 FROM es2plus_reservations
 WHERE order_id = $1
 ORDER BY position
@@ -98,12 +107,14 @@ ORDER BY position
 type ES2PlusReservationsRow struct {
 	OrderID        uuid.UUID
 	Position       int32
-	Iccid          string
+	Iccid          *string
 	State          string
 	MatchingID     *string
 	SmdpAddress    *string
 	CancelAttempts int32
 	LastError      *string
+	CallID         *string
+	ProfileType    *string
 }
 
 func (q *Queries) ES2PlusReservations(ctx context.Context, orderID uuid.UUID) ([]ES2PlusReservationsRow, error) {
@@ -124,6 +135,8 @@ func (q *Queries) ES2PlusReservations(ctx context.Context, orderID uuid.UUID) ([
 			&i.SmdpAddress,
 			&i.CancelAttempts,
 			&i.LastError,
+			&i.CallID,
+			&i.ProfileType,
 		); err != nil {
 			return nil, err
 		}
@@ -162,34 +175,79 @@ func (q *Queries) FinishES2PlusCancellation(ctx context.Context, arg FinishES2Pl
 	return result.RowsAffected(), nil
 }
 
-const markES2PlusCancelDue = `-- name: MarkES2PlusCancelDue :many
+const forgetES2PlusRequest = `-- name: ForgetES2PlusRequest :execrows
+DELETE FROM es2plus_reservations
+WHERE order_id = $1 AND position = $2 AND state = 'requested'
+`
+
+type ForgetES2PlusRequestParams struct {
+	OrderID  uuid.UUID
+	Position int32
+}
+
+// downloadOrder was refused: the position holds nothing.
+func (q *Queries) ForgetES2PlusRequest(ctx context.Context, arg ForgetES2PlusRequestParams) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetES2PlusRequest, arg.OrderID, arg.Position)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const learnES2PlusCancelICCID = `-- name: LearnES2PlusCancelICCID :execrows
 UPDATE es2plus_reservations
-SET state = 'cancel_due', next_attempt_at = now() + $2::bigint * interval '1 millisecond', last_error = $3::text, updated_at = now()
-WHERE order_id = $1 AND state IN ('reserved', 'released')
-RETURNING order_id, position, iccid, state, matching_id, smdp_address, cancel_attempts, last_error
+SET iccid = $3::text, updated_at = now()
+WHERE order_id = $1 AND position = $2 AND state = 'cancel_due' AND iccid IS NULL
+`
+
+type LearnES2PlusCancelICCIDParams struct {
+	OrderID  uuid.UUID
+	Position int32
+	Iccid    string
+}
+
+// A cancellation's call sent again answered what it had reserved.
+func (q *Queries) LearnES2PlusCancelICCID(ctx context.Context, arg LearnES2PlusCancelICCIDParams) (int64, error) {
+	result, err := q.db.Exec(ctx, learnES2PlusCancelICCID, arg.OrderID, arg.Position, arg.Iccid)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const markES2PlusCancelDue = `-- name: MarkES2PlusCancelDue :many
+UPDATE es2plus_reservations r
+SET state = 'cancel_due', next_attempt_at = now() + $1::bigint * interval '1 millisecond', last_error = $2::text, updated_at = now()
+WHERE r.order_id = $3 AND r.state IN ('requested', 'reserved', 'released')
+  AND (r.iccid IS NULL OR NOT EXISTS (SELECT 1 FROM esims e WHERE e.iccid = r.iccid))
+RETURNING r.order_id, r.position, r.iccid, r.state, r.matching_id, r.smdp_address, r.cancel_attempts, r.last_error, r.call_id, r.profile_type
 `
 
 type MarkES2PlusCancelDueParams struct {
-	OrderID uuid.UUID
 	LeaseMs int64
 	Reason  string
+	OrderID uuid.UUID
 }
 
 type MarkES2PlusCancelDueRow struct {
 	OrderID        uuid.UUID
 	Position       int32
-	Iccid          string
+	Iccid          *string
 	State          string
 	MatchingID     *string
 	SmdpAddress    *string
 	CancelAttempts int32
 	LastError      *string
+	CallID         *string
+	ProfileType    *string
 }
 
-// Every profile the order holds is to be given back; the first attempt is
-// the caller's, the canceller's only after the lease.
+// Every profile the order holds, or may hold, is to be given back but one
+// another eSIM has (an SM-DP+ that issued an ICCID twice: it is that
+// eSIM's); the first attempt is the caller's, the canceller's only after
+// the lease.
 func (q *Queries) MarkES2PlusCancelDue(ctx context.Context, arg MarkES2PlusCancelDueParams) ([]MarkES2PlusCancelDueRow, error) {
-	rows, err := q.db.Query(ctx, markES2PlusCancelDue, arg.OrderID, arg.LeaseMs, arg.Reason)
+	rows, err := q.db.Query(ctx, markES2PlusCancelDue, arg.LeaseMs, arg.Reason, arg.OrderID)
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +264,8 @@ func (q *Queries) MarkES2PlusCancelDue(ctx context.Context, arg MarkES2PlusCance
 			&i.SmdpAddress,
 			&i.CancelAttempts,
 			&i.LastError,
+			&i.CallID,
+			&i.ProfileType,
 		); err != nil {
 			return nil, err
 		}
@@ -241,6 +301,29 @@ func (q *Queries) ReleaseES2PlusReservation(ctx context.Context, arg ReleaseES2P
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const requestES2PlusReservation = `-- name: RequestES2PlusReservation :exec
+INSERT INTO es2plus_reservations (order_id, position, state, call_id, profile_type)
+VALUES ($1, $2, 'requested', $3::text, $4::text)
+`
+
+type RequestES2PlusReservationParams struct {
+	OrderID     uuid.UUID
+	Position    int32
+	CallID      string
+	ProfileType string
+}
+
+// Before its downloadOrder is sent.
+func (q *Queries) RequestES2PlusReservation(ctx context.Context, arg RequestES2PlusReservationParams) error {
+	_, err := q.db.Exec(ctx, requestES2PlusReservation,
+		arg.OrderID,
+		arg.Position,
+		arg.CallID,
+		arg.ProfileType,
+	)
+	return err
 }
 
 const retryES2PlusCancellation = `-- name: RetryES2PlusCancellation :execrows

@@ -13,7 +13,7 @@ import (
 type Es2plusReservation struct {
 	OrderID        uuid.UUID
 	Position       int32
-	Iccid          string
+	Iccid          *string
 	State          string
 	MatchingID     *string
 	SmdpAddress    *string
@@ -22,6 +22,8 @@ type Es2plusReservation struct {
 	NextAttemptAt  *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	CallID         *string
+	ProfileType    *string
 }
 
 type Esim struct {
