@@ -101,7 +101,7 @@ func config() huma.Config {
 // responseDescriptions say, for each error status, which error code comes
 // with it and when: huma's defaults are the bare reason phrases.
 var responseDescriptions = map[string]string{
-	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range; a body field is missing, unknown, of the wrong type or out of range; the body is not JSON or over 1 MiB; or the Idempotency-Key is malformed or was used with a different request. `details` names each one.",
+	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range; a body field is missing, unknown, given twice, of the wrong type (a whole number written with a decimal point or exponent included), not valid UTF-8 or out of range; the body is not JSON or over 1 MiB; or the Idempotency-Key is malformed or was used with a different request. `details` names each one.",
 	"401": "`unauthorized`: the API key is missing, malformed, unknown or revoked, or two Authorization headers were sent.",
 	"402": "`insufficient_funds`: the balance does not cover the order; nothing was charged or kept. Top up, then retry with the same Idempotency-Key.",
 	"404": "`not_found`: no such resource; a retired plan, an unknown id and a malformed id alike.",
@@ -209,6 +209,9 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 	// is judged, or, for a body sent chunked, what arrives up to the cap.
 	if reason := overCap(r, op.RequestBody == nil); reason != "" {
 		a.fail(ctx, gateway.Invalid("body", reason))
+		return
+	}
+	if op.RequestBody != nil && !a.vetJSONBody(ctx) {
 		return
 	}
 	next(ctx)
