@@ -41,6 +41,24 @@ tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools (once per machine
 helm:
 	@tilt/helm.sh version --short >/dev/null
 
+# The OpenAPI linters the contract test runs (Spectral, Redocly), pinned by
+# tools/npm/package-lock.json and installed from it once per machine, into
+# the tools cache under the lockfile's hash (the test looks there, by the
+# same hash). --ignore-scripts: neither needs an install script, and one
+# of their dependencies' is only telemetry.
+NPM_TOOLS := $(ESIM_TOOLS_CACHE)/npm-$(shell sha256sum tools/npm/package-lock.json | cut -c1-16)
+
+$(NPM_TOOLS)/.stamp:
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20 or newer with npm" >&2; exit 1; }
+	@echo "==> installing the pinned OpenAPI linters into $(NPM_TOOLS) (once per machine)"
+	@rm -rf $(NPM_TOOLS).tmp && mkdir -p $(NPM_TOOLS).tmp
+	cp tools/npm/package.json tools/npm/package-lock.json $(NPM_TOOLS).tmp/
+	cd $(NPM_TOOLS).tmp && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@rm -rf $(NPM_TOOLS) && mv $(NPM_TOOLS).tmp $(NPM_TOOLS) && touch $@
+
+.PHONY: npm-tools
+npm-tools: $(NPM_TOOLS)/.stamp ## install the pinned OpenAPI linters (Spectral, Redocly) the contract test runs
+
 # The generated files record the protoc that made them (`// protoc v3.21.12`),
 # so another version would rewrite every .pb.go and `make verify` would call
 # an unchanged tree stale. 3.21.12 is Debian bookworm's protobuf-compiler.
@@ -122,7 +140,7 @@ FUZZ_TIME ?= 5s
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: helm ## run every test, with the race detector, against the local Postgres and Redis
+test: helm npm-tools ## run every test, with the race detector, against the local Postgres and Redis
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"

@@ -52,6 +52,7 @@ func New(d Deps) http.Handler {
 	a.registerEvents(api)
 	a.registerOpenAPI(api)
 	declareHead(api.OpenAPI())
+	declareWebhooks(api.OpenAPI())
 	mux.HandleFunc("GET "+QRPath+"{file}", a.qrCode)
 	mux.HandleFunc("/", a.unrecognized)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -94,8 +95,23 @@ func config() huma.Config {
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
-	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds)
+	c.Info.Contact = &huma.Contact{Name: "Partner support, through the partner portal; quote the request_id of the answer in question"}
+	c.Info.License = license
+	c.Tags = tags
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds, documentReplays, documentIDs)
 	return c
+}
+
+// tags group the operations in the document, in the order a partner meets
+// them; each operation names one (TestEveryOperationIsTaggedAndDescribed).
+var tags = []*huma.Tag{
+	{Name: "Plans", Description: "The catalogue, priced in the account's currency."},
+	{Name: "Orders", Description: "Buying eSIMs from the prepaid balance, and the orders made."},
+	{Name: "eSIMs", Description: "The profiles orders issued, with what a traveller needs to install them."},
+	{Name: "Balance", Description: "The prepaid balance orders are debited from."},
+	{Name: "Events", Description: "Webhook events and every attempt to deliver them."},
+	{Name: "Webhooks", Description: "What the platform sends to your endpoint: one signed POST per event (Standard Webhooks)."},
+	{Name: "Meta", Description: "This document."},
 }
 
 // responseDescriptions say, for each error status, which error code comes
