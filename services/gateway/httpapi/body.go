@@ -168,6 +168,9 @@ func fieldAt(dec *jsontext.Decoder, ptr jsontext.Pointer) string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
+		if tok == "" {
+			tok = `""` // as quoteEmptyNames names it
+		}
 		b.WriteString(tok)
 	}
 	if b.Len() == 0 {

@@ -156,13 +156,26 @@ func bodyUnreadable(status int, msg string) bool {
 func fieldName(location string) string {
 	for _, prefix := range []string{"query.", "path.", "body.", "header."} {
 		if rest, ok := strings.CutPrefix(location, prefix); ok {
-			return rest
+			return quoteEmptyNames(rest)
 		}
 	}
 	if location == "body" {
 		return "body"
 	}
 	return location
+}
+
+// quoteEmptyNames writes a member named "" as JSON does, so that a
+// detail always names something: {"": 1} is refused as the unknown field
+// "", not as a field with no name.
+func quoteEmptyNames(field string) string {
+	segments := strings.Split(field, ".")
+	for i, s := range segments {
+		if s == "" {
+			segments[i] = `""`
+		}
+	}
+	return strings.Join(segments, ".")
 }
 
 // huma's package-wide settings, made once: every error it raises takes the

@@ -3,59 +3,61 @@ package httpapi
 import (
 	"net/http"
 	"reflect"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// The bodies the webhook service POSTs to a partner's endpoint, one type
-// per event so that each names its event and the shape of its data. The
-// webhook service renders them (services/webhook: envelope and render);
-// the gateway's tests hold every delivery they receive to these schemas.
-// The fields' order is the body's.
-
-// OrderCompletedEvent is the body of an order.completed delivery.
-type OrderCompletedEvent struct {
-	ID          string    `json:"id" pattern:"^evt_[0-9a-f]{32}$" doc:"The event id: webhook-id's value, the same on every attempt. Dedupe on it." example:"evt_0193a4b2c3d47e8f9a0b1c2d3e4f5a6b"`
-	Event       string    `json:"event" enum:"order.completed"`
-	CreatedAt   time.Time `json:"created_at" doc:"When the order completed."`
-	Environment string    `json:"environment" enum:"sandbox,live" doc:"The order's environment; each environment has its own endpoint and secret."`
-	Data        Order     `json:"data" doc:"The order, exactly as GET /v1/orders/{id} answers it: completed, with every eSIM."`
-}
-
-// OrderFailedEvent is the body of an order.failed delivery.
-type OrderFailedEvent struct {
-	ID          string    `json:"id" pattern:"^evt_[0-9a-f]{32}$" doc:"The event id: webhook-id's value, the same on every attempt. Dedupe on it." example:"evt_0193a4b2c3d47e8f9a0b1c2d3e4f5a6b"`
-	Event       string    `json:"event" enum:"order.failed"`
-	CreatedAt   time.Time `json:"created_at" doc:"When the order failed."`
-	Environment string    `json:"environment" enum:"sandbox,live" doc:"The order's environment; each environment has its own endpoint and secret."`
-	Data        Order     `json:"data" doc:"The order, exactly as GET /v1/orders/{id} answers it: failed, with its error, no eSIMs, and refunded in full."`
-}
-
-// PingEvent is the body of a ping delivery, the test event sent on request
-// (the portal's "Send a test event", esimctl webhooks send-test).
-type PingEvent struct {
-	ID          string    `json:"id" pattern:"^evt_[0-9a-f]{32}$" doc:"The event id: webhook-id's value, the same on every attempt." example:"evt_0193a4b2c3d47e8f9a0b1c2d3e4f5a6b"`
-	Event       string    `json:"event" enum:"ping"`
-	CreatedAt   time.Time `json:"created_at" doc:"When the test was asked for."`
-	Environment string    `json:"environment" enum:"sandbox,live" doc:"The environment whose endpoint is tested."`
-	Data        PingData  `json:"data"`
-}
-
-// PingData is a test event's data.
-type PingData struct {
-	Message string `json:"message" example:"A test event from the eSIM platform: your endpoint works."`
-}
-
-// webhookEvents are the events partners receive, each with what it tells.
+// webhookEvents are the events partners receive: what each tells, and
+// its data. The webhook service renders their bodies (services/webhook:
+// envelope and render); the gateway's tests hold every delivery they
+// receive to the schemas below.
 var webhookEvents = []struct {
-	name, summary, description string
-	body                       reflect.Type
+	name, summary, description, when string
+	// data is the schema of the body's data; an order is the registry's.
+	data func(reg huma.Registry) *huma.Schema
 }{
-	{"order.completed", "An order completed", "Sent when an order's eSIMs were issued.", reflect.TypeFor[OrderCompletedEvent]()},
-	{"order.failed", "An order failed", "Sent when issuing failed and the order was refunded in full.", reflect.TypeFor[OrderFailedEvent]()},
-	{"ping", "A test event", "Sent when a test event is asked for, to check the endpoint and its signature check.", reflect.TypeFor[PingEvent]()},
+	{"order.completed", "An order completed", "Sent when an order's eSIMs were issued. `data` is the order exactly as GET /v1/orders/{id} answers it: completed, with every eSIM.",
+		"When the order completed.", orderSchema},
+	{"order.failed", "An order failed", "Sent when issuing failed and the order was refunded in full. `data` is the order exactly as GET /v1/orders/{id} answers it: failed, with its error and no eSIMs.",
+		"When the order failed.", orderSchema},
+	{"ping", "A test event", "Sent when a test event is asked for (the portal, `esimctl webhooks send-test`), to check the endpoint and its signature check.",
+		"When the test was asked for.", func(huma.Registry) *huma.Schema {
+			return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: false, Required: []string{"message"}, Properties: map[string]*huma.Schema{
+				"message": {Type: huma.TypeString, Examples: []any{"A test event from the eSIM platform: your endpoint works."}},
+			}}
+		}},
 }
+
+func orderSchema(reg huma.Registry) *huma.Schema {
+	return reg.Schema(reflect.TypeFor[Order](), true, "")
+}
+
+// eventSchema is the body of one event. Written out, not a Go type's: a
+// component that only webhooks name is pruned by code generators
+// (oapi-codegen) that then refer to it all the same, and the client they
+// make does not compile.
+func eventSchema(reg huma.Registry, name, when string, data func(huma.Registry) *huma.Schema) *huma.Schema {
+	str := func(description string) *huma.Schema {
+		return &huma.Schema{Type: huma.TypeString, Description: description}
+	}
+	id := str("The event id: webhook-id's value, the same on every attempt. Dedupe on it.")
+	id.Pattern, id.Examples = eventIDPattern, []any{"evt_0193a4b2c3d47e8f9a0b1c2d3e4f5a6b"}
+	created := str(when)
+	created.Format = "date-time"
+	env := str("The environment the event happened in; each has its own endpoint and secret.")
+	env.Enum = []any{"sandbox", "live"}
+	event := str("The event kind.")
+	event.Enum = []any{name}
+	return &huma.Schema{
+		Type:                 huma.TypeObject,
+		AdditionalProperties: false,
+		Required:             []string{"id", "event", "created_at", "environment", "data"},
+		Properties:           map[string]*huma.Schema{"id": id, "event": event, "created_at": created, "environment": env, "data": data(reg)},
+	}
+}
+
+// eventIDPattern is the form of an event id.
+const eventIDPattern = "^evt_[0-9a-f]{32}$"
 
 // webhookDelivery says, on every event, how it is sent and signed.
 const webhookDelivery = " A POST with `Content-Type: application/json` and `User-Agent: esim-webhooks/1`, signed as Standard Webhooks (www.standardwebhooks.com) specifies: " +
@@ -72,7 +74,7 @@ func declareWebhooks(doc *huma.OpenAPI) {
 			Schema: &huma.Schema{Type: huma.TypeString, Pattern: pattern}}
 	}
 	headers := []*huma.Param{
-		str("The event id, the same on every attempt and the body's `id`.", "^evt_[0-9a-f]{32}$", "evt_0193a4b2c3d47e8f9a0b1c2d3e4f5a6b"),
+		str("The event id, the same on every attempt and the body's `id`.", eventIDPattern, "evt_0193a4b2c3d47e8f9a0b1c2d3e4f5a6b"),
 		str("When this attempt was signed, in Unix seconds.", "^[0-9]+$", "1764237600"),
 		str("`v1,` and the base64 of HMAC-SHA256 over `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with the bytes that the endpoint's secret (`whsec_` and base64) encodes after `whsec_`. "+
 			"Space-separated when more than one secret signs (for 24 hours after a rotation): one matching is enough.",
@@ -83,7 +85,7 @@ func declareWebhooks(doc *huma.OpenAPI) {
 	}
 	doc.Webhooks = map[string]*huma.PathItem{}
 	for _, e := range webhookEvents {
-		body := doc.Components.Schemas.Schema(e.body, true, "")
+		body := eventSchema(doc.Components.Schemas, e.name, e.when, e.data)
 		doc.Webhooks[e.name] = &huma.PathItem{Post: &huma.Operation{
 			Method:      http.MethodPost,
 			OperationID: "webhook-" + e.name,

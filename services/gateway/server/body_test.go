@@ -42,6 +42,8 @@ func TestBodiesAreReadAsWrittenOrRefused(t *testing.T) {
 		{"customer.reference a lone surrogate", orderBody(fixed, `"customer":{"reference":"x\ud800y"}`), []fault{{"customer.reference", notUTF8}}},
 		{"a field name not UTF-8", orderBody(fixed, "\"quant\xffity\":2"), []fault{{"body", "field name that is not valid UTF-8"}}},
 		{"a customer field name not UTF-8", orderBody(fixed, "\"customer\":{\"n\xe9\":\"x\"}"), []fault{{"customer", "field name that is not valid UTF-8"}}},
+		{"a field named \"\"", orderBody(fixed, `"":1`), []fault{{`""`, "unknown field"}}},
+		{"a field named \"\" twice", orderBody(fixed, `"":1,"":2`), []fault{{`""`, twice}}},
 		{"two bodies in one", orderBody(fixed, "") + orderBody(fixed, `"quantity":50`), []fault{{"body", "more than one value"}}},
 		{"malformed after the object", orderBody(fixed, "") + "]", []fault{{"body", "not valid JSON"}}},
 	} {
