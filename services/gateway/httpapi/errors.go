@@ -154,9 +154,13 @@ func bodyUnreadable(status int, msg string) bool {
 // fieldName turns huma's "query.limit" or "body.customer.email" into the
 // public field name.
 func fieldName(location string) string {
-	for _, prefix := range []string{"query.", "path.", "body.", "header."} {
+	if rest, ok := strings.CutPrefix(location, "body."); ok {
+		return quoteEmptyNames(rest)
+	}
+	// A parameter's name is whole, dots and all.
+	for _, prefix := range []string{"query.", "path.", "header."} {
 		if rest, ok := strings.CutPrefix(location, prefix); ok {
-			return quoteEmptyNames(rest)
+			return rest
 		}
 	}
 	if location == "body" {
@@ -165,7 +169,7 @@ func fieldName(location string) string {
 	return location
 }
 
-// quoteEmptyNames writes a member named "" as JSON does, so that a
+// quoteEmptyNames writes a body member named "" as JSON does, so that a
 // detail always names something: {"": 1} is refused as the unknown field
 // "", not as a field with no name.
 func quoteEmptyNames(field string) string {
