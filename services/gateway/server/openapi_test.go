@@ -51,14 +51,24 @@ func npmTools(t *testing.T) string {
 	return filepath.Join(dir, "node_modules", ".bin")
 }
 
-// TestOpenAPIDocumentPassesSpectralAndRedocly lints the document the
-// gateway serves with two linters partners' toolchains use: Spectral's
-// OpenAPI ruleset and Redocly's recommended one, each pinned
-// (tools/npm). Any error or warning fails; so does a linter that is not
-// installed.
-func TestOpenAPIDocumentPassesSpectralAndRedocly(t *testing.T) {
+// TestTheDocumentDescribesWhatIsSent holds the served document to what the
+// platform sends, on one platform: the linters, the replays, the webhooks
+// and the document's own parts (each check below says what it proves).
+func TestTheDocumentDescribesWhatIsSent(t *testing.T) {
 	bin := npmTools(t)
 	p := start(t, options{})
+	lintDocument(t, p, bin)
+	replaysAreDocumentedAsSent(t, p)
+	webhookDeliveriesMatchTheDocument(t, p)
+	documentNamesItsOwnerAndGroups(t, p)
+}
+
+// lintDocument lints the document the gateway serves with two linters
+// partners' toolchains use: Spectral's OpenAPI ruleset and Redocly's
+// recommended one, each pinned (tools/npm). Any error or warning fails;
+// so does a linter that is not installed (npmTools).
+func lintDocument(t *testing.T, p *platform, bin string) {
+	t.Helper()
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "openapi.json")
 	if err := os.WriteFile(doc, p.spec, 0o644); err != nil {
@@ -167,13 +177,13 @@ func checkDocumentedHeaders(t *testing.T, what string, resp *openapi3.ResponseRe
 	}
 }
 
-// TestReplaysAreDocumentedAsSent: a replay's 200 is the order with
+// replaysAreDocumentedAsSent: a replay's 200 is the order with
 // Location and Idempotent-Replay: true, as the document says (a generated
 // client decodes it as it decodes the 201); a first 201 carries no
 // Idempotent-Replay and the document promises none; a replayed 502 carries
 // it, documented.
-func TestReplaysAreDocumentedAsSent(t *testing.T) {
-	p := start(t, options{})
+func replaysAreDocumentedAsSent(t *testing.T, p *platform) {
+	t.Helper()
 	pt := p.partner("USD", sandbox, 100_00)
 	fixed, _, _ := p.planOf(pt.key, "fixed")
 	create := p.openAPIDoc().Paths.Find("/orders").Post
@@ -247,12 +257,12 @@ func checkWebhook(t *testing.T, doc *openapi3.T, d webhooktest.Delivery) {
 	}
 }
 
-// TestWebhookDeliveriesMatchTheDocument: every event the platform sends
+// webhookDeliveriesMatchTheDocument: every event the platform sends
 // is in the document's webhooks section, and a real delivery of each
 // (order.completed, order.failed, and ping, signed by a current and a
 // rotated-out secret at once) matches its schema and signing headers.
-func TestWebhookDeliveriesMatchTheDocument(t *testing.T) {
-	p := start(t, options{})
+func webhookDeliveriesMatchTheDocument(t *testing.T, p *platform) {
+	t.Helper()
 	doc := p.openAPIDoc()
 	var documented, sent []string
 	for name := range doc.Webhooks {
@@ -301,12 +311,12 @@ func TestWebhookDeliveriesMatchTheDocument(t *testing.T) {
 	}
 }
 
-// TestDocumentNamesItsOwnerAndGroups: the document's info has a contact
+// documentNamesItsOwnerAndGroups: the document's info has a contact
 // and a license; every operation (webhooks included) has a tag the
 // document defines, a summary and a description; every path id and
 // order_id is documented as a UUID.
-func TestDocumentNamesItsOwnerAndGroups(t *testing.T) {
-	p := start(t, options{})
+func documentNamesItsOwnerAndGroups(t *testing.T, p *platform) {
+	t.Helper()
 	doc := p.openAPIDoc()
 	if doc.Info.Contact == nil || doc.Info.Contact.Name == "" || doc.Info.License == nil || doc.Info.License.Name == "" {
 		t.Errorf("info: contact %+v, license %+v", doc.Info.Contact, doc.Info.License)
