@@ -139,7 +139,7 @@ build: ## build every binary into bin/
 FUZZ_TIME ?= 1000000x
 # How long make test fuzzes each target: a short pass, so that a target
 # that no longer builds or fails at once is caught by every test run.
-TEST_FUZZ_TIME ?= 3s
+TEST_FUZZ_TIME ?= 2s
 
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are

@@ -48,10 +48,10 @@ for t in "${targets[@]}"; do
     result=FAILED
     failed=1
   fi
-  # The last progress line counts the executions; a run that ends
-  # quickly may print none.
+  # The last progress line counts the executions. A short run may end
+  # while it still replays the seeds and the cached corpus, before any.
   execs=$(sed -n 's/.*execs: \([0-9]*\).*/\1/p' "$log" | tail -1)
-  line=$(printf '%-8s %-22s %12s execs %5ss  %s' "$result" "$name" "${execs:-?}" "$(($(date +%s) - start))" "$pkg")
+  line=$(printf '%-8s %-22s %12s execs %5ss  %s' "$result" "$name" "${execs:-0}" "$(($(date +%s) - start))" "$pkg")
   echo "$line"
   report+=("$line")
   if [ "$result" = FAILED ]; then
