@@ -98,7 +98,7 @@ func config() huma.Config {
 	c.Info.Contact = &huma.Contact{Name: "Partner support, through the partner portal; quote the request_id of the answer in question"}
 	c.Info.License = license
 	c.Tags = tags
-	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds, documentReplays, documentIDs)
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds, documentReplays, documentIDs, readsBodies)
 	return c
 }
 
@@ -227,7 +227,7 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 		a.fail(ctx, gateway.Invalid("body", reason))
 		return
 	}
-	if op.RequestBody != nil && !a.vetJSONBody(ctx) {
+	if op.RequestBody != nil && !a.takeBody(ctx) {
 		return
 	}
 	next(ctx)

@@ -26,34 +26,45 @@ const (
 	reasonWholeNumber = "must be a whole number written without a decimal point or exponent"
 )
 
-// vetJSONBody reads the JSON body of an operation that takes one, before
-// huma decodes it with encoding/json, and refuses what encoding/json
-// would take silently or report only in its own words: a name given twice
-// (it keeps the last, so {"quantity":1,"quantity":50} orders 50), text
-// that is not UTF-8 (it puts U+FFFD in its place) and a whole-number
-// field written 1.0 or 1e0 (its error names the body, not the field).
-// Every body of every operation is vetted against that operation's own
-// schema, so an operation added later is covered without a line here.
-// huma then reads the very bytes vetted. ok is false when the request was
-// answered.
-func (a *handlers) vetJSONBody(ctx huma.Context) (ok bool) {
-	op := ctx.Operation()
-	media := op.RequestBody.Content["application/json"]
-	if media == nil || !isJSON(ctx.Header("Content-Type")) {
-		return true // not ours to read: huma names what it wants instead
-	}
+// takeBody reads the body of an operation that takes one, before huma
+// decodes it, and hands huma the bytes read. Reading it here bounds the
+// read by a deadline that ends with it (bodyReadTimeout): huma's own
+// (Operation.BodyReadTimeout, off for every operation, see readsBodies)
+// stayed set once the body was in, and net/http's background read of the
+// connection then hit it and cancelled the request, cutting short any
+// order that took longer. A JSON body is vetted too (vetJSON), so that
+// every body of every operation is, an operation added later included.
+// ok is false when the request was answered.
+func (a *handlers) takeBody(ctx huma.Context) (ok bool) {
 	r, _ := humago.Unwrap(ctx)
-	body, reason := readBody(ctx, op.BodyReadTimeout)
+	body, reason := readBody(ctx)
 	if reason != "" {
 		a.fail(ctx, gateway.Invalid("body", reason))
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	media := ctx.Operation().RequestBody.Content["application/json"]
+	if media == nil || !isJSON(ctx.Header("Content-Type")) {
+		return true // not JSON: huma names what it wants instead
+	}
 	if faults := vetJSON(body, media.Schema, a.api.OpenAPI().Components.Schemas); len(faults) > 0 {
 		a.fail(ctx, &gateway.ValidationError{Fields: faults})
 		return false
 	}
 	return true
+}
+
+// bodyReadTimeout bounds the reading of a request body, as huma's default
+// did.
+const bodyReadTimeout = 5 * time.Second
+
+// readsBodies leaves the reading of every operation's body to takeBody:
+// huma is told not to set a deadline of its own (a negative timeout clears
+// the connection's, which takeBody has cleared already).
+func readsBodies(_ *huma.OpenAPI, op *huma.Operation) {
+	if op.RequestBody != nil {
+		op.BodyReadTimeout = -1
+	}
 }
 
 // isJSON tells whether a request's Content-Type is JSON's, which huma also
@@ -66,12 +77,11 @@ func isJSON(contentType string) bool {
 	return err == nil && media == "application/json"
 }
 
-// readBody reads a body whole, up to MaxBodyBytes, within timeout (as
-// huma would); reason says why it could not.
-func readBody(ctx huma.Context, timeout time.Duration) (body []byte, reason string) {
-	if timeout > 0 {
-		_ = ctx.SetReadDeadline(time.Now().Add(timeout))
-	}
+// readBody reads a body whole, up to MaxBodyBytes, within bodyReadTimeout,
+// then lifts the deadline; reason says why it could not.
+func readBody(ctx huma.Context) (body []byte, reason string) {
+	_ = ctx.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer func() { _ = ctx.SetReadDeadline(time.Time{}) }()
 	body, err := io.ReadAll(io.LimitReader(ctx.BodyReader(), MaxBodyBytes+1))
 	var netErr net.Error
 	switch {
@@ -80,7 +90,7 @@ func readBody(ctx huma.Context, timeout time.Duration) (body []byte, reason stri
 		// refused before (overCap).
 		return nil, fmt.Sprintf("sent chunked, over the limit of %d bytes (1 MiB)", MaxBodyBytes)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return nil, fmt.Sprintf("not received within %s", timeout)
+		return nil, fmt.Sprintf("not received within %s", bodyReadTimeout)
 	case err != nil:
 		return nil, "could not be read: " + err.Error()
 	}

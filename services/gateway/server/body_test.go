@@ -1,9 +1,14 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
 )
 
 // TestBodiesAreReadAsWrittenOrRefused sends order bodies that encoding/json
@@ -84,6 +89,32 @@ func TestBodiesAreReadAsWrittenOrRefused(t *testing.T) {
 	}
 	if got := pt.balance(); got != 500_00-2*price {
 		t.Errorf("balance %d, want %d", got, 500_00-2*price)
+	}
+	pt.checkMoney()
+}
+
+// An order that takes longer than the 5 s a body has to arrive in is
+// answered with its outcome: the deadline for reading the body ends with
+// the body. Left in place, it fired in the connection's background read
+// once the body was in, which cancels the request, and the order was cut
+// short with a 500 after 5 s. Here the SM-DP+ holds the first
+// downloadOrder for 6 s (within the ES2+ client's 10 s) and then fails it
+// (the simulator's hang), so the order's outcome is a provider_error,
+// refunded.
+func TestAnOrderOutlastingTheBodyReadTimeIsAnswered(t *testing.T) {
+	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: fmt.Sprintf("%s:%d", profileType, poolSize)})
+	p := start(t, options{smdp: sim, smdpTimeout: 10 * time.Second})
+	pt := p.partner("USD", live, 100_00)
+	fixed, _, _ := p.planOf(pt.key, "fixed")
+	if err := sim.Control.AddFault(t.Context(), smdpsim.Fault{Function: "downloadOrder", Mode: smdpsim.ModeHang, Hang: 6 * time.Second, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e := p.expectError(pt.order("slow", orderBody(fixed, "")), http.StatusBadGateway, "provider_error")
+	if failed := pt.orders("status=failed"); len(failed.Data) != 1 || !strings.Contains(e.Error.Message, failed.Data[0].ID) {
+		t.Errorf("failed orders %+v; the 502 said %q", failed.Data, e.Error.Message)
+	}
+	if got := pt.balance(); got != 100_00 {
+		t.Errorf("balance %d, want 10000 (refunded)", got)
 	}
 	pt.checkMoney()
 }
