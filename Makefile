@@ -41,6 +41,24 @@ tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools (once per machine
 helm:
 	@tilt/helm.sh version --short >/dev/null
 
+# The OpenAPI linters the contract test runs (Spectral, Redocly), pinned by
+# tools/npm/package-lock.json and installed from it once per machine, into
+# the tools cache under the lockfile's hash (the test looks there, by the
+# same hash). --ignore-scripts: neither needs an install script, and one
+# of their dependencies' is only telemetry.
+NPM_TOOLS := $(ESIM_TOOLS_CACHE)/npm-$(shell sha256sum tools/npm/package-lock.json | cut -c1-16)
+
+$(NPM_TOOLS)/.stamp:
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20 or newer with npm" >&2; exit 1; }
+	@echo "==> installing the pinned OpenAPI linters into $(NPM_TOOLS) (once per machine)"
+	@rm -rf $(NPM_TOOLS).tmp && mkdir -p $(NPM_TOOLS).tmp
+	cp tools/npm/package.json tools/npm/package-lock.json $(NPM_TOOLS).tmp/
+	cd $(NPM_TOOLS).tmp && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@rm -rf $(NPM_TOOLS) && mv $(NPM_TOOLS).tmp $(NPM_TOOLS) && touch $@
+
+.PHONY: npm-tools
+npm-tools: $(NPM_TOOLS)/.stamp ## install the pinned OpenAPI linters (Spectral, Redocly) the contract test runs
+
 # The generated files record the protoc that made them (`// protoc v3.21.12`),
 # so another version would rewrite every .pb.go and `make verify` would call
 # an unchanged tree stale. 3.21.12 is Debian bookworm's protobuf-compiler.
@@ -118,22 +136,30 @@ build: ## build every binary into bin/
 	for s in $(SERVICES); do go build $(BUILDVCS) -o bin/$$s ./services/$$s/cmd/$$s; done
 	for c in $(COMMANDS); do go build $(BUILDVCS) -o bin/$$c ./cmd/$$c; done
 
-# How long make test fuzzes each fuzz target.
-FUZZ_TIME ?= 5s
+# How long make fuzz runs each fuzz target: a duration (30s) or a count of
+# executions (the default: a million).
+FUZZ_TIME ?= 1000000x
+# How long make test fuzzes each target: a short pass, so that a target
+# that no longer builds or fails at once is caught by every test run.
+TEST_FUZZ_TIME ?= 2s
 
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: helm ## run every test, with the race detector, against the local Postgres and Redis
+test: helm npm-tools ## run every test, with the race detector, against the local Postgres and Redis
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"
 	@awk '$$1 == "ok" && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%8.1fs  %s\n", t, $$2 }' .run/test.log | sort -rn | head -15
-	@echo "==> fuzzing the ES2+ client's wire format for $(FUZZ_TIME) per target (seeds: testdata/fuzz)"
-	# go test -fuzz takes one target per run; a failing input is written
-	# under testdata/fuzz, where the next plain go test replays it.
-	for f in FuzzDecodeResponse FuzzEncodeRequest; do \
-	  go test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZ_TIME) ./services/ordering/es2plus/; done
+	@echo "==> fuzzing every fuzz target for $(TEST_FUZZ_TIME) (make fuzz runs each a million times)"
+	tools/fuzz.sh $(TEST_FUZZ_TIME) $(MODULES)
+
+.PHONY: fuzz
+# Every Fuzz target of the workspace's modules, found by go test -list, so a
+# new one is run without editing a list here. A failing input is written under the
+# package's testdata/fuzz, where the next plain go test replays it.
+fuzz: ## run every fuzz target for FUZZ_TIME (default 1,000,000 executions each) and report executions and results
+	tools/fuzz.sh $(FUZZ_TIME) $(MODULES)
 
 .PHONY: run
 run: build ## start the whole platform on loopback

@@ -33,6 +33,8 @@ require (
 	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
+	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect

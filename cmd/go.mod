@@ -22,6 +22,7 @@ require (
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/gateway v0.0.0-00010101000000-000000000000
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -37,6 +38,7 @@ require (
 
 require (
 	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000 // indirect
+	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
 	"github.com/esimplatform/esim/libs/money"
@@ -123,24 +125,34 @@ func readPlans(path string, reactivate bool) ([]*cataloguev1.Plan, error) {
 	case len(data) > maxImportBytes:
 		return nil, bad("larger than %d MiB; the catalogue takes at most %d plans a call: split it", maxImportBytes>>20, catalogue.MaxUpsertBatch)
 	}
-	items, err := planItems(data)
+	plans, err := parsePlans(data, reactivate)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
+	return plans, nil
+}
+
+// parsePlans reads the plans of an import file's content (readPlans; the
+// fuzz target reads through here too).
+func parsePlans(data []byte, reactivate bool) ([]*cataloguev1.Plan, error) {
+	items, err := planItems(data)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case len(items) == 0:
-		return nil, bad("no plans in it")
+		return nil, errors.New("no plans in it")
 	case len(items) > catalogue.MaxUpsertBatch:
-		return nil, bad("%d plans; the catalogue takes at most %d a call: split it", len(items), catalogue.MaxUpsertBatch)
+		return nil, fmt.Errorf("%d plans; the catalogue takes at most %d a call: split it", len(items), catalogue.MaxUpsertBatch)
 	}
 	plans := make([]*cataloguev1.Plan, len(items))
 	for i, raw := range items {
 		var p importedPlan
 		if err := decodeStrict(raw, &p); err != nil {
-			return nil, bad("plans[%d]: %v", i, err)
+			return nil, fmt.Errorf("plans[%d]: %v", i, err)
 		}
 		if plans[i], err = p.proto(); err != nil {
-			return nil, bad("plans[%d].%v", i, err)
+			return nil, fmt.Errorf("plans[%d].%v", i, err)
 		}
 		if plans[i].Status == cataloguev1.PlanStatus_PLAN_STATUS_ACTIVE && !reactivate {
 			// Unspecified: new plans are active, stored ones keep theirs.
@@ -157,6 +169,9 @@ func planItems(data []byte) ([]json.RawMessage, error) {
 	// encoding/json would keep the last of a repeated field without a
 	// word; every plan is part of data, so one walk covers them all.
 	if err := noRepeatedKeys(data); err != nil {
+		return nil, err
+	}
+	if err := onlyUTF8(data); err != nil {
 		return nil, err
 	}
 	var top json.RawMessage
@@ -226,12 +241,14 @@ func decodeStrict(data []byte, v any) error {
 }
 
 // noRepeatedKeys walks data's tokens and refuses an object that names a
-// field twice, saying where in the file ("data[1].validity_days").
-// Malformed JSON is left to the decoder to describe.
+// field twice, saying where in the file ("data[1].validity_days"). Names
+// that differ only in case count as one: encoding/json matches a field
+// whatever the case of its name, and would keep the last. Malformed JSON
+// is left to the decoder to describe.
 func noRepeatedKeys(data []byte) error {
 	type frame struct {
-		keys      map[string]bool // nil in an array
-		key       string          // the field being read, in an object
+		keys      map[string]string // by folded name, as first written; nil in an array
+		key       string            // the field being read, in an object
 		expectKey bool
 		index     int // the element being read, in an array
 	}
@@ -259,15 +276,18 @@ func noRepeatedKeys(data []byte) error {
 		if key, ok := tok.(string); ok && len(stack) > 0 && stack[len(stack)-1].expectKey {
 			top := stack[len(stack)-1]
 			top.key, top.expectKey = key, false
-			if top.keys[key] {
+			switch first, seen := top.keys[foldName(key)]; {
+			case seen && first == key:
 				return fmt.Errorf("%s: given twice", where())
+			case seen:
+				return fmt.Errorf("%s: given twice, also as %q (a name is matched whatever its case)", where(), first)
 			}
-			top.keys[key] = true
+			top.keys[foldName(key)] = key
 			continue
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &frame{keys: map[string]bool{}, expectKey: true})
+			stack = append(stack, &frame{keys: map[string]string{}, expectKey: true})
 			continue
 		case json.Delim('['):
 			stack = append(stack, &frame{})
@@ -333,4 +353,58 @@ func (p importedPlan) proto() (*cataloguev1.Plan, error) {
 		out.Prices = append(out.Prices, &cataloguev1.Money{AmountMinor: *price.AmountMinor, Currency: price.Currency})
 	}
 	return out, nil
+}
+
+// foldName is name with each letter in one case, so that two names
+// strings.EqualFold (as encoding/json matches them) fold alike: each rune
+// becomes the least of its Unicode case-folding orbit (K, k and the Kelvin
+// sign alike).
+func foldName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+// onlyUTF8 refuses text that is not UTF-8, raw or escaped (half of a
+// surrogate pair), saying where ("data[0].name"): encoding/json would put
+// U+FFFD in its place without a word, and the catalogue would keep that.
+// jsontext, encoding/json/v2's tokenizer, finds it. Malformed JSON is
+// left to the decoder to describe.
+func onlyUTF8(data []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	for {
+		_, err := dec.ReadToken()
+		var serr *jsontext.SyntacticError
+		switch {
+		case err == nil:
+			continue
+		case !errors.As(err, &serr):
+			return nil
+		case serr.Err.Error() != "invalid UTF-8" && !strings.Contains(serr.Err.Error(), "surrogate"):
+			return nil
+		}
+		var where strings.Builder
+		level := 0
+		for tok := range serr.JSONPointer.Tokens() {
+			level++
+			if kind, _ := dec.StackIndex(level); kind == '[' {
+				fmt.Fprintf(&where, "[%s]", tok)
+				continue
+			}
+			if where.Len() > 0 {
+				where.WriteByte('.')
+			}
+			where.WriteString(tok)
+		}
+		if where.Len() == 0 {
+			return errors.New("not UTF-8 text")
+		}
+		return fmt.Errorf("%s: not UTF-8 text", where.String())
+	}
 }

@@ -24,6 +24,7 @@ require (
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/uuid v1.6.0
 	github.com/makiuchi-d/gozxing v0.1.1
@@ -38,6 +39,7 @@ require (
 require (
 	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/segmentio/kafka-go v0.4.51 // indirect

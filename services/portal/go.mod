@@ -26,6 +26,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
@@ -41,7 +43,7 @@ require (
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000 // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect

@@ -52,6 +52,7 @@ func New(d Deps) http.Handler {
 	a.registerEvents(api)
 	a.registerOpenAPI(api)
 	declareHead(api.OpenAPI())
+	declareWebhooks(api.OpenAPI())
 	mux.HandleFunc("GET "+QRPath+"{file}", a.qrCode)
 	mux.HandleFunc("/", a.unrecognized)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -94,14 +95,29 @@ func config() huma.Config {
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}
-	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds)
+	c.Info.Contact = &huma.Contact{Name: "Partner support, through the partner portal; quote the request_id of the answer in question"}
+	c.Info.License = license
+	c.Tags = tags
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds, documentReplays, documentIDs, readsBodies)
 	return c
+}
+
+// tags group the operations in the document, in the order a partner meets
+// them; each operation names one (TestEveryOperationIsTaggedAndDescribed).
+var tags = []*huma.Tag{
+	{Name: "Plans", Description: "The catalogue, priced in the account's currency."},
+	{Name: "Orders", Description: "Buying eSIMs from the prepaid balance, and the orders made."},
+	{Name: "eSIMs", Description: "The profiles orders issued, with what a traveller needs to install them."},
+	{Name: "Balance", Description: "The prepaid balance orders are debited from."},
+	{Name: "Events", Description: "Webhook events and every attempt to deliver them."},
+	{Name: "Webhooks", Description: "What the platform sends to your endpoint: one signed POST per event (Standard Webhooks)."},
+	{Name: "Meta", Description: "This document."},
 }
 
 // responseDescriptions say, for each error status, which error code comes
 // with it and when: huma's defaults are the bare reason phrases.
 var responseDescriptions = map[string]string{
-	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range; a body field is missing, unknown, of the wrong type or out of range; the body is not JSON or over 1 MiB; or the Idempotency-Key is malformed or was used with a different request. `details` names each one.",
+	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range; a body field is missing, unknown, given twice, of the wrong type (a whole number written with a decimal point or exponent included), not valid UTF-8 or out of range; the body is not JSON or over 1 MiB; or the Idempotency-Key is malformed or was used with a different request. `details` names each one.",
 	"401": "`unauthorized`: the API key is missing, malformed, unknown or revoked, or two Authorization headers were sent.",
 	"402": "`insufficient_funds`: the balance does not cover the order; nothing was charged or kept. Top up, then retry with the same Idempotency-Key.",
 	"404": "`not_found`: no such resource; a retired plan, an unknown id and a malformed id alike.",
@@ -209,6 +225,9 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 	// is judged, or, for a body sent chunked, what arrives up to the cap.
 	if reason := overCap(r, op.RequestBody == nil); reason != "" {
 		a.fail(ctx, gateway.Invalid("body", reason))
+		return
+	}
+	if op.RequestBody != nil && !a.takeBody(ctx) {
 		return
 	}
 	next(ctx)

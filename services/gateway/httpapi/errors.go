@@ -154,7 +154,11 @@ func bodyUnreadable(status int, msg string) bool {
 // fieldName turns huma's "query.limit" or "body.customer.email" into the
 // public field name.
 func fieldName(location string) string {
-	for _, prefix := range []string{"query.", "path.", "body.", "header."} {
+	if rest, ok := strings.CutPrefix(location, "body."); ok {
+		return quoteEmptyNames(rest)
+	}
+	// A parameter's name is whole, dots and all.
+	for _, prefix := range []string{"query.", "path.", "header."} {
 		if rest, ok := strings.CutPrefix(location, prefix); ok {
 			return rest
 		}
@@ -163,6 +167,19 @@ func fieldName(location string) string {
 		return "body"
 	}
 	return location
+}
+
+// quoteEmptyNames writes a body member named "" as JSON does, so that a
+// detail always names something: {"": 1} is refused as the unknown field
+// "", not as a field with no name.
+func quoteEmptyNames(field string) string {
+	segments := strings.Split(field, ".")
+	for i, s := range segments {
+		if s == "" {
+			segments[i] = `""`
+		}
+	}
+	return strings.Join(segments, ".")
 }
 
 // huma's package-wide settings, made once: every error it raises takes the

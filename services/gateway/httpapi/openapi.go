@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -46,4 +47,54 @@ func (a *handlers) registerOpenAPI(api huma.API) {
 		}
 		return &openAPIOutput{ContentType: "application/json", Body: doc}, nil
 	})
+}
+
+// license is the document's. The repository states no licence yet, so
+// none is granted (the default in law); this follows its LICENSE file
+// once it has one.
+var license = &huma.License{Name: "Proprietary: all rights reserved", Identifier: "LicenseRef-Proprietary"}
+
+// documentReplays describes create-order's replays as they are sent: the
+// 200 of a retry carries the order as the 201 did, with Location and
+// Idempotent-Replay: true; a replayed 502 carries Idempotent-Replay too;
+// a first answer never does. huma documents a response body and headers
+// on the default status (201) alone.
+func documentReplays(_ *huma.OpenAPI, op *huma.Operation) {
+	if op.OperationID != "create-order" {
+		return
+	}
+	created, replay, failed := op.Responses["201"], op.Responses["200"], op.Responses["502"]
+	if created == nil || replay == nil || failed == nil {
+		panic("httpapi: create-order must document 200, 201 and 502")
+	}
+	replayed := created.Headers["Idempotent-Replay"]
+	delete(created.Headers, "Idempotent-Replay")
+	replay.Content = created.Content
+	replay.Headers["Location"] = created.Headers["Location"]
+	replay.Headers["Idempotent-Replay"] = &huma.Param{
+		Description: "Always true: this answers an earlier request with the same Idempotency-Key.",
+		Required:    true,
+		Schema:      &huma.Schema{Type: huma.TypeString, Enum: []any{"true"}, Description: replayed.Description},
+	}
+	failed.Headers["Idempotent-Replay"] = &huma.Param{
+		Description: "true when this replays the failure of an earlier request with the same Idempotency-Key; absent on the first answer.",
+		Schema:      &huma.Schema{Type: huma.TypeString, Enum: []any{"true"}},
+	}
+}
+
+// documentIDs says, in the document alone, that a path id or a query
+// parameter naming one (order_id) is a UUID. The schema huma checks
+// requests with stays without the format: a malformed id in a path is
+// not_found, as an unknown one is (DESIGN section 3), and a malformed
+// order_id is worded by its handler.
+func documentIDs(_ *huma.OpenAPI, op *huma.Operation) {
+	for _, p := range op.Parameters {
+		isID := p.In == "path" && p.Name == "id" || p.In == "query" && strings.HasSuffix(p.Name, "_id")
+		if !isID || p.Schema == nil {
+			continue
+		}
+		documented := *p.Schema
+		documented.Format = "uuid"
+		p.Schema = &documented
+	}
 }

@@ -96,11 +96,13 @@ func (pt partner) eventsUntil(query string, within time.Duration, done func(even
 	}
 }
 
-// checkDelivery holds a delivery to the contract: signed with secret as
-// the public library verifies, the body's id the webhook-id, the event and
+// checkDelivery holds a delivery to the contract: as the OpenAPI
+// document's webhooks section describes it, signed with secret as the
+// public library verifies, the body's id the webhook-id, the event and
 // environment named, and data exactly GET /v1/orders/{id}'s.
 func checkDelivery(t *testing.T, pt partner, d webhooktest.Delivery, secret, event, orderID string) hookBody {
 	t.Helper()
+	checkWebhook(t, pt.p.openAPIDoc(), d)
 	if !d.VerifiedBy(secret) {
 		t.Errorf("the Standard Webhooks library refused the delivery: %v", d.Checks[secret])
 	}
