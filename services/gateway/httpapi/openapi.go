@@ -49,10 +49,8 @@ func (a *handlers) registerOpenAPI(api huma.API) {
 	})
 }
 
-// license is the document's. The repository states no licence yet, so
-// none is granted (the default in law); this follows its LICENSE file
-// once it has one.
-var license = &huma.License{Name: "Proprietary: all rights reserved", Identifier: "LicenseRef-Proprietary"}
+// license is the document's: the repository's LICENSE.
+var license = &huma.License{Name: "Apache 2.0", Identifier: "Apache-2.0"}
 
 // documentReplays describes create-order's replays as they are sent: the
 // 200 of a retry carries the order as the 201 did, with Location and
