@@ -66,7 +66,7 @@ type Esim struct {
 	ID             string      `json:"id" format:"uuid"`
 	OrderID        string      `json:"order_id" format:"uuid"`
 	PlanName       string      `json:"plan_name"`
-	ICCID          string      `json:"iccid" doc:"19 digits."`
+	ICCID          string      `json:"iccid" doc:"18 to 20 digits starting 89, the last a Luhn check digit (19 in the sandbox)."`
 	QRCodeURL      string      `json:"qr_code_url" format:"uri" doc:"A PNG of a QR code that encodes activation_code. Public and unguessable: share it with the traveller only."`
 	ActivationCode string      `json:"activation_code" doc:"LPA:1$<smdp_address>$<matching id>."`
 	SMDPAddress    string      `json:"smdp_address"`
