@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,11 @@ func TestClientAgainstVendors(t *testing.T) {
 			if got := sim.State(t).Vendors; len(got) != len(opts.Vendors) {
 				t.Fatalf("the simulator plays %+v", got)
 			}
+			// The simulator answers as the vendor would: the premise of
+			// what the client is held to below.
+			if raw := rawDownloadOrder(t, sim, "esim-travel"); (len(raw) == 20 && raw[19] == 'F') != v.PaddedICCIDs {
+				t.Fatalf("the simulator answered the ICCID %q", raw)
+			}
 			logs := &syncBuffer{}
 			c := clientOf(t, sim, sim.Certs, sim.Certs, es2plus.WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
 			ctx := context.Background()
@@ -114,8 +120,8 @@ func TestClientAgainstVendors(t *testing.T) {
 			if err := c.CancelOrder(ctx, es2plus.CancelOrderRequest{ICCID: iccid, FinalProfileStatusIndicator: es2plus.FinalProfileStatusAvailable}); err != nil {
 				t.Fatalf("cancelOrder: %v", err)
 			}
-			if p, _ := sim.State(t).Pool("esim-travel"); p.Available != 5 || p.Cancelled != 1 {
-				t.Fatalf("pool %+v", p)
+			if p, _ := sim.State(t).Pool("esim-travel"); p.Available != 4 || p.Allocated != 1 || p.Cancelled != 1 {
+				t.Fatalf("pool %+v, want the client's profile given back and the probe's held", p)
 			}
 
 			// Each warning is logged with its codes; no warning, no line.
@@ -142,6 +148,35 @@ func TestClientAgainstVendors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rawDownloadOrder reserves a profile of profileType without the client
+// and returns the ICCID as the simulator wrote it.
+func rawDownloadOrder(t *testing.T, sim *smdpsimtest.Sim, profileType string) string {
+	t.Helper()
+	cfg, err := sim.Certs.ClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	body, _ := json.Marshal(map[string]any{
+		"header":      map[string]string{"functionRequesterIdentifier": "probe", "functionCallIdentifier": uuid.NewString()},
+		"profileType": profileType,
+	})
+	req, _ := http.NewRequest(http.MethodPost, sim.ES2PlusURL+es2plus.PathPrefix+es2plus.FunctionDownloadOrder, bytes.NewReader(body))
+	req.Header.Set("Content-Type", es2plus.ContentType)
+	req.Header.Set("X-Admin-Protocol", es2plus.DefaultProtocolVersion)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct{ ICCID string }
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || answer.ICCID == "" {
+		t.Fatalf("downloadOrder: %d %v", resp.StatusCode, err)
+	}
+	return answer.ICCID
 }
 
 // syncBuffer is a log destination the test reads while the client may
