@@ -26,15 +26,17 @@ func (e *FunctionError) Error() string {
 // answers with.
 const (
 	SubjectFunction    = "1.2"
+	SubjectEID         = "8.1.1"
 	SubjectICCID       = "8.2.1"
 	SubjectProfileType = "8.2.5"
 	SubjectMatchingID  = "8.2.6"
 
-	ReasonInvalid      = "2.1"
-	ReasonMissing      = "2.2"
-	ReasonAlreadyInUse = "3.3"
-	ReasonNotAllowed   = "3.7"
-	ReasonUnknown      = "3.9"
+	ReasonInvalid            = "2.1"
+	ReasonMissing            = "2.2"
+	ReasonAlreadyInUse       = "3.3"
+	ReasonNotAllowed         = "3.7"
+	ReasonUnknown            = "3.9"
+	ReasonInvalidAssociation = "3.10"
 )
 
 func failed(subject, reason, id, format string, args ...any) *FunctionError {
@@ -49,6 +51,9 @@ var (
 	ErrHang = errors.New("smdpsim: call hung by an injected fault")
 	// ErrGarbage asks the transport for an answer no client can parse.
 	ErrGarbage = errors.New("smdpsim: garbage answer injected by a fault")
+	// ErrLost is a call executed whose answer a fault loses: the
+	// transport closes the connection without one.
+	ErrLost = errors.New("smdpsim: the function was executed and its answer lost by an injected fault")
 )
 
 // ErrNotFound is an unknown profile type given to the control API.
@@ -70,6 +75,10 @@ const (
 	OutcomeFaultFail    = "fault-fail"
 	OutcomeFaultHang    = "fault-hang"
 	OutcomeFaultGarbage = "fault-garbage"
+	OutcomeFaultLose    = "fault-lose"
+	// OutcomeReplayed is a call sent again under the header of one
+	// executed before, answered as that one was (see Header).
+	OutcomeReplayed = "replayed"
 )
 
 // Outcome names what a call's error was, for counters and logs.
@@ -82,6 +91,8 @@ func Outcome(err error) string {
 		return OutcomeFaultHang
 	case errors.Is(err, ErrGarbage):
 		return OutcomeFaultGarbage
+	case errors.Is(err, ErrLost):
+		return OutcomeFaultLose
 	case errors.As(err, &fe) && fe.injected:
 		return OutcomeFaultFail
 	default:

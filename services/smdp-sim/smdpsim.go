@@ -1,8 +1,9 @@
 // Package smdpsim is an SM-DP+ simulator: pools of eSIM profiles per
 // profile type and the SGP.22 ES2+ functions that reserve, confirm,
-// release and cancel them, with faults a test can inject. State lives in
-// memory behind one mutex; the transports are es2plus (the functions) and
-// control (state and faults).
+// release and cancel them, read strictly, with faults a test can inject
+// and vendor styles it can play (Vendor). Calls are deduplicated by
+// header (Header). State lives in memory behind one mutex; the transports
+// are es2plus (the functions) and control (state, faults, vendors).
 package smdpsim
 
 import (
@@ -22,13 +23,16 @@ import (
 
 // The ES2+ functions the simulator serves, as named in their paths.
 const (
-	FunctionDownloadOrder = "downloadOrder"
-	FunctionConfirmOrder  = "confirmOrder"
-	FunctionCancelOrder   = "cancelOrder"
+	FunctionDownloadOrder  = "downloadOrder"
+	FunctionConfirmOrder   = "confirmOrder"
+	FunctionCancelOrder    = "cancelOrder"
+	FunctionReleaseProfile = "releaseProfile"
 )
 
-// Functions are the ES2+ functions, in the order an order goes through them.
-var Functions = []string{FunctionDownloadOrder, FunctionConfirmOrder, FunctionCancelOrder}
+// Functions are the ES2+ functions: the three every order may call, in
+// the order it calls them, then releaseProfile, which releases a profile
+// confirmed without its releaseFlag.
+var Functions = []string{FunctionDownloadOrder, FunctionConfirmOrder, FunctionCancelOrder, FunctionReleaseProfile}
 
 // Values of cancelOrder's finalProfileStatusIndicator.
 const (
@@ -55,12 +59,19 @@ const (
 	EventCancelled = "cancelled"
 )
 
-// Fault modes.
+// Fault modes. fail, hang and garbage replace the call: the function is
+// not executed. lose executes it (and remembers it, see Header) and loses
+// its answer, as a crash or a cut connection after the SM-DP+ did its
+// part would.
 const (
 	ModeFail    = "fail"
 	ModeHang    = "hang"
 	ModeGarbage = "garbage"
+	ModeLose    = "lose"
 )
+
+// Modes are the fault modes.
+var Modes = []string{ModeFail, ModeHang, ModeGarbage, ModeLose}
 
 // Defaults of a Fault's optional fields.
 const (
@@ -77,8 +88,12 @@ const (
 	// MaxPoolSize bounds a pool; profiles are made when first touched,
 	// so a large pool costs nothing until used.
 	MaxPoolSize = 1_000_000
-	maxHang     = 24 * time.Hour
-	maxText     = 256
+	// MaxRemembered bounds the calls remembered for deduplication
+	// (Header): the oldest is forgotten first. A caller sends a lost
+	// call again within minutes, long before 100,000 others.
+	MaxRemembered = 100_000
+	maxHang       = 24 * time.Hour
+	maxText       = 256
 )
 
 // Pool is a configured pool: how many profiles of a type the SM-DP+ holds.
@@ -127,7 +142,8 @@ type Config struct {
 	Pools       []Pool
 }
 
-// Fault makes matching calls misbehave instead of executing.
+// Fault makes matching calls misbehave: instead of executing, or, in mode
+// lose, after.
 type Fault struct {
 	// ID is given by AddFault.
 	ID       string `json:"id,omitempty"`
@@ -190,37 +206,112 @@ func (f *Fault) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// Header identifies a call as its ES2+ header does. A function the Sim
+// executed under a header with both identifiers is remembered (the last
+// MaxRemembered of them): the same call sent again under the same
+// header, as a caller that lost the answer does, is answered the first
+// execution's result again (the same ICCID, the same refusal) and
+// executes nothing. Real SM-DP+s need not do so; the platform's
+// reconciliation of lost answers relies on it (docs/decisions.md). A
+// zero Header is never remembered.
+type Header struct {
+	FunctionRequesterIdentifier string
+	FunctionCallIdentifier      string
+}
+
 // DownloadOrderRequest reserves a profile of ProfileType, or the profile
 // ICCID.
 type DownloadOrderRequest struct {
+	Header      Header
 	EID         string
 	ICCID       string
 	ProfileType string
 }
 
+// DownloadOrderResult is the reserved profile's ICCID as the SM-DP+
+// answers it: F-padded to 20 characters under a vendor's PaddedICCIDs.
+type DownloadOrderResult struct {
+	ICCID   string
+	Warning *Warning
+}
+
 // ConfirmOrderRequest confirms, and with ReleaseFlag releases, an
-// allocated profile.
+// allocated profile. ReleaseFlag is mandatory: nil is a request without
+// it, which is refused.
 type ConfirmOrderRequest struct {
+	Header      Header
 	ICCID       string
 	EID         string
 	MatchingID  string
 	SMDSAddress string
-	ReleaseFlag bool
+	ReleaseFlag *bool
 }
 
-// ConfirmOrderResult is what an activation code is made of.
+// ConfirmOrderResult is what an activation code is made of. SMDPAddress
+// is "" under a vendor's OmitSMDPAddress.
 type ConfirmOrderResult struct {
 	EID         string
 	MatchingID  string
 	SMDPAddress string
+	Warning     *Warning
 }
 
 // CancelOrderRequest gives a profile back.
 type CancelOrderRequest struct {
+	Header                      Header
 	ICCID                       string
 	EID                         string
 	MatchingID                  string
 	FinalProfileStatusIndicator string
+}
+
+// ReleaseProfileRequest releases a Confirmed profile.
+type ReleaseProfileRequest struct {
+	Header Header
+	ICCID  string
+}
+
+// Result is what cancelOrder and releaseProfile answer besides success.
+type Result struct {
+	Warning *Warning
+}
+
+// Warning is the status code data of an Executed-WithWarning answer.
+type Warning struct {
+	SubjectCode       string
+	ReasonCode        string
+	SubjectIdentifier string
+	Message           string
+}
+
+// The status codes of a vendor's Executed-WithWarning: about the profile
+// type, with a reason no client has cause to read as a refusal.
+const (
+	WarningSubjectCode = SubjectProfileType
+	WarningReasonCode  = "6.1"
+	WarningMessage     = "executed with a warning (vendor setting executedWithWarning)"
+)
+
+// Vendor makes the Sim answer calls for one profile type as some real
+// SM-DP+s do; the zero Vendor answers as SGP.22 reads most strictly.
+type Vendor struct {
+	ProfileType string `json:"profileType"`
+	// PaddedICCIDs answers ICCIDs F-padded to 20 characters, as they
+	// are stored on the card. Requests are taken padded or not, always.
+	PaddedICCIDs bool `json:"paddedICCIDs"`
+	// ExecutedWithWarning answers every success Executed-WithWarning,
+	// with the Warning* status codes.
+	ExecutedWithWarning bool `json:"executedWithWarning"`
+	// OmitSMDPAddress leaves smdpAddress out of confirmOrder's answer,
+	// as SGP.22 allows.
+	OmitSMDPAddress bool `json:"omitSMDPAddress"`
+}
+
+func (v Vendor) warning() *Warning {
+	if !v.ExecutedWithWarning {
+		return nil
+	}
+	return &Warning{SubjectCode: WarningSubjectCode, ReasonCode: WarningReasonCode, SubjectIdentifier: v.ProfileType, Message: WarningMessage}
 }
 
 // State is everything a test may want to assert on.
@@ -230,7 +321,10 @@ type State struct {
 	// Profiles are those touched since start or the last Reset, by ICCID.
 	Profiles []Profile `json:"profiles"`
 	Faults   []Fault   `json:"faults"`
-	// Calls counts calls by function and outcome (see Outcome).
+	// Vendors are the vendor settings in force, by profile type.
+	Vendors []Vendor `json:"vendors"`
+	// Calls counts calls by function and outcome (see Outcome, and
+	// OutcomeReplayed).
 	Calls map[string]map[string]int `json:"calls"`
 }
 
@@ -292,6 +386,24 @@ type Sim struct {
 	faults     []*Fault
 	faultSeq   int
 	calls      map[string]map[string]int
+	vendors    map[string]Vendor
+	// executed remembers calls by header for deduplication; ring holds
+	// their keys, oldest at next once full.
+	executed map[callKey]executedCall
+	ring     []callKey
+	next     int
+}
+
+type callKey struct {
+	requester, function, callID string
+}
+
+// executedCall is a remembered call: its request, to tell a call sent
+// again from another under the same header, and what it answered.
+type executedCall struct {
+	request string
+	result  any
+	err     error
 }
 
 type pool struct {
@@ -378,6 +490,10 @@ func (s *Sim) reset() {
 	s.matching = map[string]string{}
 	s.faults = nil
 	s.calls = map[string]map[string]int{}
+	s.vendors = map[string]Vendor{}
+	s.executed = map[callKey]executedCall{}
+	s.ring = nil
+	s.next = 0
 }
 
 // Drain makes every Available profile of profileType Unavailable, so the
@@ -426,10 +542,8 @@ func (s *Sim) checkFault(f *Fault) error {
 	if _, ok := s.byType[f.ProfileType]; f.ProfileType != "" && !ok {
 		return &ValidationError{Field: "profileType", Reason: fmt.Sprintf("%q is not a configured profile type", f.ProfileType)}
 	}
-	switch f.Mode {
-	case ModeFail, ModeHang, ModeGarbage:
-	default:
-		return &ValidationError{Field: "mode", Reason: fmt.Sprintf("%q is not one of fail, hang, garbage", f.Mode)}
+	if !slices.Contains(Modes, f.Mode) {
+		return &ValidationError{Field: "mode", Reason: fmt.Sprintf("%q is not one of %s", f.Mode, strings.Join(Modes, ", "))}
 	}
 	if f.Count < 0 {
 		return &ValidationError{Field: "count", Reason: "must be 0 (until cleared) or more"}
@@ -480,6 +594,25 @@ func cmp(v, def string) string {
 	return v
 }
 
+// SetVendor sets the vendor style of v.ProfileType's answers; a Vendor
+// with every setting off removes it.
+func (s *Sim) SetVendor(v Vendor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch _, ok := s.byType[v.ProfileType]; {
+	case v.ProfileType == "":
+		return &ValidationError{Field: "profileType", Reason: "required"}
+	case !ok:
+		return &ValidationError{Field: "profileType", Reason: fmt.Sprintf("%q is not a configured profile type", clip(v.ProfileType))}
+	}
+	if v == (Vendor{ProfileType: v.ProfileType}) {
+		delete(s.vendors, v.ProfileType)
+		return nil
+	}
+	s.vendors[v.ProfileType] = v
+	return nil
+}
+
 // ClearFaults removes every fault.
 func (s *Sim) ClearFaults() {
 	s.mu.Lock()
@@ -491,7 +624,7 @@ func (s *Sim) ClearFaults() {
 func (s *Sim) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{SMDPAddress: s.cfg.SMDPAddress, Pools: []PoolState{}, Profiles: []Profile{}, Faults: []Fault{}, Calls: map[string]map[string]int{}}
+	st := State{SMDPAddress: s.cfg.SMDPAddress, Pools: []PoolState{}, Profiles: []Profile{}, Faults: []Fault{}, Vendors: []Vendor{}, Calls: map[string]map[string]int{}}
 	for _, p := range s.pools {
 		st.Pools = append(st.Pools, PoolState{
 			ProfileType: p.profileType,
@@ -513,6 +646,10 @@ func (s *Sim) State() State {
 	for _, f := range s.faults {
 		st.Faults = append(st.Faults, *f)
 	}
+	for _, v := range s.vendors {
+		st.Vendors = append(st.Vendors, v)
+	}
+	slices.SortFunc(st.Vendors, func(a, b Vendor) int { return strings.Compare(a.ProfileType, b.ProfileType) })
 	for fn, outcomes := range s.calls {
 		st.Calls[fn] = map[string]int{}
 		for o, n := range outcomes {
@@ -524,9 +661,11 @@ func (s *Sim) State() State {
 
 // DownloadOrder allocates an Available profile of req.ProfileType, or the
 // profile req.ICCID, and returns its ICCID.
-func (s *Sim) DownloadOrder(ctx context.Context, req DownloadOrderRequest) (string, error) {
-	var iccid string
-	err := s.call(ctx, FunctionDownloadOrder, func() (string, func() error) {
+func (s *Sim) DownloadOrder(ctx context.Context, req DownloadOrderRequest) (DownloadOrderResult, error) {
+	req.ICCID = unpad(req.ICCID)
+	body := req
+	body.Header = Header{}
+	res, err := s.call(ctx, FunctionDownloadOrder, req.Header, body, func() (string, func() (any, error)) {
 		faultType := req.ProfileType
 		var target *profile
 		if req.ICCID != "" {
@@ -534,54 +673,67 @@ func (s *Sim) DownloadOrder(ctx context.Context, req DownloadOrderRequest) (stri
 				faultType = target.pool.profileType
 			}
 		}
-		return faultType, func() error {
+		return faultType, func() (any, error) {
 			if req.ProfileType == "" && req.ICCID == "" {
-				return failed(SubjectFunction, ReasonMissing, "profileType", "profileType or iccid is required")
+				return nil, failed(SubjectFunction, ReasonMissing, "profileType", "profileType or iccid is required")
 			}
 			pl := s.byType[req.ProfileType]
 			if req.ProfileType != "" && pl == nil {
-				return failed(SubjectProfileType, ReasonUnknown, req.ProfileType, "unknown profile type")
+				return nil, failed(SubjectProfileType, ReasonUnknown, req.ProfileType, "unknown profile type")
 			}
 			if req.ICCID != "" {
 				switch {
 				case target == nil:
-					return failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
+					return nil, failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
 				case pl != nil && target.pool != pl:
-					return failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is of type %s, not %s", target.pool.profileType, req.ProfileType)
+					return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is of type %s, not %s", target.pool.profileType, req.ProfileType)
 				case target.state != StateAvailable:
-					return failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s, not Available", target.state)
+					return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s, not Available", target.state)
 				}
 			} else if target = s.takeAvailable(pl); target == nil {
-				return failed(SubjectProfileType, ReasonNotAllowed, req.ProfileType, "no Available profile of this type")
+				return nil, failed(SubjectProfileType, ReasonNotAllowed, req.ProfileType, "no Available profile of this type")
 			}
 			s.touch(target)
 			target.matchingID, target.eid = "", req.EID
 			s.set(target, StateAllocated)
 			target.history = append(target.history, EventAllocated)
-			iccid = target.iccid
-			return nil
+			v := s.vendors[target.pool.profileType]
+			out := DownloadOrderResult{ICCID: target.iccid, Warning: v.warning()}
+			if v.PaddedICCIDs {
+				out.ICCID += "F"
+			}
+			return out, nil
 		}
 	})
-	return iccid, err
+	r, _ := res.(DownloadOrderResult)
+	return r, err
 }
 
 // ConfirmOrder confirms an Allocated profile and, with ReleaseFlag,
-// releases it. A matchingId is made when none is given.
+// releases it. A matchingId is made when none is given. An EID other
+// than the one the profile is bound to (by downloadOrder) is refused
+// with Invalid Association rather than taken.
 func (s *Sim) ConfirmOrder(ctx context.Context, req ConfirmOrderRequest) (ConfirmOrderResult, error) {
-	var res ConfirmOrderResult
-	err := s.call(ctx, FunctionConfirmOrder, func() (string, func() error) {
+	req.ICCID = unpad(req.ICCID)
+	body := req
+	body.Header = Header{}
+	res, err := s.call(ctx, FunctionConfirmOrder, req.Header, body, func() (string, func() (any, error)) {
 		p := s.find(req.ICCID)
-		return typeOf(p), func() error {
+		return typeOf(p), func() (any, error) {
 			switch {
 			case req.ICCID == "":
-				return failed(SubjectFunction, ReasonMissing, "iccid", "iccid is required")
+				return nil, failed(SubjectFunction, ReasonMissing, "iccid", "iccid is required")
+			case req.ReleaseFlag == nil:
+				return nil, failed(SubjectFunction, ReasonMissing, "releaseFlag", "releaseFlag is required")
 			case p == nil:
-				return failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
+				return nil, failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
 			case p.state != StateAllocated:
-				return failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s, not Allocated", p.state)
+				return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s, not Allocated", p.state)
+			case req.EID != "" && p.eid != "" && req.EID != p.eid:
+				return nil, failed(SubjectEID, ReasonInvalidAssociation, req.EID, "the profile is bound to another EID")
 			}
 			if owner, ok := s.matching[req.MatchingID]; req.MatchingID != "" && ok && owner != p.iccid {
-				return failed(SubjectMatchingID, ReasonAlreadyInUse, req.MatchingID, "matchingId is used by another profile")
+				return nil, failed(SubjectMatchingID, ReasonAlreadyInUse, req.MatchingID, "matchingId is used by another profile")
 			}
 			mid := req.MatchingID
 			for mid == "" {
@@ -596,40 +748,54 @@ func (s *Sim) ConfirmOrder(ctx context.Context, req ConfirmOrderRequest) (Confir
 				p.eid = req.EID
 			}
 			// One event per call: a release is a confirmation too.
-			if req.ReleaseFlag {
+			if *req.ReleaseFlag {
 				s.set(p, StateReleased)
 				p.history = append(p.history, EventReleased)
 			} else {
 				s.set(p, StateConfirmed)
 				p.history = append(p.history, EventConfirmed)
 			}
-			res = ConfirmOrderResult{EID: p.eid, MatchingID: mid, SMDPAddress: s.cfg.SMDPAddress}
-			return nil
+			v := s.vendors[p.pool.profileType]
+			out := ConfirmOrderResult{EID: p.eid, MatchingID: mid, SMDPAddress: s.cfg.SMDPAddress, Warning: v.warning()}
+			if v.OmitSMDPAddress {
+				out.SMDPAddress = ""
+			}
+			return out, nil
 		}
 	})
-	return res, err
+	r, _ := res.(ConfirmOrderResult)
+	return r, err
 }
 
 // CancelOrder gives back an Allocated, Confirmed or Released profile,
-// which becomes Available again or Unavailable for good.
-func (s *Sim) CancelOrder(ctx context.Context, req CancelOrderRequest) error {
-	return s.call(ctx, FunctionCancelOrder, func() (string, func() error) {
+// which becomes Available again or Unavailable for good. An EID or
+// matchingId other than the profile's is refused with Invalid
+// Association.
+func (s *Sim) CancelOrder(ctx context.Context, req CancelOrderRequest) (Result, error) {
+	req.ICCID = unpad(req.ICCID)
+	body := req
+	body.Header = Header{}
+	res, err := s.call(ctx, FunctionCancelOrder, req.Header, body, func() (string, func() (any, error)) {
 		p := s.find(req.ICCID)
-		return typeOf(p), func() error {
+		return typeOf(p), func() (any, error) {
 			switch {
 			case req.ICCID == "":
-				return failed(SubjectFunction, ReasonMissing, "iccid", "iccid is required")
+				return nil, failed(SubjectFunction, ReasonMissing, "iccid", "iccid is required")
 			case req.FinalProfileStatusIndicator == "":
-				return failed(SubjectFunction, ReasonMissing, "finalProfileStatusIndicator", "finalProfileStatusIndicator is required")
+				return nil, failed(SubjectFunction, ReasonMissing, "finalProfileStatusIndicator", "finalProfileStatusIndicator is required")
 			case req.FinalProfileStatusIndicator != FinalAvailable && req.FinalProfileStatusIndicator != FinalUnavailable:
-				return failed(SubjectFunction, ReasonInvalid, "finalProfileStatusIndicator", "finalProfileStatusIndicator %q is not Available or Unavailable", clip(req.FinalProfileStatusIndicator))
+				return nil, failed(SubjectFunction, ReasonInvalid, "finalProfileStatusIndicator", "finalProfileStatusIndicator %q is not Available or Unavailable", clip(req.FinalProfileStatusIndicator))
 			case p == nil:
-				return failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
+				return nil, failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
 			case p.state == StateAvailable || p.state == StateUnavailable:
 				// The simulator has no download, so a profile is never
 				// past the point where it can be cancelled: these two
 				// are the states with no order to cancel.
-				return failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s: no order to cancel", p.state)
+				return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s: no order to cancel", p.state)
+			case req.EID != "" && req.EID != p.eid:
+				return nil, failed(SubjectEID, ReasonInvalidAssociation, req.EID, "the profile is not bound to this EID")
+			case req.MatchingID != "" && req.MatchingID != p.matchingID:
+				return nil, failed(SubjectMatchingID, ReasonInvalidAssociation, req.MatchingID, "the profile is not bound to this matchingId")
 			}
 			if s.matching[p.matchingID] == p.iccid {
 				delete(s.matching, p.matchingID) // free for another order; the profile keeps it for State
@@ -642,9 +808,44 @@ func (s *Sim) CancelOrder(ctx context.Context, req CancelOrderRequest) error {
 			} else {
 				s.set(p, StateUnavailable)
 			}
-			return nil
+			return Result{Warning: s.vendors[p.pool.profileType].warning()}, nil
 		}
 	})
+	r, _ := res.(Result)
+	return r, err
+}
+
+// ReleaseProfile releases a Confirmed profile for download.
+func (s *Sim) ReleaseProfile(ctx context.Context, req ReleaseProfileRequest) (Result, error) {
+	req.ICCID = unpad(req.ICCID)
+	body := req
+	body.Header = Header{}
+	res, err := s.call(ctx, FunctionReleaseProfile, req.Header, body, func() (string, func() (any, error)) {
+		p := s.find(req.ICCID)
+		return typeOf(p), func() (any, error) {
+			switch {
+			case req.ICCID == "":
+				return nil, failed(SubjectFunction, ReasonMissing, "iccid", "iccid is required")
+			case p == nil:
+				return nil, failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
+			case p.state != StateConfirmed:
+				return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s, not Confirmed", p.state)
+			}
+			s.set(p, StateReleased)
+			p.history = append(p.history, EventReleased)
+			return Result{Warning: s.vendors[p.pool.profileType].warning()}, nil
+		}
+	})
+	r, _ := res.(Result)
+	return r, err
+}
+
+// unpad drops the F a 19-digit ICCID is padded with to 20 characters.
+func unpad(iccid string) string {
+	if len(iccid) == 20 && (iccid[19] == 'F' || iccid[19] == 'f') {
+		return iccid[:19]
+	}
+	return iccid
 }
 
 func typeOf(p *profile) string {
@@ -662,19 +863,34 @@ func clip(s string) string {
 }
 
 // call runs one ES2+ function: prepare, under the lock, finds the
-// profile type a fault would match and returns the function's body; a
-// matching fault replaces the body. Hangs wait outside the lock.
-func (s *Sim) call(ctx context.Context, function string, prepare func() (faultType string, exec func() error)) error {
+// profile type a fault would match and returns the function's body. A
+// fault of mode fail, hang or garbage replaces the body. Otherwise the
+// body runs once per header (see Header), and a fault of mode lose then
+// loses its answer. Hangs wait outside the lock.
+func (s *Sim) call(ctx context.Context, function string, h Header, request any, prepare func() (faultType string, exec func() (any, error))) (any, error) {
 	s.mu.Lock()
 	faultType, exec := prepare()
 	f := s.takeFault(function, faultType)
-	var err error
-	if f == nil {
-		err = exec()
-	} else {
+	var (
+		res     any
+		err     error
+		outcome string
+	)
+	if f != nil && f.Mode != ModeLose {
 		err = injected(f)
+		outcome = Outcome(err)
+	} else {
+		var replayed bool
+		res, replayed, err = s.once(function, h, request, exec)
+		outcome = Outcome(err)
+		if replayed {
+			outcome = OutcomeReplayed
+		}
+		if f != nil {
+			res, err, outcome = nil, ErrLost, OutcomeFaultLose
+		}
 	}
-	s.count(function, Outcome(err))
+	s.count(function, outcome)
 	s.mu.Unlock()
 
 	if errors.Is(err, ErrHang) {
@@ -686,7 +902,40 @@ func (s *Sim) call(ctx context.Context, function string, prepare func() (faultTy
 		case <-s.closed:
 		}
 	}
-	return err
+	return res, err
+}
+
+// once executes a call and remembers it by its header, or answers again
+// what the call under that header answered (replayed). A header already
+// used for another request of the function is refused: it names another
+// call, and answering the first one's result would be a lie.
+func (s *Sim) once(function string, h Header, request any, exec func() (any, error)) (res any, replayed bool, err error) {
+	if h.FunctionRequesterIdentifier == "" || h.FunctionCallIdentifier == "" {
+		res, err = exec()
+		return res, false, err
+	}
+	key := callKey{requester: h.FunctionRequesterIdentifier, function: function, callID: h.FunctionCallIdentifier}
+	data, err := json.Marshal(request)
+	if err != nil {
+		panic(err) // requests are structs of strings and a *bool
+	}
+	if c, ok := s.executed[key]; ok {
+		if c.request != string(data) {
+			return nil, false, failed(SubjectFunction, ReasonAlreadyInUse, "functionCallIdentifier",
+				"functionCallIdentifier %s was used for another %s request", clip(h.FunctionCallIdentifier), function)
+		}
+		return c.result, true, c.err
+	}
+	res, err = exec()
+	if len(s.ring) < MaxRemembered {
+		s.ring = append(s.ring, key)
+	} else {
+		delete(s.executed, s.ring[s.next])
+		s.ring[s.next] = key
+		s.next = (s.next + 1) % MaxRemembered
+	}
+	s.executed[key] = executedCall{request: string(data), result: res, err: err}
+	return res, false, err
 }
 
 func injected(f *Fault) error {

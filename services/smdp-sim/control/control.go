@@ -1,5 +1,5 @@
 // Package control is the simulator's control API: tests and operators read
-// its state and inject faults over plain HTTP JSON. Every call must carry
+// its state, inject faults and set vendor styles over plain HTTP JSON. Every call must carry
 // the bearer token CONTROL_TOKEN: anything else that reaches the port (a
 // webhook aimed at loopback, a page in a developer's browser) must not
 // wipe or stall the simulator. It is off in production (CONTROL_API).
@@ -40,6 +40,14 @@ type faultBody struct {
 
 type drainBody struct {
 	ProfileType string `json:"profileType"`
+}
+
+// vendorBody is a vendor setting as the API takes it.
+type vendorBody struct {
+	ProfileType         string `json:"profileType"`
+	PaddedICCIDs        bool   `json:"paddedICCIDs"`
+	ExecutedWithWarning bool   `json:"executedWithWarning"`
+	OmitSMDPAddress     bool   `json:"omitSMDPAddress"`
 }
 
 // Handler serves the control API of sim under Prefix to callers that
@@ -99,6 +107,18 @@ func Handler(sim *smdpsim.Sim, token []byte) http.Handler {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	handle("PUT /control/vendor", func(w http.ResponseWriter, r *http.Request) {
+		var b vendorBody
+		if !decode(w, r, &b) {
+			return
+		}
+		v := smdpsim.Vendor(b)
+		if err := sim.SetVendor(v); err != nil {
+			writeDomainError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	})
 	handle("POST /control/reset", func(w http.ResponseWriter, _ *http.Request) {
 		sim.Reset()
@@ -207,7 +227,14 @@ func (c *Client) Drain(ctx context.Context, profileType string) error {
 	return c.do(ctx, http.MethodPost, "drain", drainBody{ProfileType: profileType}, http.StatusNoContent, nil)
 }
 
-// Reset restores the configured pools and clears faults and history.
+// SetVendor sets the vendor style of v.ProfileType's answers (every
+// setting off: none).
+func (c *Client) SetVendor(ctx context.Context, v smdpsim.Vendor) error {
+	return c.do(ctx, http.MethodPut, "vendor", vendorBody(v), http.StatusOK, nil)
+}
+
+// Reset restores the configured pools and clears faults, vendor settings
+// and history.
 func (c *Client) Reset(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "reset", nil, http.StatusNoContent, nil)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,7 @@ func TestControlRequiresTheToken(t *testing.T) {
 		{http.MethodPost, "/control/faults", `{"function":"confirmOrder","mode":"fail"}`},
 		{http.MethodDelete, "/control/faults", ""},
 		{http.MethodPost, "/control/drain", `{"profileType":"a"}`},
+		{http.MethodPut, "/control/vendor", `{"profileType":"a","paddedICCIDs":true}`},
 		{http.MethodPost, "/control/reset", ""},
 		{http.MethodGet, "/control/nothing", ""},
 	}
@@ -75,12 +77,12 @@ func TestControlRequiresTheToken(t *testing.T) {
 	if after, _ := json.Marshal(sim.State(t)); string(after) != string(before) {
 		t.Errorf("refused calls changed the simulator:\n%s\n%s", before, after)
 	}
-	for _, c := range calls[:5] {
+	for _, c := range calls[:6] {
 		if status, _, body := call(t, c.method, sim.ControlURL+c.path, "Bearer "+sim.ControlToken, c.body); status >= 300 {
 			t.Errorf("%s %s with the token: %d %s", c.method, c.path, status, body)
 		}
 	}
-	if st := sim.State(t); len(st.Faults) != 0 {
+	if st := sim.State(t); len(st.Faults) != 0 || len(st.Vendors) != 0 {
 		t.Errorf("after reset with the token: %+v", st)
 	}
 	// A client with another token is refused, saying so.
@@ -159,6 +161,62 @@ func TestClient(t *testing.T) {
 	}
 	if err := sim.Control.AddFault(ctx, smdpsim.Fault{Function: "x", Mode: "fail"}); err == nil || !strings.Contains(err.Error(), "function") {
 		t.Fatalf("bad fault: %v", err)
+	}
+}
+
+// PUT /control/vendor sets a profile type's vendor style, shown in the
+// state; a bad body is a 400 naming the field and changes nothing; every
+// setting off, or a reset, clears it.
+func TestVendor(t *testing.T) {
+	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "a:1,b:2"})
+	put := func(body string) (int, string) {
+		t.Helper()
+		status, _, got := call(t, http.MethodPut, sim.ControlURL+"/control/vendor", "Bearer "+sim.ControlToken, body)
+		return status, got
+	}
+	status, got := put(`{"profileType":"b","paddedICCIDs":true,"executedWithWarning":true,"omitSMDPAddress":true}`)
+	if status != http.StatusOK || got != `{"profileType":"b","paddedICCIDs":true,"executedWithWarning":true,"omitSMDPAddress":true}`+"\n" {
+		t.Fatalf("PUT /control/vendor: %d %s", status, got)
+	}
+	want := []smdpsim.Vendor{{ProfileType: "b", PaddedICCIDs: true, ExecutedWithWarning: true, OmitSMDPAddress: true}}
+	if vs := sim.State(t).Vendors; !slices.Equal(vs, want) {
+		t.Fatalf("state's vendors %+v", vs)
+	}
+	for field, body := range map[string]string{
+		"profileType":  `{"paddedICCIDs":true}`,
+		"profileType ": `{"profileType":"nope","paddedICCIDs":true}`,
+		"paddedICCIDs": `{"profileType":"a","paddedICCIDs":"yes"}`,
+		"paddedICCID":  `{"profileType":"a","paddedICCID":true}`,
+		"body":         `{"profileType":`,
+	} {
+		if status, got := put(body); status != http.StatusBadRequest || !strings.Contains(got, `"error"`) || !strings.Contains(got, strings.TrimSpace(field)) {
+			t.Errorf("%s: %d %s, want a 400 naming %s", body, status, got, field)
+		}
+	}
+	if status, _ := post(t, sim, "/control/vendor", `{"profileType":"a","paddedICCIDs":true}`); status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /control/vendor: %d", status)
+	}
+	if vs := sim.State(t).Vendors; !slices.Equal(vs, want) {
+		t.Fatalf("refused calls changed the vendors: %+v", vs)
+	}
+	// The client, and every setting off.
+	if err := sim.Control.SetVendor(context.Background(), smdpsim.Vendor{ProfileType: "a", OmitSMDPAddress: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Control.SetVendor(context.Background(), smdpsim.Vendor{ProfileType: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if vs := sim.State(t).Vendors; !slices.Equal(vs, []smdpsim.Vendor{{ProfileType: "a", OmitSMDPAddress: true}}) {
+		t.Fatalf("vendors %+v", vs)
+	}
+	if err := sim.Control.SetVendor(context.Background(), smdpsim.Vendor{ProfileType: "nope"}); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("SetVendor of an unknown type: %v", err)
+	}
+	if err := sim.Control.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if vs := sim.State(t).Vendors; len(vs) != 0 {
+		t.Fatalf("vendors after reset %+v", vs)
 	}
 }
 

@@ -22,6 +22,8 @@ import (
 type Options struct {
 	ProfileTypes string
 	SMDPAddress  string
+	// Vendors are set as PUT /control/vendor would; a reset clears them.
+	Vendors []smdpsim.Vendor
 }
 
 // Sim is a running simulator.
@@ -67,6 +69,11 @@ func Start(t testing.TB, opts Options) *Sim {
 	srv, err := server.New(context.Background(), cfg, tel)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, v := range opts.Vendors {
+		if err := srv.Sim().SetVendor(v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	es2 := httptest.NewUnstartedServer(srv.ES2PlusHandler())
 	es2.TLS = srv.TLSConfig()
