@@ -93,7 +93,8 @@ func TestLiveOrderOverES2Plus(t *testing.T) {
 }
 
 // TestLiveProviderFaultsNeverCostThePartner makes each ES2+ function fail,
-// hang past the client's timeout and answer garbage, on the first and on
+// hang past the client's timeout, answer garbage and execute but lose its
+// answer, on the first and on
 // a later eSIM of an order of three: each order answers 502
 // provider_error, its balance is back where it was, the replay answers the
 // same 502, and every profile it had reserved is given back.
@@ -105,7 +106,7 @@ func TestLiveProviderFaultsNeverCostThePartner(t *testing.T) {
 	type fault struct{ function, mode, at string }
 	var faults []fault
 	for _, fn := range []string{"downloadOrder", "confirmOrder", "cancelOrder"} {
-		for _, mode := range []string{smdpsim.ModeFail, smdpsim.ModeHang, smdpsim.ModeGarbage} {
+		for _, mode := range []string{smdpsim.ModeFail, smdpsim.ModeHang, smdpsim.ModeGarbage, smdpsim.ModeLose} {
 			for _, at := range []string{"first", "later"} {
 				faults = append(faults, fault{fn, mode, at})
 			}
