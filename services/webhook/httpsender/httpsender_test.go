@@ -2,7 +2,6 @@ package httpsender_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/httpsender"
+	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
 
 func post(s *httpsender.Sender, env webhook.Environment, url string) webhook.Response {
@@ -28,28 +28,6 @@ func post(s *httpsender.Sender, env webhook.Environment, url string) webhook.Res
 func listed(srv *httptest.Server) httpsender.Options {
 	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
 	return httpsender.Options{PrivateEndpoints: webhook.HostPorts{webhook.Sandbox: {ap}}}
-}
-
-// countingListener counts the connections made to a loopback port.
-func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	accepted = &atomic.Int32{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	return ln.Addr().String(), accepted
 }
 
 // The check holds on the address dialled, whatever the URL names: a
@@ -74,7 +52,7 @@ func TestRefusesLoopbackWhenConnecting(t *testing.T) {
 	if hits.Load() != 2 {
 		t.Errorf("the server got %d requests, want the 2 sandbox ones", hits.Load())
 	}
-	other, accepted := countingListener(t)
+	other, accepted := webhooktest.CountingListener(t)
 	for _, env := range webhook.Environments {
 		if resp := post(s, env, "http://"+other+"/hooks"); resp.Err != "refused: 127.0.0.1 is a loopback address" {
 			t.Errorf("%s to another port of the host listed: %+v; want it refused", env, resp)

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,29 +34,6 @@ func (r resolver) LookupNetIP(ctx context.Context, network, host string) ([]neti
 	return net.DefaultResolver.LookupNetIP(ctx, network, host)
 }
 
-// countingListener counts the connections made to a loopback port.
-func countingListener(t *testing.T) (port string, accepted *atomic.Int32) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	accepted = &atomic.Int32{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	return port, accepted
-}
-
 // Where a delivery may go is checked on each address dialled, with only
 // the host:ports SANDBOX_PRIVATE_ENDPOINTS lists open. In sandbox, the
 // receiver on the listed host:port gets its delivery; the same host on
@@ -76,7 +52,8 @@ func TestEndpointsReachOnlyTheHostPortsListed(t *testing.T) {
 			t.Fatalf("the check lets %s through", a)
 		}
 	}
-	other, accepted := countingListener(t)
+	otherAddr, accepted := webhooktest.CountingListener(t)
+	_, other, _ := net.SplitHostPort(otherAddr)
 	s := start(t, func(c *server.Config) {
 		c.TestEndpoints = nil
 		c.SandboxPrivateEndpoints = []string{hooks.Addr()}

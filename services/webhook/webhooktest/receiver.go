@@ -3,6 +3,7 @@ package webhooktest
 import (
 	"encoding/pem"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,4 +305,28 @@ func cut(w http.ResponseWriter) {
 	if err == nil {
 		_ = conn.Close()
 	}
+}
+
+// CountingListener listens on a loopback port of its own, closed with the
+// test, and counts the connections made to it: a test's proof that an
+// address was never dialled. It returns the listener's host:port.
+func CountingListener(t testing.TB) (addr string, accepted *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = &atomic.Int32{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), accepted
 }
