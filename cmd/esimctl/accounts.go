@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
-	"github.com/esimplatform/esim/services/accounts"
 )
 
 // accountView is an account in --json output.
@@ -65,7 +66,7 @@ plans are priced and balances kept in it.`,
 	}
 	cmd.Flags().StringVar(&name, "name", "", "display name of the partner (required)")
 	cmd.Flags().StringVar(&currency, "currency", "USD", "account currency: USD, EUR or GBP")
-	cmd.Flags().Int32Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("requests per minute for each API key, at most %d (0: the gateway's default)", accounts.MaxRateLimitPerMinute))
+	cmd.Flags().Int32Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("requests per minute for each API key, at most %d (0: the gateway's default)", limits.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("name")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		if strings.TrimSpace(name) == "" {
@@ -130,7 +131,7 @@ func (c *cli) accountsListCommand() *cobra.Command {
 		Short: "List partner accounts, newest first",
 		Args:  exactArgs(),
 	}
-	addPaging(cmd, &page, &limit, accounts.DefaultPageLimit)
+	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		if err := checkPaging(page, limit); err != nil {
 			return err
@@ -195,12 +196,12 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 		Use:   "set-rate-limit --account ID --per-minute N",
 		Short: "Set the requests per minute allowed to each API key of an account",
 		Long: fmt.Sprintf(`Set the requests per minute allowed to each API key of an account, at most %d.
-0 goes back to the gateway's default (RATE_LIMIT_PER_MINUTE, 1200 unless configured).`, accounts.MaxRateLimitPerMinute),
+0 goes back to the gateway's default (RATE_LIMIT_PER_MINUTE, 1200 unless configured).`, limits.MaxRateLimitPerMinute),
 		Example: `  esimctl accounts set-rate-limit --account 0193... --per-minute 6000`,
 		Args:    exactArgs(),
 	}
 	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
-	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, fmt.Sprintf("requests per minute per key, at most %d; 0 for the default (required)", accounts.MaxRateLimitPerMinute))
+	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, fmt.Sprintf("requests per minute per key, at most %d; 0 for the default (required)", limits.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("per-minute")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
@@ -228,8 +229,8 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 // given by flag, so that an out-of-range value is a usage error (exit 2)
 // before any call, not an operation the service refuses (exit 1).
 func checkRateLimit(flag string, perMinute int32) error {
-	if perMinute < 0 || perMinute > accounts.MaxRateLimitPerMinute {
-		return usagef("invalid %s %d: want 0 (the gateway's default) to %d", flag, perMinute, accounts.MaxRateLimitPerMinute)
+	if perMinute < 0 || perMinute > limits.MaxRateLimitPerMinute {
+		return usagef("invalid %s %d: want 0 (the gateway's default) to %d", flag, perMinute, limits.MaxRateLimitPerMinute)
 	}
 	return nil
 }
@@ -238,22 +239,18 @@ func checkRateLimit(flag string, perMinute int32) error {
 // gives a usage error before any call is made.
 func parseCurrency(s string) (string, error) {
 	cur := strings.ToUpper(strings.TrimSpace(s))
-	if accounts.Currency(cur).Valid() {
+	if slices.Contains(limits.Currencies, cur) {
 		return cur, nil
 	}
-	names := make([]string, len(accounts.Currencies))
-	for i, c := range accounts.Currencies {
-		names[i] = string(c)
-	}
-	return "", usagef("invalid --currency %q: want %s", s, orList(names))
+	return "", usagef("invalid --currency %q: want %s", s, orList(limits.Currencies))
 }
 
 // The bounds of --page and --limit. Every service that lists takes the
 // same (docs/decisions.md: pages up to 10,000 on every list, 1 to 100 items
 // each); a test holds the catalogue's to these.
 const (
-	maxPage      = accounts.MaxPage
-	maxPageLimit = accounts.MaxPageLimit
+	maxPage      = limits.MaxPage
+	maxPageLimit = limits.MaxPageLimit
 )
 
 // addPaging adds --page and --limit; defaultLimit is the list's page size

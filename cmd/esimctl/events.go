@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"math"
 	"regexp"
 	"strconv"
@@ -14,18 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
-	"github.com/esimplatform/esim/services/webhook"
 )
 
 // eventTypes are the events the webhook service delivers, as --event and
 // the public API spell them.
-var eventTypes = func() []string {
-	names := make([]string, len(webhook.EventTypes))
-	for i, t := range webhook.EventTypes {
-		names[i] = string(t)
-	}
-	return names
-}()
+var eventTypes = limits.EventTypes
 
 // eventView is a webhook event in --json output, shaped as the public API's
 // (GET /v1/events) with the scope an operator needs besides.
@@ -42,7 +36,7 @@ type eventView struct {
 	// null with no_endpoint: nothing was sent.
 	URL       *string `json:"url"`
 	CreatedAt *string `json:"created_at"`
-	// Oldest first, at most webhook.MaxAttempts (3).
+	// Oldest first, at most limits.MaxWebhookAttempts (3).
 	Attempts []attemptView `json:"attempts"`
 }
 
@@ -197,7 +191,7 @@ A delivery is pending (an attempt is due or running), delivered (an attempt
 got a 2xx answer), failed (%d attempts failed; it is never sent again) or
 no_endpoint (no URL was set when the event happened; nothing was sent). A
 page holds %d events unless --limit says otherwise; esimctl events get shows
-an event's payload and each attempt's answer.`, webhook.MaxAttempts, webhook.DefaultPageLimit),
+an event's payload and each attempt's answer.`, limits.MaxWebhookAttempts, limits.DefaultPageLimit),
 		Example: `  esimctl events list --account 0193... --env live --status failed
   esimctl events list --order 0193... --json
   esimctl events list --account 0193... --env sandbox --event ping --limit 5`,
@@ -208,7 +202,7 @@ an event's payload and each attempt's answer.`, webhook.MaxAttempts, webhook.Def
 	cmd.Flags().StringVar(&event, "event", "", "only events of this type: "+orList(eventTypes))
 	cmd.Flags().StringVar(&order, "order", "", "only the events of this order id")
 	cmd.Flags().StringVar(&status, "status", "", "only events in this delivery status: pending, delivered, failed or no_endpoint")
-	addPaging(cmd, &page, &limit, webhook.DefaultPageLimit)
+	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		req := &webhookv1.ListEventsRequest{Page: page, Limit: limit}
 		// A scope is an account in an environment: half of one would

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
-	"github.com/esimplatform/esim/services/accounts"
 )
 
 // keyView is an API key in --json output. It never carries the secret: the
@@ -103,12 +103,12 @@ func (c *cli) keysListCommand() *cobra.Command {
 		Short: "List an account's API keys, newest first (prefixes only, never secrets)",
 		Long: fmt.Sprintf(`List an account's API keys, newest first, revoked ones included. Prefixes
 only: a secret is shown once, when its key is created. A page holds %d keys
-unless --limit says otherwise.`, accounts.DefaultKeyPageLimit),
+unless --limit says otherwise.`, limits.MaxPageLimit),
 		Args: exactArgs(),
 	}
 	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
 	_ = cmd.MarkFlagRequired("account")
-	addPaging(cmd, &page, &limit, accounts.DefaultKeyPageLimit)
+	addPaging(cmd, &page, &limit, limits.MaxPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		accountID, err := parseID("--account", account)
 		if err != nil {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/esimplatform/esim/libs/money"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
-	"github.com/esimplatform/esim/services/ordering"
 )
 
 // orderView is an order in --json output: the public API's order with its
@@ -167,7 +167,7 @@ func (c *cli) ordersListCommand() *cobra.Command {
 		Short: "List an account's orders in one environment, newest first",
 		Long: fmt.Sprintf(`List an account's sandbox or live orders, newest first, optionally only those
 in one status or with one customer reference. A page holds %d orders unless
---limit says otherwise; esimctl orders get shows an order's eSIMs.`, ordering.DefaultPageLimit),
+--limit says otherwise; esimctl orders get shows an order's eSIMs.`, limits.DefaultPageLimit),
 		Example: `  esimctl orders list --account 0193... --env sandbox --status failed
   esimctl orders list --account 0193... --env live --reference BOOKING-7 --json`,
 		Args: exactArgs(),
@@ -178,7 +178,7 @@ in one status or with one customer reference. A page holds %d orders unless
 	cmd.Flags().StringVar(&reference, "reference", "", "only orders with this customer reference")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")
-	addPaging(cmd, &page, &limit, ordering.DefaultPageLimit)
+	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		accountID, environment, err := parseAccountEnv(account, env)
 		if err != nil {
@@ -196,7 +196,7 @@ in one status or with one customer reference. A page holds %d orders unless
 		}
 		if reference != "" || cmd.Flags().Changed("reference") {
 			if strings.TrimSpace(reference) == "" {
-				return usagef("invalid --reference %q: want a customer reference, up to %d characters", reference, ordering.MaxCustomerText)
+				return usagef("invalid --reference %q: want a customer reference, up to %d characters", reference, limits.MaxCustomerText)
 			}
 			req.Reference = reference
 		}

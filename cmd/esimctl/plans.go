@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/esimplatform/esim/libs/money"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
-	"github.com/esimplatform/esim/services/catalogue"
 )
 
 // planView is a plan in --json output, shaped like the public API's plan
@@ -141,7 +141,7 @@ func (c *cli) plansListCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&country, "country", "", "only plans covering this ISO 3166-1 alpha-2 country (JP, FR, ...)")
 	cmd.Flags().StringVar(&planType, "type", "", "only plans of this type: fixed or per_day")
-	addPaging(cmd, &page, &limit, catalogue.DefaultPageLimit)
+	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		req := &cataloguev1.ListPlansRequest{Page: page, Limit: limit}
 		// An empty filter is refused, not dropped: `--country "$CC"` with CC

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"io"
 	"os"
 	"strings"
@@ -16,11 +17,10 @@ import (
 
 	"github.com/esimplatform/esim/libs/money"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
-	"github.com/esimplatform/esim/services/catalogue"
 )
 
 // maxImportBytes bounds the file read: the catalogue takes at most
-// catalogue.MaxUpsertBatch plans a call, and a plan printed by `plans get
+// limits.MaxPlansPerUpsert plans a call, and a plan printed by `plans get
 // --json` covering every country is about 4.5 KB, so 1,000 of those fit.
 const maxImportBytes = 8 << 20
 
@@ -123,7 +123,7 @@ func readPlans(path string, reactivate bool) ([]*cataloguev1.Plan, error) {
 	case err != nil:
 		return nil, bad("cannot read it: %v", err)
 	case len(data) > maxImportBytes:
-		return nil, bad("larger than %d MiB; the catalogue takes at most %d plans a call: split it", maxImportBytes>>20, catalogue.MaxUpsertBatch)
+		return nil, bad("larger than %d MiB; the catalogue takes at most %d plans a call: split it", maxImportBytes>>20, limits.MaxPlansPerUpsert)
 	}
 	plans, err := parsePlans(data, reactivate)
 	if err != nil {
@@ -142,8 +142,8 @@ func parsePlans(data []byte, reactivate bool) ([]*cataloguev1.Plan, error) {
 	switch {
 	case len(items) == 0:
 		return nil, errors.New("no plans in it")
-	case len(items) > catalogue.MaxUpsertBatch:
-		return nil, fmt.Errorf("%d plans; the catalogue takes at most %d a call: split it", len(items), catalogue.MaxUpsertBatch)
+	case len(items) > limits.MaxPlansPerUpsert:
+		return nil, fmt.Errorf("%d plans; the catalogue takes at most %d a call: split it", len(items), limits.MaxPlansPerUpsert)
 	}
 	plans := make([]*cataloguev1.Plan, len(items))
 	for i, raw := range items {

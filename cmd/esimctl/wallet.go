@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"strings"
 
 	"github.com/google/uuid"
@@ -14,7 +15,6 @@ import (
 	"github.com/esimplatform/esim/libs/money"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
-	"github.com/esimplatform/esim/services/wallet"
 )
 
 // entryView is a ledger entry in --json output. Amounts come both as the
@@ -121,8 +121,8 @@ func parseAmount(s string) (int64, error) {
 	if err != nil {
 		return 0, usagef("invalid --amount %q: %v", s, err)
 	}
-	if minor < 1 || minor > wallet.MaxAmountMinor {
-		return 0, usagef("invalid --amount %q: want more than 0 and at most %s", s, money.Decimal(wallet.MaxAmountMinor))
+	if minor < 1 || minor > limits.MaxAmountMinor {
+		return 0, usagef("invalid --amount %q: want more than 0 and at most %s", s, money.Decimal(limits.MaxAmountMinor))
 	}
 	return minor, nil
 }
@@ -130,9 +130,9 @@ func parseAmount(s string) (int64, error) {
 // checkReference applies the wallet's rule for a reference (1 to 255
 // printable ASCII characters, spaces kept) before any call.
 func checkReference(ref string) error {
-	if ref == "" || len(ref) > wallet.MaxReferenceLength ||
+	if ref == "" || len(ref) > limits.MaxReferenceLength ||
 		strings.ContainsFunc(ref, func(r rune) bool { return r < ' ' || r > '~' }) {
-		return usagef("invalid --reference %q: want 1 to %d printable ASCII characters", ref, wallet.MaxReferenceLength)
+		return usagef("invalid --reference %q: want 1 to %d printable ASCII characters", ref, limits.MaxReferenceLength)
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ top-up whose outcome is unknown (a timeout, a lost connection) is safe to
 run again with the same --reference. Without --reference, esimctl makes a
 fresh one (a UUID) and prints it; running the command again without it
 tops up again. A reference is 1 to %d printable ASCII characters; reusing
-one for another amount is refused.`, wallet.MaxReferenceLength),
+one for another amount is refused.`, limits.MaxReferenceLength),
 		Example: `  esimctl wallet topup --account 0193... --env sandbox --amount 1000.00
   esimctl wallet topup --account 0193... --env live --amount 250 --reference INV-2041 --note "invoice 2041"`,
 		Args: exactArgs(),
@@ -165,7 +165,7 @@ one for another amount is refused.`, wallet.MaxReferenceLength),
 	balanceFlags(cmd, &account, &env)
 	cmd.Flags().StringVar(&amount, "amount", "", "amount to credit, such as 100.00, in the account's currency (required)")
 	cmd.Flags().StringVar(&reference, "reference", "", "idempotency key of the top-up, such as an invoice number (default: a fresh UUID, printed)")
-	cmd.Flags().StringVar(&note, "note", "", fmt.Sprintf("free text kept on the ledger entry, up to %d characters", wallet.MaxNoteLength))
+	cmd.Flags().StringVar(&note, "note", "", fmt.Sprintf("free text kept on the ledger entry, up to %d characters", limits.MaxNoteLength))
 	_ = cmd.MarkFlagRequired("amount")
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		accountID, environment, err := parseAccountEnv(account, env)
@@ -285,12 +285,12 @@ func (c *cli) walletLedgerCommand() *cobra.Command {
 		Long: fmt.Sprintf(`List the ledger of a partner's sandbox or live balance, newest first: every
 top-up, debit (an order) and refund (a failed order), with the balance
 right after it and who made it. A page holds %d entries unless --limit says
-otherwise.`, wallet.DefaultPageLimit),
+otherwise.`, limits.DefaultPageLimit),
 		Example: `  esimctl wallet ledger --account 0193... --env sandbox --limit 50`,
 		Args:    exactArgs(),
 	}
 	balanceFlags(cmd, &account, &env)
-	addPaging(cmd, &page, &limit, wallet.DefaultPageLimit)
+	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		accountID, environment, err := parseAccountEnv(account, env)
 		if err != nil {

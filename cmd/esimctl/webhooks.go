@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/esimplatform/esim/proto/limits"
 	"net/url"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/twitchtv/twirp"
 
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
-	"github.com/esimplatform/esim/services/webhook"
 )
 
 // endpointView is a scope's webhook endpoint in --json output, its signing
@@ -45,7 +45,7 @@ const sendTestWait = 15 * time.Second
 
 // overlapText is how long a rotated-out secret keeps signing, as help
 // says it: "24 hours".
-var overlapText = fmt.Sprintf("%d hours", int(webhook.SecretOverlap.Hours()))
+var overlapText = fmt.Sprintf("%d hours", int(limits.SecretOverlap.Hours()))
 
 // deliveryPollInterval is how often --wait reads the event again.
 const deliveryPollInterval = 250 * time.Millisecond

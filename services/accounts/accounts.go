@@ -35,9 +35,9 @@ type Currency string
 
 // The currencies the platform sells in.
 const (
-	USD Currency = "USD"
-	EUR Currency = "EUR"
-	GBP Currency = "GBP"
+	USD Currency = limits.USD
+	EUR Currency = limits.EUR
+	GBP Currency = limits.GBP
 )
 
 // DefaultCurrency applies when an account is created without one.
@@ -82,13 +82,8 @@ const (
 	// past rotations included, come back in one answer.
 	DefaultKeyPageLimit = MaxPageLimit
 	MaxPage             = limits.MaxPage
-	// MaxRateLimitPerMinute bounds an account's rate limit: a million
-	// requests a minute per key is about 16,700 a second, beyond what a
-	// gateway replica serves. Anything larger is a typo or an attempt at
-	// "unlimited", which the platform does not offer, and an allowance
-	// near MaxInt32 would make the gateway's GCRA interval (60 s / limit)
-	// a few nanoseconds.
-	MaxRateLimitPerMinute = 1_000_000
+	// MaxRateLimitPerMinute bounds an account's rate limit (proto/limits).
+	MaxRateLimitPerMinute = limits.MaxRateLimitPerMinute
 )
 
 // Account is a partner of the platform.

@@ -128,7 +128,7 @@ const (
 	// seed (20 GB): no travel eSIM sells more, and byte counts stay exact
 	// as JSON numbers read as doubles.
 	MaxTotalBytes  = 1 << 40
-	MaxUpsertBatch = 1000
+	MaxUpsertBatch = limits.MaxPlansPerUpsert
 	// Paging, as every list of the platform pages (proto/limits).
 	DefaultPageLimit = limits.DefaultPageLimit
 	MaxPageLimit     = limits.MaxPageLimit

@@ -70,20 +70,10 @@ const (
 
 // Limits on what callers may ask.
 const (
-	// MaxAmountMinor bounds one movement: 10,000,000,000 minor units, a
-	// hundred million dollars, euros or pounds. Partners buy eSIMs at a
-	// few units each and top up accordingly; an amount beyond this is a
-	// typo (extra zeros, major units sent as minor) or an attack, and
-	// answering it with invalid_argument beats moving it. It also keeps
-	// sums far from int64's range: 900 million movements at the cap still
-	// fit in a balance.
-	MaxAmountMinor = 100_000_000_00
-	// MaxReferenceLength bounds a reference, the idempotency key of a
-	// movement: as long as the public API's Idempotency-Key, of which an
-	// order id is much shorter.
-	MaxReferenceLength = 255
-	// MaxNoteLength bounds the free text an operator gives with a top-up.
-	MaxNoteLength = 255
+	// The bounds of a movement (proto/limits).
+	MaxAmountMinor     = limits.MaxAmountMinor
+	MaxReferenceLength = limits.MaxReferenceLength
+	MaxNoteLength      = limits.MaxNoteLength
 
 	// Paging, as every list of the platform pages (proto/limits).
 	DefaultPageLimit = limits.DefaultPageLimit

@@ -62,10 +62,10 @@ type EventType string
 
 // The events partners receive.
 const (
-	OrderCompleted EventType = "order.completed"
-	OrderFailed    EventType = "order.failed"
+	OrderCompleted EventType = limits.EventOrderCompleted
+	OrderFailed    EventType = limits.EventOrderFailed
 	// Ping is the test event SendTestEvent makes.
-	Ping EventType = "ping"
+	Ping EventType = limits.EventPing
 )
 
 // EventTypes lists them.
@@ -97,7 +97,7 @@ func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 // The delivery rules (the partner API's spec, section 6).
 const (
 	// MaxAttempts is how often an event is sent at most.
-	MaxAttempts = 3
+	MaxAttempts = limits.MaxWebhookAttempts
 	// DefaultAttemptTimeout bounds one attempt, from connecting to the
 	// last byte of the answer.
 	DefaultAttemptTimeout = 10 * time.Second
@@ -106,7 +106,7 @@ const (
 	// SecretOverlap is how long a rotated-out secret keeps signing beside
 	// the new one, for receivers to switch over without missing a
 	// delivery.
-	SecretOverlap = 24 * time.Hour
+	SecretOverlap = limits.SecretOverlap
 	// MaxURLLength bounds an endpoint URL, as browsers and most servers
 	// bound URLs.
 	MaxURLLength = 2048
