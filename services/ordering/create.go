@@ -210,7 +210,7 @@ func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error)
 		return Order{}, fmt.Errorf("order %s: cannot resume an order that is %s", o.ID, o.Status)
 	}
 	if r, ok := s.providers[o.Scope.Environment].(Releaser); ok {
-		if err := r.Release(ctx, o.ID); err != nil {
+		if err := r.Release(ctx, tx, o.ID); err != nil {
 			return Order{}, fmt.Errorf("order %s: give back its profiles: %w", o.ID, err)
 		}
 	}
@@ -250,7 +250,7 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 	}
 
 	issueCtx, cancel := context.WithTimeout(ctx, s.providerTimeout)
-	esims, err := s.issue(issueCtx, o)
+	esims, err := s.issue(issueCtx, tx, o)
 	cancel()
 	switch {
 	case errors.Is(err, ErrProviderFailed):
@@ -300,12 +300,12 @@ func truncate(s string, n int) string {
 
 // issue has the environment's provider issue the order's profiles and
 // makes the order's eSIMs of them.
-func (s *Service) issue(ctx context.Context, o Order) ([]Esim, error) {
+func (s *Service) issue(ctx context.Context, tx Locked, o Order) ([]Esim, error) {
 	p, ok := s.providers[o.Scope.Environment]
 	if !ok || p == nil {
 		return nil, fmt.Errorf("%w: no %s provider is configured", ErrProviderFailed, o.Scope.Environment)
 	}
-	profiles, err := p.Issue(ctx, IssueRequest{
+	profiles, err := p.Issue(ctx, tx, IssueRequest{
 		OrderID:           o.ID,
 		Environment:       o.Scope.Environment,
 		Quantity:          o.Quantity,

@@ -377,7 +377,7 @@ func newFakeProvider(f *faults) *fakeProvider {
 	return &fakeProvider{f: f, issued: map[uuid.UUID][]Profile{}}
 }
 
-func (p *fakeProvider) Issue(_ context.Context, req IssueRequest) ([]Profile, error) {
+func (p *fakeProvider) Issue(_ context.Context, _ Locked, req IssueRequest) ([]Profile, error) {
 	p.mu.Lock()
 	p.calls++
 	p.mu.Unlock()
@@ -1276,7 +1276,7 @@ func TestOrdersInFlightPerScopeAreCapped(t *testing.T) {
 // deadline it was given.
 type blockingProvider struct{ deadline chan time.Duration }
 
-func (p blockingProvider) Issue(ctx context.Context, req IssueRequest) ([]Profile, error) {
+func (p blockingProvider) Issue(ctx context.Context, _ Locked, req IssueRequest) ([]Profile, error) {
 	d, _ := ctx.Deadline()
 	p.deadline <- time.Until(d)
 	<-ctx.Done()

@@ -26,7 +26,9 @@ type Provider interface {
 	// call for one order. An error wrapping ErrProviderFailed is a
 	// definitive refusal (the order fails and is refunded); any other
 	// leaves the outcome unknown, and the same call may be made again.
-	Issue(ctx context.Context, req IssueRequest) ([]Profile, error)
+	// Providers that keep records in ordering's database write them
+	// through tx, the holder of the order's lock.
+	Issue(ctx context.Context, tx Locked, req IssueRequest) ([]Profile, error)
 }
 
 // Releaser is a provider that holds profiles of its own at its upstream:
@@ -36,7 +38,7 @@ type Provider interface {
 // order failed after its profiles were issued (ErrICCIDInUse) gives them
 // back too.
 type Releaser interface {
-	Release(ctx context.Context, orderID uuid.UUID) error
+	Release(ctx context.Context, tx Locked, orderID uuid.UUID) error
 }
 
 // Checker is a provider an operator can check: Check calls it harmlessly

@@ -38,10 +38,10 @@ type Store interface {
 	// as ctx allows, and releases it when fn returns. Waiting holds no
 	// database connection: one order's retries queue at no cost to other
 	// partners. A wait that ctx ends is ErrBusy. Everything fn does
-	// through Locked runs on the lock's own connection, and the context fn
-	// gets carries that connection for providers that keep their records
-	// in the same database. Holders are bounded per replica, so they never
-	// take the connections that reads need.
+	// through Locked runs on the lock's own connection, which is passed
+	// on to providers that keep their records in the same database.
+	// Holders are bounded per replica, so they never take the connections
+	// that reads need.
 	WithLock(ctx context.Context, key string, fn func(context.Context, Locked) error) error
 	// WithTryLock is WithLock without waiting: false, fn not run, when
 	// someone else holds the lock or every holder's place is taken.

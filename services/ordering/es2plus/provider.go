@@ -51,8 +51,8 @@ type Reservation struct {
 	LastError      string
 }
 
-// Store records reservations in ordering's database, on the order lock's
-// connection when the context carries one (ordering.Store.WithLock).
+// Store records reservations in ordering's database: for an order being
+// processed, on its lock's connection (Provider's records).
 type Store interface {
 	// Reservations returns the order's reservations by position.
 	Reservations(ctx context.Context, orderID uuid.UUID) ([]Reservation, error)
@@ -160,8 +160,10 @@ const (
 // reserved); a crash leaves the records, from which the next Issue of the
 // order resumes.
 type Provider struct {
-	client   *Client
-	store    Store
+	client *Client
+	// records are the reservations as the holder of an order's lock
+	// writes them, on its connection; records(nil) are the canceller's.
+	records  func(tx ordering.Locked) Store
 	types    ProfileTypes
 	log      *slog.Logger
 	settings Settings
@@ -193,25 +195,26 @@ type Settings struct {
 const DefaultCancelBudget = 5 * time.Second
 
 // NewProvider returns the provider of live orders.
-func NewProvider(client *Client, store Store, types ProfileTypes, log *slog.Logger, settings Settings) *Provider {
+func NewProvider(client *Client, records func(tx ordering.Locked) Store, types ProfileTypes, log *slog.Logger, settings Settings) *Provider {
 	if settings.CancelBudget <= 0 {
 		settings.CancelBudget = DefaultCancelBudget
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{client: client, store: store, types: types, log: log, settings: settings}
+	return &Provider{client: client, records: records, types: types, log: log, settings: settings}
 }
 
 // Issue implements ordering.Provider.
-func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]ordering.Profile, error) {
+func (p *Provider) Issue(ctx context.Context, tx ordering.Locked, req ordering.IssueRequest) ([]ordering.Profile, error) {
 	log := p.log.With("order_id", req.OrderID.String())
+	store := p.records(tx)
 	profileType, ok := p.types.For(req.PlanID)
 	if !ok {
 		log.Error("live order failed: no SM-DP+ profile type is configured for its plan (SMDP_PROFILE_TYPES)", "plan_id", req.PlanID.String())
 		return nil, fmt.Errorf("%w: %s", ordering.ErrProviderFailed, partnerMessage)
 	}
-	held, err := p.store.Reservations(ctx, req.OrderID)
+	held, err := store.Reservations(ctx, req.OrderID)
 	if err != nil {
 		return nil, fmt.Errorf("es2plus: reservations of order %s: %w", req.OrderID, err)
 	}
@@ -232,7 +235,7 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 			// Recorded before the call: whatever happens to its answer,
 			// the call can be sent again under its identifier.
 			r = Reservation{OrderID: req.OrderID, Position: pos, State: Requested, CallID: uuid.NewString(), ProfileType: profileType}
-			if err := p.store.RequestReservation(ctx, req.OrderID, pos, r.ProfileType, r.CallID); err != nil {
+			if err := store.RequestReservation(ctx, req.OrderID, pos, r.ProfileType, r.CallID); err != nil {
 				return nil, fmt.Errorf("es2plus: record the reservation requested for order %s position %d: %w", req.OrderID, pos, err)
 			}
 		}
@@ -241,9 +244,9 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 			// identifier, and so gets the profile it reserved.
 			iccid, err := p.client.DownloadOrderAs(ctx, r.CallID, DownloadOrderRequest{ProfileType: r.ProfileType})
 			if err != nil {
-				return nil, p.fail(ctx, log, req.OrderID, pos, FunctionDownloadOrder, err)
+				return nil, p.fail(ctx, store, log, req.OrderID, pos, FunctionDownloadOrder, err)
 			}
-			if err := p.store.AddReservation(ctx, req.OrderID, pos, iccid); err != nil {
+			if err := store.AddReservation(ctx, req.OrderID, pos, iccid); err != nil {
 				// Still requested: the order stays pending, and its next
 				// Issue learns the ICCID again.
 				return nil, fmt.Errorf("es2plus: record the profile reserved for order %s position %d: %w", req.OrderID, pos, err)
@@ -253,12 +256,12 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 		if r.State == Reserved {
 			res, err := p.client.ConfirmOrder(ctx, ConfirmOrderRequest{ICCID: r.ICCID, ReleaseFlag: true, ConfirmationCode: p.settings.ConfirmationCodes[r.ProfileType]})
 			if err != nil {
-				return nil, p.fail(ctx, log, req.OrderID, pos, FunctionConfirmOrder, err)
+				return nil, p.fail(ctx, store, log, req.OrderID, pos, FunctionConfirmOrder, err)
 			}
 			if res.SMDPAddress == "" {
 				res.SMDPAddress = p.settings.SMDPAddress
 			}
-			if err := p.store.ReleaseReservation(ctx, req.OrderID, pos, res.MatchingID, res.SMDPAddress); err != nil {
+			if err := store.ReleaseReservation(ctx, req.OrderID, pos, res.MatchingID, res.SMDPAddress); err != nil {
 				return nil, fmt.Errorf("es2plus: record the release of order %s position %d: %w", req.OrderID, pos, err)
 			}
 			r.MatchingID, r.SMDPAddress = res.MatchingID, res.SMDPAddress
@@ -273,18 +276,18 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 // budget, and returns the definitive failure that has ordering refund it.
 // A downloadOrder the SM-DP+ refused reserved nothing, so its position is
 // forgotten rather than sent again.
-func (p *Provider) fail(ctx context.Context, log *slog.Logger, orderID uuid.UUID, pos int32, function string, cause error) error {
+func (p *Provider) fail(ctx context.Context, store Store, log *slog.Logger, orderID uuid.UUID, pos int32, function string, cause error) error {
 	log.Warn("live order failed at the SM-DP+; cancelling the profiles it holds",
 		"position", pos, "function", function, "outcome", Outcome(cause), "definitive", IsDefinitive(cause), "error", cause.Error())
 	if function == FunctionDownloadOrder && IsDefinitive(cause) {
 		record, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
-		err := p.store.ForgetRequest(record, orderID, pos)
+		err := store.ForgetRequest(record, orderID, pos)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("es2plus: record the refusal of order %s position %d (%v): %w", orderID, pos, cause, err)
 		}
 	}
-	if err := p.giveBack(ctx, log, orderID, truncate(cause.Error())); err != nil {
+	if err := p.giveBack(ctx, store, log, orderID, truncate(cause.Error())); err != nil {
 		// Not recorded: the order stays pending and its next Issue
 		// resumes it, holding the same profiles.
 		return fmt.Errorf("es2plus: record the failure of order %s (%v): %w", orderID, cause, err)
@@ -295,8 +298,8 @@ func (p *Provider) fail(ctx context.Context, log *slog.Logger, orderID uuid.UUID
 // Release implements ordering.Releaser: an order that failed after its
 // profiles were issued (ordering found an ICCID another eSIM has) gives
 // back every profile it holds but that one.
-func (p *Provider) Release(ctx context.Context, orderID uuid.UUID) error {
-	return p.giveBack(ctx, p.log.With("order_id", orderID.String()), orderID, "the order failed after its profiles were issued")
+func (p *Provider) Release(ctx context.Context, tx ordering.Locked, orderID uuid.UUID) error {
+	return p.giveBack(ctx, p.records(tx), p.log.With("order_id", orderID.String()), orderID, "the order failed after its profiles were issued")
 }
 
 // giveBack marks every profile the order holds or may hold due for
@@ -305,10 +308,10 @@ func (p *Provider) Release(ctx context.Context, orderID uuid.UUID) error {
 // still give back what it holds, and one whose SM-DP+ hangs must not hold
 // its partner's order any longer: what the budget leaves is the
 // canceller's, once the lease of MarkCancelDue ends.
-func (p *Provider) giveBack(ctx context.Context, log *slog.Logger, orderID uuid.UUID, reason string) error {
+func (p *Provider) giveBack(ctx context.Context, store Store, log *slog.Logger, orderID uuid.UUID, reason string) error {
 	record, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
 	defer cancelRecord()
-	due, err := p.store.MarkCancelDue(record, orderID, reason, cancelLease)
+	due, err := store.MarkCancelDue(record, orderID, reason, cancelLease)
 	if err != nil {
 		return err
 	}
@@ -320,7 +323,7 @@ func (p *Provider) giveBack(ctx context.Context, log *slog.Logger, orderID uuid.
 				"left", len(due)-i, "budget", p.settings.CancelBudget.String())
 			break
 		}
-		p.cancel(budget, record, log, r, true)
+		p.cancel(budget, record, store, log, r, true)
 	}
 	return nil
 }
@@ -333,13 +336,13 @@ const recordBudget = 5 * time.Second
 // records the outcome on record: cancelled, refused for good, or to be
 // tried again. One whose downloadOrder's answer was lost is sent again
 // first, under its identifier, to learn what it reserved.
-func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reservation, first bool) {
+func (p *Provider) cancel(ctx, record context.Context, store Store, log *slog.Logger, r Reservation, first bool) {
 	log = log.With("position", r.Position)
 	if r.ICCID == "" {
 		iccid, err := p.client.DownloadOrderAs(ctx, r.CallID, DownloadOrderRequest{ProfileType: r.ProfileType})
 		switch {
 		case err == nil:
-			if lerr := p.store.LearnCancelICCID(record, r.OrderID, r.Position, iccid); lerr != nil {
+			if lerr := store.LearnCancelICCID(record, r.OrderID, r.Position, iccid); lerr != nil {
 				log.Error("record the ICCID a lost downloadOrder reserved", "iccid", iccid, "error", lerr.Error())
 				return
 			}
@@ -347,13 +350,13 @@ func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reser
 			r.ICCID = iccid
 		case IsDefinitive(err):
 			// Refused under the same identifier: nothing was reserved.
-			if ferr := p.store.FinishCancellation(record, r.OrderID, r.Position, Cancelled, "the downloadOrder sent again was refused: nothing reserved"); ferr != nil {
+			if ferr := store.FinishCancellation(record, r.OrderID, r.Position, Cancelled, "the downloadOrder sent again was refused: nothing reserved"); ferr != nil {
 				log.Error("record a cancellation", "error", ferr.Error())
 			}
 			log.Info("a downloadOrder whose answer was lost reserved nothing", "function_call_identifier", r.CallID, "error", err.Error())
 			return
 		default:
-			p.retry(record, log, r, err)
+			p.retry(record, store, log, r, err)
 			return
 		}
 	}
@@ -370,17 +373,17 @@ func (p *Provider) cancel(ctx, record context.Context, log *slog.Logger, r Reser
 		log.Error("the SM-DP+ keeps refusing to cancel a profile of a failed order; it stays reserved there until an operator frees it",
 			"attempts", r.CancelAttempts+1, "error", err.Error())
 	default:
-		p.retry(record, log, r, err)
+		p.retry(record, store, log, r, err)
 		return
 	}
-	if err := p.store.FinishCancellation(record, r.OrderID, r.Position, state, lastError); err != nil {
+	if err := store.FinishCancellation(record, r.OrderID, r.Position, state, lastError); err != nil {
 		log.Error("record a cancellation", "error", err.Error())
 	}
 }
 
 // retry leaves a cancellation that did not go through for CancelDue.
-func (p *Provider) retry(record context.Context, log *slog.Logger, r Reservation, err error) {
-	if rerr := p.store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error()), p.settings.RetryBackoff); rerr != nil {
+func (p *Provider) retry(record context.Context, store Store, log *slog.Logger, r Reservation, err error) {
+	if rerr := store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error()), p.settings.RetryBackoff); rerr != nil {
 		log.Error("record a cancellation to try again", "error", rerr.Error())
 	}
 	log.Warn("cancelling a profile of a failed order did not go through; it will be tried again",
@@ -402,7 +405,8 @@ func alreadyGone(err error) bool {
 // many it tried. Replicas may run it at once: each cancellation is leased
 // to one.
 func (p *Provider) CancelDue(ctx context.Context) (int, error) {
-	due, err := p.store.ClaimCancellations(ctx, cancelLease, CancelBatch)
+	store := p.records(nil)
+	due, err := store.ClaimCancellations(ctx, cancelLease, CancelBatch)
 	if err != nil {
 		return 0, fmt.Errorf("es2plus: claim due cancellations: %w", err)
 	}
@@ -410,7 +414,7 @@ func (p *Provider) CancelDue(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		p.cancel(ctx, ctx, p.log.With("order_id", r.OrderID.String()), r, false)
+		p.cancel(ctx, ctx, store, p.log.With("order_id", r.OrderID.String()), r, false)
 	}
 	return len(due), nil
 }

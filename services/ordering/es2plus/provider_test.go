@@ -34,7 +34,8 @@ func newProviderRig(t *testing.T, vendors ...smdpsim.Vendor) *providerRig {
 	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "esim-travel:20", Vendors: vendors})
 	store := postgres.NewStore(pgtest.New(t, postgres.Migrations), 0)
 	client := clientOf(t, sim, sim.Certs, sim.Certs)
-	p := es2plus.NewProvider(client, store, es2plus.ProfileTypes{Default: "esim-travel"}, nil,
+	records := func(tx ordering.Locked) es2plus.Store { return store.Records(tx) }
+	p := es2plus.NewProvider(client, records, es2plus.ProfileTypes{Default: "esim-travel"}, nil,
 		es2plus.Settings{RetryBackoff: time.Hour, SMDPAddress: "smdp.configured.example"})
 	return &providerRig{t: t, sim: sim, store: store, client: client, p: p}
 }
@@ -65,8 +66,8 @@ func (r *providerRig) locked(id uuid.UUID, fn func(context.Context, ordering.Loc
 func (r *providerRig) issue(o ordering.Order) ([]ordering.Profile, error) {
 	var profiles []ordering.Profile
 	var err error
-	r.locked(o.ID, func(ctx context.Context, _ ordering.Locked) error {
-		profiles, err = r.p.Issue(ctx, ordering.IssueRequest{OrderID: o.ID, Environment: ordering.Live, Quantity: o.Quantity, PlanID: o.PlanID})
+	r.locked(o.ID, func(ctx context.Context, l ordering.Locked) error {
+		profiles, err = r.p.Issue(ctx, l, ordering.IssueRequest{OrderID: o.ID, Environment: ordering.Live, Quantity: o.Quantity, PlanID: o.PlanID})
 		return nil
 	})
 	return profiles, err
@@ -88,8 +89,8 @@ func TestAResumedOrderUsesTheProfileALostAnswerReserved(t *testing.T) {
 	o := r.order(2)
 	callID := uuid.NewString()
 	ctx := context.Background()
-	r.locked(o.ID, func(ctx context.Context, _ ordering.Locked) error {
-		return r.store.RequestReservation(ctx, o.ID, 0, "esim-travel", callID)
+	r.locked(o.ID, func(ctx context.Context, l ordering.Locked) error {
+		return r.store.Records(l).RequestReservation(ctx, o.ID, 0, "esim-travel", callID)
 	})
 	// The call went out and executed; then the process died.
 	reserved, err := r.client.DownloadOrderAs(ctx, callID, es2plus.DownloadOrderRequest{ProfileType: "esim-travel"})
@@ -141,8 +142,8 @@ func TestALostAnswerOfAFailedOrderIsGivenBack(t *testing.T) {
 			}
 		}
 		var reservations []es2plus.Reservation
-		r.locked(o.ID, func(ctx context.Context, _ ordering.Locked) (err error) {
-			reservations, err = r.store.Reservations(ctx, o.ID)
+		r.locked(o.ID, func(ctx context.Context, l ordering.Locked) (err error) {
+			reservations, err = r.store.Records(l).Reservations(ctx, o.ID)
 			return err
 		})
 		for _, res := range reservations {
@@ -173,7 +174,7 @@ func TestAnOrderFailedAfterIssuingGivesBackAllButTheICCIDInUse(t *testing.T) {
 			Status: ordering.EsimAllocated, ValidityDays: 30, Data: ordering.EsimData{TotalBytes: 5 << 30, UpdatedAt: now}, CreatedAt: now,
 		}}, ordering.Event{ID: "evt_" + strings.ReplaceAll(uuid.NewString(), "-", ""), Type: ordering.EventOrderCompleted, OrderID: other.ID, CreatedAt: now})
 	})
-	r.locked(o.ID, func(ctx context.Context, _ ordering.Locked) error { return r.p.Release(ctx, o.ID) })
+	r.locked(o.ID, func(ctx context.Context, l ordering.Locked) error { return r.p.Release(ctx, l, o.ID) })
 	st := r.sim.State(t)
 	if p, _ := st.Profile(profiles[0].ICCID); p.State != smdpsim.StateReleased {
 		t.Errorf("the profile another eSIM has is %s, want left released", p.State)
@@ -184,7 +185,7 @@ func TestAnOrderFailedAfterIssuingGivesBackAllButTheICCIDInUse(t *testing.T) {
 	// Releasing again, as every resume of the failing order does, moves
 	// nothing more.
 	calls := st.Calls
-	r.locked(o.ID, func(ctx context.Context, _ ordering.Locked) error { return r.p.Release(ctx, o.ID) })
+	r.locked(o.ID, func(ctx context.Context, l ordering.Locked) error { return r.p.Release(ctx, l, o.ID) })
 	if after := r.sim.State(t).Calls; after[es2plus.FunctionCancelOrder]["success"] != calls[es2plus.FunctionCancelOrder]["success"] {
 		t.Errorf("a second release cancelled again: %v, then %v", calls, after)
 	}

@@ -12,17 +12,15 @@ import (
 	"github.com/esimplatform/esim/services/ordering/postgres/db"
 )
 
-// The ES2+ provider's records, on the lock holder's connection when ctx
-// carries one, as the sandbox's are.
-var _ es2plus.Store = (*Store)(nil)
-
+// The ES2+ provider's records (Records), on the lock holder's connection
+// as the sandbox's are.
 // errReservationMoved: a reservation was not in the state the step
 // expects; someone else moved it, which the order's lock rules out.
 var errReservationMoved = errors.New("the reservation is not in the state this step expects")
 
 // Reservations implements es2plus.Store.
-func (s *Store) Reservations(ctx context.Context, orderID uuid.UUID) ([]es2plus.Reservation, error) {
-	rows, err := s.queries(ctx).ES2PlusReservations(ctx, orderID)
+func (r *Records) Reservations(ctx context.Context, orderID uuid.UUID) ([]es2plus.Reservation, error) {
+	rows, err := r.q.ES2PlusReservations(ctx, orderID)
 	if err != nil {
 		return nil, fmt.Errorf("select reservations: %w", err)
 	}
@@ -34,40 +32,40 @@ func (s *Store) Reservations(ctx context.Context, orderID uuid.UUID) ([]es2plus.
 }
 
 // RequestReservation implements es2plus.Store.
-func (s *Store) RequestReservation(ctx context.Context, orderID uuid.UUID, position int32, profileType, callID string) error {
-	if err := s.queries(ctx).RequestES2PlusReservation(ctx, db.RequestES2PlusReservationParams{OrderID: orderID, Position: position, ProfileType: profileType, CallID: callID}); err != nil {
+func (r *Records) RequestReservation(ctx context.Context, orderID uuid.UUID, position int32, profileType, callID string) error {
+	if err := r.q.RequestES2PlusReservation(ctx, db.RequestES2PlusReservationParams{OrderID: orderID, Position: position, ProfileType: profileType, CallID: callID}); err != nil {
 		return fmt.Errorf("insert requested reservation: %w", err)
 	}
 	return nil
 }
 
 // AddReservation implements es2plus.Store.
-func (s *Store) AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
-	n, err := s.queries(ctx).AddES2PlusReservation(ctx, db.AddES2PlusReservationParams{OrderID: orderID, Position: position, Iccid: iccid})
+func (r *Records) AddReservation(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
+	n, err := r.q.AddES2PlusReservation(ctx, db.AddES2PlusReservationParams{OrderID: orderID, Position: position, Iccid: iccid})
 	return affectedOne(n, err, "record reservation")
 }
 
 // ForgetRequest implements es2plus.Store.
-func (s *Store) ForgetRequest(ctx context.Context, orderID uuid.UUID, position int32) error {
-	n, err := s.queries(ctx).ForgetES2PlusRequest(ctx, db.ForgetES2PlusRequestParams{OrderID: orderID, Position: position})
+func (r *Records) ForgetRequest(ctx context.Context, orderID uuid.UUID, position int32) error {
+	n, err := r.q.ForgetES2PlusRequest(ctx, db.ForgetES2PlusRequestParams{OrderID: orderID, Position: position})
 	return affectedOne(n, err, "forget requested reservation")
 }
 
 // LearnCancelICCID implements es2plus.Store.
-func (s *Store) LearnCancelICCID(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
-	n, err := s.queries(ctx).LearnES2PlusCancelICCID(ctx, db.LearnES2PlusCancelICCIDParams{OrderID: orderID, Position: position, Iccid: iccid})
+func (r *Records) LearnCancelICCID(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error {
+	n, err := r.q.LearnES2PlusCancelICCID(ctx, db.LearnES2PlusCancelICCIDParams{OrderID: orderID, Position: position, Iccid: iccid})
 	return affectedOne(n, err, "record the ICCID of a cancellation")
 }
 
 // ReleaseReservation implements es2plus.Store.
-func (s *Store) ReleaseReservation(ctx context.Context, orderID uuid.UUID, position int32, matchingID, smdpAddress string) error {
-	n, err := s.queries(ctx).ReleaseES2PlusReservation(ctx, db.ReleaseES2PlusReservationParams{OrderID: orderID, Position: position, MatchingID: matchingID, SmdpAddress: smdpAddress})
+func (r *Records) ReleaseReservation(ctx context.Context, orderID uuid.UUID, position int32, matchingID, smdpAddress string) error {
+	n, err := r.q.ReleaseES2PlusReservation(ctx, db.ReleaseES2PlusReservationParams{OrderID: orderID, Position: position, MatchingID: matchingID, SmdpAddress: smdpAddress})
 	return affectedOne(n, err, "release reservation")
 }
 
 // MarkCancelDue implements es2plus.Store.
-func (s *Store) MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]es2plus.Reservation, error) {
-	rows, err := s.queries(ctx).MarkES2PlusCancelDue(ctx, db.MarkES2PlusCancelDueParams{OrderID: orderID, Reason: reason, LeaseMs: lease.Milliseconds()})
+func (r *Records) MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]es2plus.Reservation, error) {
+	rows, err := r.q.MarkES2PlusCancelDue(ctx, db.MarkES2PlusCancelDueParams{OrderID: orderID, Reason: reason, LeaseMs: lease.Milliseconds()})
 	if err != nil {
 		return nil, fmt.Errorf("mark reservations due for cancellation: %w", err)
 	}
@@ -79,8 +77,8 @@ func (s *Store) MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason str
 }
 
 // ClaimCancellations implements es2plus.Store.
-func (s *Store) ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]es2plus.Reservation, error) {
-	rows, err := s.queries(ctx).ClaimES2PlusCancellations(ctx, db.ClaimES2PlusCancellationsParams{LeaseMs: lease.Milliseconds(), MaxRows: limit})
+func (r *Records) ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]es2plus.Reservation, error) {
+	rows, err := r.q.ClaimES2PlusCancellations(ctx, db.ClaimES2PlusCancellationsParams{LeaseMs: lease.Milliseconds(), MaxRows: limit})
 	if err != nil {
 		return nil, fmt.Errorf("claim cancellations: %w", err)
 	}
@@ -92,7 +90,7 @@ func (s *Store) ClaimCancellations(ctx context.Context, lease time.Duration, lim
 }
 
 // FinishCancellation implements es2plus.Store.
-func (s *Store) FinishCancellation(ctx context.Context, orderID uuid.UUID, position int32, state es2plus.ReservationState, lastError string) error {
+func (r *Records) FinishCancellation(ctx context.Context, orderID uuid.UUID, position int32, state es2plus.ReservationState, lastError string) error {
 	if state != es2plus.Cancelled && state != es2plus.CancelRefused {
 		return fmt.Errorf("finish a cancellation as %q: want cancelled or cancel_refused", state)
 	}
@@ -100,13 +98,13 @@ func (s *Store) FinishCancellation(ctx context.Context, orderID uuid.UUID, posit
 	if lastError != "" {
 		last = &lastError
 	}
-	n, err := s.queries(ctx).FinishES2PlusCancellation(ctx, db.FinishES2PlusCancellationParams{OrderID: orderID, Position: position, State: string(state), LastError: last})
+	n, err := r.q.FinishES2PlusCancellation(ctx, db.FinishES2PlusCancellationParams{OrderID: orderID, Position: position, State: string(state), LastError: last})
 	return affectedOne(n, err, "finish cancellation")
 }
 
 // RetryCancellation implements es2plus.Store.
-func (s *Store) RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string, backoff time.Duration) error {
-	n, err := s.queries(ctx).RetryES2PlusCancellation(ctx, db.RetryES2PlusCancellationParams{OrderID: orderID, Position: position, LastError: lastError, BackoffMs: backoff.Milliseconds()})
+func (r *Records) RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string, backoff time.Duration) error {
+	n, err := r.q.RetryES2PlusCancellation(ctx, db.RetryES2PlusCancellationParams{OrderID: orderID, Position: position, LastError: lastError, BackoffMs: backoff.Milliseconds()})
 	return affectedOne(n, err, "retry cancellation")
 }
 

@@ -24,11 +24,13 @@ import (
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/es2plus"
 	"github.com/esimplatform/esim/services/ordering/postgres/db"
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 )
 
-// Store implements ordering.Store, ordering.Outbox and sandbox.Store.
+// Store implements ordering.Store and ordering.Outbox; Records keeps the
+// providers'.
 type Store struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
@@ -45,7 +47,6 @@ type Store struct {
 var (
 	_ ordering.Store  = (*Store)(nil)
 	_ ordering.Outbox = (*Store)(nil)
-	_ sandbox.Store   = (*Store)(nil)
 )
 
 // NewStore returns a Store over pool whose lock holders use at most
@@ -114,12 +115,9 @@ const (
 	maxPoll = 250 * time.Millisecond
 )
 
-// lockConn is the context key of a lock holder's connection.
-type lockConn struct{}
-
 // WithLock implements ordering.Store with a Postgres session advisory lock
 // (on a 64-bit hash of key) on a connection of its own, which every
-// statement of fn runs on: fn's Locked and, through the context, the
+// statement of fn runs on: fn's Locked and, through Records of it, the
 // sandbox and ES2+ providers' records. A caller finding the lock taken
 // waits holding no connection and no holder's place: woken when a holder
 // of this replica releases it, polling for one of another replica's.
@@ -203,7 +201,7 @@ func (s *Store) tryLock(ctx context.Context, key string, wait bool, fn func(cont
 		unlock(conn)
 		s.released.wake(key)
 	}()
-	return true, fn(context.WithValue(ctx, lockConn{}, conn), &lockHolder{conn: conn, q: q})
+	return true, fn(ctx, &lockHolder{conn: conn, q: q})
 }
 
 // unlock releases every advisory lock of the holder's session, the
@@ -274,13 +272,28 @@ func (l *waitList) wake(key string) {
 	}
 }
 
-// queries runs on the lock holder's connection when ctx carries one, and
-// on the pool otherwise.
-func (s *Store) queries(ctx context.Context) *db.Queries {
-	if conn, ok := ctx.Value(lockConn{}).(*pgxpool.Conn); ok {
-		return db.New(conn)
+// Records are the providers' records (sandbox allocations, ES2+
+// reservations) on one connection: a lock holder's, or the pool's.
+type Records struct{ q *db.Queries }
+
+var (
+	_ sandbox.Store = (*Records)(nil)
+	_ es2plus.Store = (*Records)(nil)
+)
+
+// Records returns the providers' records on tx's connection, tx being the
+// holder of an order's lock that WithLock handed out, so that they are
+// written as the order moves; on the pool for nil (the canceller, which
+// holds no order).
+func (s *Store) Records(tx ordering.Locked) *Records {
+	if tx == nil {
+		return &Records{q: s.q}
 	}
-	return s.q
+	h, ok := tx.(*lockHolder)
+	if !ok {
+		panic(fmt.Sprintf("postgres: Records of a %T, not a holder of this store's lock", tx))
+	}
+	return &Records{q: h.q}
 }
 
 // lockHolder implements ordering.Locked on the lock's connection.
@@ -448,10 +461,9 @@ func oneRow(n int64, err error) func(doing string) error {
 	}
 }
 
-// AllocateSandboxProfiles implements sandbox.Store, on the lock holder's
-// connection when ctx carries one.
-func (s *Store) AllocateSandboxProfiles(ctx context.Context, orderID uuid.UUID, matchingIDs []string) ([]sandbox.Allocation, error) {
-	rows, err := s.queries(ctx).AllocateSandboxProfiles(ctx, db.AllocateSandboxProfilesParams{OrderID: orderID, MatchingIds: matchingIDs})
+// AllocateSandboxProfiles implements sandbox.Store.
+func (r *Records) AllocateSandboxProfiles(ctx context.Context, orderID uuid.UUID, matchingIDs []string) ([]sandbox.Allocation, error) {
+	rows, err := r.q.AllocateSandboxProfiles(ctx, db.AllocateSandboxProfilesParams{OrderID: orderID, MatchingIds: matchingIDs})
 	if err != nil {
 		return nil, fmt.Errorf("allocate sandbox profiles: %w", err)
 	}

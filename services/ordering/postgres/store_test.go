@@ -25,6 +25,12 @@ import (
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 )
 
+// records are the sandbox's records as the store keeps them for a lock
+// holder (nil: on the pool).
+func records(s *postgres.Store) func(ordering.Locked) sandbox.Store {
+	return func(tx ordering.Locked) sandbox.Store { return s.Records(tx) }
+}
+
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, postgres.Migrations)
@@ -71,8 +77,8 @@ func insert(t *testing.T, s *postgres.Store, o ordering.Order) ordering.Order {
 // does from a provider's profiles.
 func esims(t *testing.T, s *postgres.Store, o ordering.Order) []ordering.Esim {
 	t.Helper()
-	p := sandbox.New(s, sandbox.DefaultSMDPAddress)
-	profiles, err := p.Issue(context.Background(), ordering.IssueRequest{OrderID: o.ID, Quantity: o.Quantity})
+	p := sandbox.New(records(s), sandbox.DefaultSMDPAddress)
+	profiles, err := p.Issue(context.Background(), nil, ordering.IssueRequest{OrderID: o.ID, Quantity: o.Quantity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +477,7 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 	t.Cleanup(small.Close)
 	s := postgres.NewStore(small, 2)
 	o := insert(t, base, newOrder(acme, "k", at(0)))
-	provider := sandbox.New(s, sandbox.DefaultSMDPAddress)
+	provider := sandbox.New(records(s), sandbox.DefaultSMDPAddress)
 
 	held, hold := make(chan struct{}), make(chan struct{})
 	release := sync.OnceFunc(func() { close(hold) })
@@ -496,7 +502,7 @@ func TestWaitersHoldNoConnection(t *testing.T) {
 				if _, err := l.OrderByID(ctx, o.ID); err != nil {
 					return err
 				}
-				_, err := provider.Issue(ctx, ordering.IssueRequest{OrderID: o.ID, Quantity: 2})
+				_, err := provider.Issue(ctx, l, ordering.IssueRequest{OrderID: o.ID, Quantity: 2})
 				return err
 			})
 			if err != nil {
@@ -654,13 +660,13 @@ func TestSandboxAllocationIsIdempotent(t *testing.T) {
 	o.Quantity = 5
 	o.TotalMinor = 5 * o.UnitMinor
 	insert(t, s, o)
-	p := sandbox.New(s, "smdp.example.invalid")
+	p := sandbox.New(records(s), "smdp.example.invalid")
 	req := ordering.IssueRequest{OrderID: o.ID, Environment: ordering.Sandbox, Quantity: 5}
-	first, err := p.Issue(ctx, req)
+	first, err := p.Issue(ctx, nil, req)
 	if err != nil || len(first) != 5 {
 		t.Fatalf("Issue = %v, %v", first, err)
 	}
-	again, err := p.Issue(ctx, req)
+	again, err := p.Issue(ctx, nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,7 +683,7 @@ func TestSandboxAllocationIsIdempotent(t *testing.T) {
 		t.Errorf("%d allocations stored (%v), want 5", n, err)
 	}
 	req.CustomerReference = sandbox.ProviderErrorReference
-	if _, err := p.Issue(ctx, req); !errors.Is(err, ordering.ErrProviderFailed) {
+	if _, err := p.Issue(ctx, nil, req); !errors.Is(err, ordering.ErrProviderFailed) {
 		t.Errorf("the trigger: %v, want ErrProviderFailed", err)
 	}
 }
@@ -687,7 +693,7 @@ func TestSandboxAllocationIsIdempotent(t *testing.T) {
 func TestSandboxICCIDsAreValidAndUnique(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	p := sandbox.New(s, sandbox.DefaultSMDPAddress)
+	p := sandbox.New(records(s), sandbox.DefaultSMDPAddress)
 	const orders, each = 16, 25
 	var mu sync.Mutex
 	iccids, matching := map[string]bool{}, map[string]bool{}
@@ -697,7 +703,7 @@ func TestSandboxICCIDsAreValidAndUnique(t *testing.T) {
 		o.Quantity, o.TotalMinor = each, each*o.UnitMinor
 		insert(t, s, o)
 		wg.Go(func() {
-			profiles, err := p.Issue(ctx, ordering.IssueRequest{OrderID: o.ID, Quantity: each})
+			profiles, err := p.Issue(ctx, nil, ordering.IssueRequest{OrderID: o.ID, Quantity: each})
 			if err != nil {
 				t.Error(err)
 				return

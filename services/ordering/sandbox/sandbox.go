@@ -44,16 +44,17 @@ type Store interface {
 
 // Provider implements ordering.Provider for the sandbox.
 type Provider struct {
-	store Store
-	smdp  string
+	records func(tx ordering.Locked) Store
+	smdp    string
 }
 
 var _ ordering.Provider = (*Provider)(nil)
 
-// New returns the sandbox provider, recording its allocations in store and
-// handing out smdpAddress.
-func New(store Store, smdpAddress string) *Provider {
-	return &Provider{store: store, smdp: smdpAddress}
+// New returns the sandbox provider, handing out smdpAddress and recording
+// its allocations where records says for the holder of an order's lock:
+// on its connection, so they are written as the order moves.
+func New(records func(tx ordering.Locked) Store, smdpAddress string) *Provider {
+	return &Provider{records: records, smdp: smdpAddress}
 }
 
 var _ ordering.Checker = (*Provider)(nil)
@@ -68,7 +69,7 @@ func (p *Provider) Describe() (string, string) { return "sandbox", p.smdp }
 
 // Issue implements ordering.Provider. It is idempotent by order id: the
 // allocations are recorded, and an order issued again gets them back.
-func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]ordering.Profile, error) {
+func (p *Provider) Issue(ctx context.Context, tx ordering.Locked, req ordering.IssueRequest) ([]ordering.Profile, error) {
 	if req.CustomerReference == ProviderErrorReference {
 		return nil, fmt.Errorf("%w: the sandbox was asked to fail by customer.reference %s", ordering.ErrProviderFailed, ProviderErrorReference)
 	}
@@ -76,7 +77,7 @@ func (p *Provider) Issue(ctx context.Context, req ordering.IssueRequest) ([]orde
 	for i := range ids {
 		ids[i] = NewMatchingID()
 	}
-	allocs, err := p.store.AllocateSandboxProfiles(ctx, req.OrderID, ids)
+	allocs, err := p.records(tx).AllocateSandboxProfiles(ctx, req.OrderID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: allocate %d profiles for order %s: %w", req.Quantity, req.OrderID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 )
@@ -42,7 +43,8 @@ func newLiveProvider(cfg SMDPConfig, client *es2plus.Client, store *postgres.Sto
 	if err != nil {
 		return nil, fmt.Errorf("SMDP_CONFIRMATION_CODES: %w", err)
 	}
-	return es2plus.NewProvider(client, store, types, tel.Logger.With("provider", "es2plus"), es2plus.Settings{
+	records := func(tx ordering.Locked) es2plus.Store { return store.Records(tx) }
+	return es2plus.NewProvider(client, records, types, tel.Logger.With("provider", "es2plus"), es2plus.Settings{
 		RetryBackoff: cfg.CancelInterval, CancelBudget: cfg.CancelBudget,
 		SMDPAddress: cfg.address(), ConfirmationCodes: codes,
 	}), nil

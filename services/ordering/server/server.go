@@ -81,7 +81,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		pool.Close()
 		return nil, err
 	}
-	providers := map[ordering.Environment]ordering.Provider{ordering.Sandbox: sandbox.New(store, cfg.SandboxSMDPAddress)}
+	providers := map[ordering.Environment]ordering.Provider{ordering.Sandbox: sandbox.New(func(tx ordering.Locked) sandbox.Store { return store.Records(tx) }, cfg.SandboxSMDPAddress)}
 	if live != nil {
 		providers[ordering.Live] = live
 	}
