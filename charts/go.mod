@@ -3,10 +3,6 @@ module github.com/esimplatform/esim/charts
 go 1.26.0
 
 replace (
-	github.com/esimplatform/esim/libs/config => ../libs/config
-	github.com/esimplatform/esim/libs/httpserver => ../libs/httpserver
-	github.com/esimplatform/esim/libs/postgres => ../libs/postgres
-	github.com/esimplatform/esim/libs/telemetry => ../libs/telemetry
 	github.com/esimplatform/esim/proto => ../proto
 	github.com/esimplatform/esim/services/accounts => ../services/accounts
 	github.com/esimplatform/esim/services/catalogue => ../services/catalogue
@@ -14,7 +10,6 @@ replace (
 )
 
 require (
-	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/gateway v0.0.0-00010101000000-000000000000
@@ -28,11 +23,6 @@ require (
 )
 
 require (
-	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
 	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
@@ -66,11 +56,7 @@ require (
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
-	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000 // indirect
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/portal v0.0.0-00010101000000-000000000000
@@ -206,30 +192,16 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/esimplatform/esim/libs/coalesce => ../libs/coalesce
-
 tool helm.sh/helm/v3/cmd/helm
-
-replace github.com/esimplatform/esim/libs/input => ../libs/input
-
-replace github.com/esimplatform/esim/libs/twirperr => ../libs/twirperr
-
-replace github.com/esimplatform/esim/libs/money => ../libs/money
-
-replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth
 
 replace github.com/esimplatform/esim/services/wallet => ../services/wallet
 
 replace github.com/esimplatform/esim/services/ordering => ../services/ordering
 
-replace github.com/esimplatform/esim/libs/kafka => ../libs/kafka
-
 replace github.com/esimplatform/esim/services/webhook => ../services/webhook
-
-replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
 
 replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim
 
 replace github.com/esimplatform/esim/services/portal => ../services/portal
 
-replace github.com/esimplatform/esim/libs/redisurl => ../libs/redisurl
+replace github.com/esimplatform/esim/libs => ../libs

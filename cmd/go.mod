@@ -3,21 +3,12 @@ module github.com/esimplatform/esim/cmd
 go 1.26.0
 
 replace (
-	github.com/esimplatform/esim/libs/config => ../libs/config
-	github.com/esimplatform/esim/libs/httpserver => ../libs/httpserver
-	github.com/esimplatform/esim/libs/postgres => ../libs/postgres
-	github.com/esimplatform/esim/libs/telemetry => ../libs/telemetry
 	github.com/esimplatform/esim/proto => ../proto
 	github.com/esimplatform/esim/services/accounts => ../services/accounts
 	github.com/esimplatform/esim/services/catalogue => ../services/catalogue
 )
 
 require (
-	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/postgres v0.0.0
-	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
@@ -37,7 +28,6 @@ require (
 )
 
 require (
-	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
@@ -54,12 +44,7 @@ require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
-	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/ordering v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/wallet v0.0.0-00010101000000-000000000000
@@ -109,28 +94,14 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 )
 
-replace github.com/esimplatform/esim/libs/input => ../libs/input
-
-replace github.com/esimplatform/esim/libs/twirperr => ../libs/twirperr
-
-replace github.com/esimplatform/esim/libs/money => ../libs/money
-
 replace github.com/esimplatform/esim/services/gateway => ../services/gateway
-
-replace github.com/esimplatform/esim/libs/coalesce => ../libs/coalesce
-
-replace github.com/esimplatform/esim/libs/internalauth => ../libs/internalauth
 
 replace github.com/esimplatform/esim/services/wallet => ../services/wallet
 
 replace github.com/esimplatform/esim/services/ordering => ../services/ordering
 
-replace github.com/esimplatform/esim/libs/kafka => ../libs/kafka
-
 replace github.com/esimplatform/esim/services/webhook => ../services/webhook
-
-replace github.com/esimplatform/esim/libs/devcerts => ../libs/devcerts
 
 replace github.com/esimplatform/esim/services/smdp-sim => ../services/smdp-sim
 
-replace github.com/esimplatform/esim/libs/redisurl => ../libs/redisurl
+replace github.com/esimplatform/esim/libs => ../libs

@@ -7,9 +7,6 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require (
-	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
-	github.com/pkg/errors v0.9.1 // indirect
-)
+require github.com/esimplatform/esim/libs v0.0.0-00010101000000-000000000000
 
-replace github.com/esimplatform/esim/libs/money => ../libs/money
+replace github.com/esimplatform/esim/libs => ../libs

@@ -2,23 +2,9 @@ module github.com/esimplatform/esim/services/catalogue
 
 go 1.26.0
 
-replace (
-	github.com/esimplatform/esim/libs/config => ../../libs/config
-	github.com/esimplatform/esim/libs/httpserver => ../../libs/httpserver
-	github.com/esimplatform/esim/libs/input => ../../libs/input
-	github.com/esimplatform/esim/libs/postgres => ../../libs/postgres
-	github.com/esimplatform/esim/libs/telemetry => ../../libs/telemetry
-	github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
-	github.com/esimplatform/esim/proto => ../../proto
-)
+replace github.com/esimplatform/esim/proto => ../../proto
 
 require (
-	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -30,7 +16,7 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
+	github.com/esimplatform/esim/libs v0.0.0-00010101000000-000000000000
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -73,6 +59,4 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 )
 
-replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalauth
-
-replace github.com/esimplatform/esim/libs/money => ../../libs/money
+replace github.com/esimplatform/esim/libs => ../../libs

@@ -2,16 +2,8 @@ module github.com/esimplatform/esim/services/portal
 
 go 1.26.0
 
-replace github.com/esimplatform/esim/libs/config => ../../libs/config
-
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/internalauth v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/money v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/postgres v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/proto v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/accounts v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/catalogue v0.0.0-00010101000000-000000000000
@@ -34,12 +26,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/danielgtaylor/huma/v2 v2.37.2 // indirect
-	github.com/esimplatform/esim/libs/coalesce v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/input v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/kafka v0.0.0-00010101000000-000000000000 // indirect
-	github.com/esimplatform/esim/libs/redisurl v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/twirperr v0.0.0-00010101000000-000000000000 // indirect
+	github.com/esimplatform/esim/libs v0.0.0-00010101000000-000000000000
 	github.com/esimplatform/esim/services/smdp-sim v0.0.0-00010101000000-000000000000 // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
@@ -98,27 +85,7 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 )
 
-replace github.com/esimplatform/esim/libs/httpserver => ../../libs/httpserver
-
-replace github.com/esimplatform/esim/libs/internalauth => ../../libs/internalauth
-
-replace github.com/esimplatform/esim/libs/telemetry => ../../libs/telemetry
-
-replace github.com/esimplatform/esim/libs/money => ../../libs/money
-
 replace github.com/esimplatform/esim/proto => ../../proto
-
-replace github.com/esimplatform/esim/libs/postgres => ../../libs/postgres
-
-replace github.com/esimplatform/esim/libs/kafka => ../../libs/kafka
-
-replace github.com/esimplatform/esim/libs/coalesce => ../../libs/coalesce
-
-replace github.com/esimplatform/esim/libs/input => ../../libs/input
-
-replace github.com/esimplatform/esim/libs/twirperr => ../../libs/twirperr
-
-replace github.com/esimplatform/esim/libs/devcerts => ../../libs/devcerts
 
 replace github.com/esimplatform/esim/services/accounts => ../../services/accounts
 
@@ -134,4 +101,4 @@ replace github.com/esimplatform/esim/services/webhook => ../../services/webhook
 
 replace github.com/esimplatform/esim/services/smdp-sim => ../../services/smdp-sim
 
-replace github.com/esimplatform/esim/libs/redisurl => ../../libs/redisurl
+replace github.com/esimplatform/esim/libs => ../../libs

@@ -2,14 +2,7 @@ module github.com/esimplatform/esim/services/smdp-sim
 
 go 1.26.0
 
-replace github.com/esimplatform/esim/libs/config => ../../libs/config
-
-require (
-	github.com/esimplatform/esim/libs/config v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/devcerts v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/httpserver v0.0.0-00010101000000-000000000000
-	github.com/esimplatform/esim/libs/telemetry v0.0.0-00010101000000-000000000000
-)
+require github.com/esimplatform/esim/libs v0.0.0-00010101000000-000000000000
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -40,17 +33,13 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
-	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
-	google.golang.org/grpc v1.83.2 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20261005182115-fad411399dd8 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
+	google.golang.org/grpc v1.84.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/esimplatform/esim/libs/httpserver => ../../libs/httpserver
-
-replace github.com/esimplatform/esim/libs/telemetry => ../../libs/telemetry
-
-replace github.com/esimplatform/esim/libs/devcerts => ../../libs/devcerts
+replace github.com/esimplatform/esim/libs => ../../libs

@@ -140,7 +140,7 @@ func requireServices(ctx context.Context, dir string, p services.Platform, works
 	for _, m := range workspace {
 		path := module + "/" + filepath.ToSlash(m)
 		_, declared := p.Get(strings.TrimPrefix(m, "services/"))
-		needed := strings.HasPrefix(m, "libs/") || m == "proto" || (strings.HasPrefix(m, "services/") && declared)
+		needed := m == "libs" || m == "proto" || (strings.HasPrefix(m, "services/") && declared)
 		if !needed || bytes.Contains(gomod, []byte(path+" =>")) {
 			continue
 		}

@@ -1,3 +1,0 @@
-module github.com/esimplatform/esim/libs/coalesce
-
-go 1.26

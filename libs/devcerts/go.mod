@@ -1,3 +1,0 @@
-module github.com/esimplatform/esim/libs/devcerts
-
-go 1.26.0
