@@ -9,6 +9,7 @@ import (
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
 
@@ -60,4 +61,9 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(database, errors.Join(ttls...), c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Telemetry.Validate())
+}
+
+// Settings is what libs/service's runner reads of the configuration.
+func (c Config) Settings() service.Settings {
+	return service.Settings{HTTP: c.HTTP, Runtime: c.Runtime, Telemetry: c.Telemetry}
 }

@@ -3,14 +3,8 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/http"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/esimplatform/esim/libs/httpserver"
-	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres"
@@ -21,9 +15,7 @@ import (
 // handler. It does not listen; run (or a test) serves Handler on a listener
 // of its choosing, so it can start in-process on port 0.
 type Server struct {
-	pool    *pgxpool.Pool
-	handler http.Handler
-	log     *slog.Logger
+	*service.Server
 }
 
 // New connects to the accounts database, applies pending migrations and
@@ -33,35 +25,13 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("accounts server: telemetry is required")
 	}
-	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
-		libpostgres.WithTracerProvider(tel.TracerProvider))
+	srv := service.NewServer(tel.Logger)
+	pool, err := srv.OpenDatabase(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations, tel)
 	if err != nil {
-		return nil, fmt.Errorf("accounts database: %w", err)
+		return nil, err
 	}
 	svc := accounts.NewService(postgres.NewStore(pool),
 		accounts.WithSessionTTL(cfg.SessionTTL), accounts.WithInviteTTL(cfg.InviteTTL))
-
-	return &Server{
-		pool: pool,
-		log:  tel.Logger,
-		handler: httpserver.Handler(httpserver.Routes{
-			App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
-			Telemetry: tel,
-			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
-			// Unauthenticated: only names that point inside (see
-			// httpserver.InternalHost) reach it.
-			AllowedHosts: cfg.AllowedHosts,
-		}),
-	}, nil
-}
-
-// Handler serves the Twirp API plus /healthz and /readyz; /metrics is
-// httpserver.ListenAndServe's.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Close releases the database pool; call it after the HTTP server stopped.
-func (s *Server) Close() {
-	if err := libpostgres.Close(s.pool); err != nil {
-		s.log.Warn("closing the database pool", "err", err)
-	}
+	srv.ServeInternal(twirpserver.Handler(svc, tel.Logger, cfg.Callers), tel, pool, cfg.AllowedHosts)
+	return &Server{srv}, nil
 }

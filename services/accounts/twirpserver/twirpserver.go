@@ -10,11 +10,10 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/twitchtv/twirp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/esimplatform/esim/libs/internalauth"
-	"github.com/esimplatform/esim/libs/twirperr"
+	"github.com/esimplatform/esim/libs/service"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/accounts"
 )
@@ -38,8 +37,7 @@ func New(svc *accounts.Service) *Server {
 // never contain secrets: the domain hashes a secret before it reaches
 // storage.
 func Handler(svc *accounts.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
-	twirpHandler := accountsv1.NewAccountsServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
-	return internalauth.Protect(twirpHandler, callers, Policy, log)
+	return service.Twirp(accountsv1.NewAccountsServer, accountsv1.Accounts(New(svc)), log, callers, Policy)
 }
 
 // CreateAccount implements accountsv1.Accounts.

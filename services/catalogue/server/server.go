@@ -7,13 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/esimplatform/esim/libs/httpserver"
-	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/catalogue"
 	"github.com/esimplatform/esim/services/catalogue/postgres"
@@ -22,9 +17,7 @@ import (
 
 // Server is a running catalogue: serve Handler, then Close.
 type Server struct {
-	pool    *pgxpool.Pool
-	handler http.Handler
-	log     *slog.Logger
+	*service.Server
 }
 
 // New opens and migrates the catalogue's database, seeds the bundled
@@ -35,9 +28,10 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("catalogue server: telemetry is required")
 	}
-	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations, libpostgres.WithTracerProvider(tel.TracerProvider))
+	srv := service.NewServer(tel.Logger)
+	pool, err := srv.OpenDatabase(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations, tel)
 	if err != nil {
-		return nil, fmt.Errorf("catalogue database: %w", err)
+		return nil, err
 	}
 	store := postgres.NewStore(pool)
 	svc := catalogue.NewService(store, nil)
@@ -45,7 +39,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if cfg.SeedCatalogue {
 		res, err := svc.Seed(ctx)
 		if err != nil {
-			_ = libpostgres.Close(pool) // the start failed: its error says why
+			srv.Close() // the start failed: its error says why
 			return nil, fmt.Errorf("seed catalogue: %w", err)
 		}
 		tel.Logger.InfoContext(ctx, "catalogue seeded",
@@ -56,31 +50,9 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	// would otherwise stay without them. On a catalogue's few tables it
 	// takes milliseconds.
 	if err := store.Analyze(ctx); err != nil {
-		_ = libpostgres.Close(pool) // the start failed: its error says why
+		srv.Close()
 		return nil, err
 	}
-
-	return &Server{
-		pool: pool,
-		log:  tel.Logger,
-		handler: httpserver.Handler(httpserver.Routes{
-			App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
-			Telemetry: tel,
-			Ready:     map[string]httpserver.Check{"postgres": pool.Ping},
-			// Unauthenticated: only names that point inside (see
-			// httpserver.InternalHost) reach it.
-			AllowedHosts: cfg.AllowedHosts,
-		}),
-	}, nil
-}
-
-// Handler serves the Twirp API under /twirp/, plus /healthz and /readyz;
-// /metrics is httpserver.ListenAndServe's.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Close releases the database pool; call it once the HTTP server stopped.
-func (s *Server) Close() {
-	if err := libpostgres.Close(s.pool); err != nil {
-		s.log.Warn("closing the database pool", "err", err)
-	}
+	srv.ServeInternal(twirpserver.Handler(svc, tel.Logger, cfg.Callers), tel, pool, cfg.AllowedHosts)
+	return &Server{srv}, nil
 }

@@ -9,10 +9,9 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/internalauth"
-	"github.com/esimplatform/esim/libs/twirperr"
+	"github.com/esimplatform/esim/libs/service"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
 	"github.com/esimplatform/esim/services/catalogue"
 )
@@ -35,8 +34,7 @@ func New(svc *catalogue.Service, log *slog.Logger) *Server {
 // serving only the callers Policy admits. Its hooks log internal errors
 // and calls cut short, whose causes callers never see.
 func Handler(svc *catalogue.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
-	twirpHandler := cataloguev1.NewCatalogueServer(New(svc, log), twirp.WithServerHooks(twirperr.ServerHooks(log)))
-	return internalauth.Protect(twirpHandler, callers, Policy, log)
+	return service.Twirp(cataloguev1.NewCatalogueServer, cataloguev1.Catalogue(New(svc, log)), log, callers, Policy)
 }
 
 // ListPlans implements cataloguev1.Catalogue.

@@ -10,6 +10,7 @@ import (
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 )
 
@@ -106,4 +107,9 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.HTTP.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)
+}
+
+// Settings is what libs/service's runner reads of the configuration.
+func (c Config) Settings() service.Settings {
+	return service.Settings{HTTP: c.HTTP, Runtime: c.Runtime, Telemetry: c.Telemetry}
 }

@@ -4,13 +4,11 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/gateway"
 	"github.com/esimplatform/esim/services/gateway/httpapi"
@@ -25,8 +23,7 @@ const redisCooldown = time.Second
 // Server holds the gateway's handler and the Redis client it must close:
 // everything else it built is garbage once the handler is.
 type Server struct {
-	handler http.Handler
-	redis   *goredis.Client
+	*service.Server
 }
 
 // New wires the gateway. It does not fail when Redis is down: the gateway
@@ -71,27 +68,20 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Events:    twirpclient.NewWebhook(string(cfg.WebhookURL), hc),
 		Log:       log,
 	})
-	return &Server{
+	srv := service.NewServer(log)
+	srv.OnClose("the Redis client", rdb.Close)
+	srv.Serve(httpserver.Handler(httpserver.Routes{
 		// Readiness has no checks on purpose: with Redis down the gateway
 		// still serves, and with accounts or catalogue down it answers with
 		// proper JSON errors rather than vanishing from the load balancer.
 		// Public: a partner's Request-Id and trace context are not taken.
-		handler: httpserver.Handler(httpserver.Routes{
-			App:         api,
-			Telemetry:   tel,
-			Route:       httpapi.UnmatchedRoute,
-			Public:      true,
-			AnswerPanic: httpapi.AnswerPanic,
-			// Whatever reads a body reads at most what the API accepts.
-			MaxBodyBytes: httpapi.MaxBodyBytes,
-		}),
-		redis: rdb,
-	}, nil
+		App:         api,
+		Telemetry:   tel,
+		Route:       httpapi.UnmatchedRoute,
+		Public:      true,
+		AnswerPanic: httpapi.AnswerPanic,
+		// Whatever reads a body reads at most what the API accepts.
+		MaxBodyBytes: httpapi.MaxBodyBytes,
+	}))
+	return &Server{srv}, nil
 }
-
-// Handler serves the public API and the probes; /metrics is
-// httpserver.ListenAndServe's.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Close releases the Redis connections once the HTTP server has stopped.
-func (s *Server) Close() { _ = s.redis.Close() }

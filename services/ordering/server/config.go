@@ -15,6 +15,7 @@ import (
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/kafka"
 	"github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
 	orderingpostgres "github.com/esimplatform/esim/services/ordering/postgres"
@@ -300,4 +301,9 @@ func (c SMDPConfig) validate(providerTimeout time.Duration) error {
 		errs = append(errs, fmt.Errorf("SMDP_CANCEL_INTERVAL %s: must be positive", c.CancelInterval))
 	}
 	return errors.Join(errs...)
+}
+
+// Settings is what libs/service's runner reads of the configuration.
+func (c Config) Settings() service.Settings {
+	return service.Settings{HTTP: c.HTTP, Runtime: c.Runtime, Telemetry: c.Telemetry}
 }

@@ -4,12 +4,10 @@ package server
 
 import (
 	"context"
-	"net/http"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
@@ -22,8 +20,7 @@ import (
 
 // Server holds the portal's handler and the Redis client it must close.
 type Server struct {
-	handler http.Handler
-	redis   *goredis.Client
+	*service.Server
 }
 
 // New wires the portal. Redis being down at start is no error: /readyz
@@ -65,25 +62,18 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 
 	// 3. Public: a visitor's Request-Id and trace context are not taken.
-	return &Server{
-		handler: httpserver.Handler(httpserver.Routes{
-			App:         app,
-			Telemetry:   tel,
-			Route:       web.UnmatchedRoute,
-			Public:      true,
-			AnswerPanic: app.AnswerPanic,
-			Ready: map[string]httpserver.Check{
-				"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-			},
-			MaxBodyBytes: web.MaxBodyBytes,
-		}),
-		redis: rdb,
-	}, nil
+	srv := service.NewServer(log)
+	srv.OnClose("the Redis client", rdb.Close)
+	srv.Serve(httpserver.Handler(httpserver.Routes{
+		App:         app,
+		Telemetry:   tel,
+		Route:       web.UnmatchedRoute,
+		Public:      true,
+		AnswerPanic: app.AnswerPanic,
+		Ready: map[string]httpserver.Check{
+			"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		},
+		MaxBodyBytes: web.MaxBodyBytes,
+	}))
+	return &Server{srv}, nil
 }
-
-// Handler serves the portal and the probes; /metrics is
-// httpserver.ListenAndServe's.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Close releases the Redis connections once the HTTP server has stopped.
-func (s *Server) Close() { _ = s.redis.Close() }

@@ -168,13 +168,31 @@ func TestFaultsOverHTTP(t *testing.T) {
 	if err := sim.Control.AddFault(ctx, smdpsim.Fault{Function: "downloadOrder", Mode: "hang"}); err != nil {
 		t.Fatal(err)
 	}
-	impatient := client(t, sim.Certs)
-	impatient.Timeout = 200 * time.Millisecond
+	// The client gives up once the simulator holds the call, however long
+	// a loaded machine takes to get it there.
+	impatient, giveUp := context.WithCancel(ctx)
+	defer giveUp()
 	data, _ := json.Marshal(map[string]any{"header": hdr(), "profileType": "esim-travel"})
-	req, _ := http.NewRequest(http.MethodPost, sim.ES2PlusURL+"/gsma/rsp2/es2plus/downloadOrder", bytes.NewReader(data))
+	req, _ := http.NewRequestWithContext(impatient, http.MethodPost, sim.ES2PlusURL+"/gsma/rsp2/es2plus/downloadOrder", bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Admin-Protocol", "gsma/rsp/v2.5.0")
-	if _, err := impatient.Do(req); err == nil {
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	for sim.State(t).Calls["downloadOrder"]["fault-hang"] < 2 {
+		select {
+		case err := <-answered:
+			t.Fatalf("a hang answered before the simulator held it: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	giveUp()
+	if err := <-answered; err == nil {
 		t.Fatal("a hang answered")
 	}
 	st := sim.State(t)

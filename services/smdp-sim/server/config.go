@@ -9,6 +9,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
 )
@@ -79,4 +80,9 @@ func checkListenAddr(addr string) error {
 		return fmt.Errorf("ES2PLUS_ADDR %q: want [host]:port, such as :8443 (%v)", addr, err)
 	}
 	return nil
+}
+
+// Settings is what libs/service's runner reads of the configuration.
+func (c Config) Settings() service.Settings {
+	return service.Settings{HTTP: c.HTTP, Runtime: c.Runtime, Telemetry: c.Telemetry}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
 	"github.com/esimplatform/esim/services/smdp-sim/control"
@@ -20,12 +21,13 @@ import (
 )
 
 // Server is an assembled simulator: serve Handler on HTTP_ADDR and
-// ES2PlusHandler with TLSConfig on ES2PLUS_ADDR, then Close.
+// ES2PlusHandler with TLSConfig on ES2PLUS_ADDR (Listeners), then Close.
 type Server struct {
-	sim     *smdpsim.Sim
-	handler http.Handler
-	es2plus http.Handler
-	tls     *tls.Config
+	sim         *smdpsim.Sim
+	handler     http.Handler
+	es2plus     http.Handler
+	es2plusAddr string
+	tls         *tls.Config
 }
 
 // New builds the simulator with full pools and loads its certificates.
@@ -50,8 +52,9 @@ func New(_ context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, erro
 		app = control.Handler(sim, cfg.ControlToken.Reveal())
 	}
 	return &Server{
-		sim: sim,
-		tls: tlsConfig,
+		sim:         sim,
+		tls:         tlsConfig,
+		es2plusAddr: cfg.ES2PlusAddr,
 		handler: httpserver.Handler(httpserver.Routes{
 			App:       app,
 			Telemetry: tel,
@@ -101,6 +104,16 @@ func (s *Server) ES2PlusHandler() http.Handler { return s.es2plus }
 // TLSConfig is the ES2+ listener's: only callers with a certificate of
 // CLIENT_CA_FILE get through the handshake.
 func (s *Server) TLSConfig() *tls.Config { return s.tls.Clone() }
+
+// Listeners is the ES2+ port, which libs/service serves beside the plain
+// one: the simulator is of no use without it.
+func (s *Server) Listeners() []service.Listener {
+	return []service.Listener{{Name: "es2plus", Setting: "ES2PLUS_ADDR", Addr: s.es2plusAddr, TLS: s.TLSConfig(), Handler: s.es2plus}}
+}
+
+// Stopping ends hanging calls as the shutdown begins rather than holding
+// the drain for its whole grace period.
+func (s *Server) Stopping() { s.sim.Close() }
 
 // Close ends hanging calls, so a shutdown need not wait for them; it may
 // be called more than once.

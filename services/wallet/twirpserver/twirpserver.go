@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/esimplatform/esim/libs/internalauth"
-	"github.com/esimplatform/esim/libs/twirperr"
+	"github.com/esimplatform/esim/libs/service"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	"github.com/esimplatform/esim/services/wallet"
@@ -48,8 +48,7 @@ func New(svc *wallet.Service) *Server {
 // Its hooks log internal errors and calls cut short, whose causes callers
 // never see.
 func Handler(svc *wallet.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
-	twirpHandler := walletv1.NewWalletServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
-	return internalauth.Protect(twirpHandler, callers, Policy, log)
+	return service.Twirp(walletv1.NewWalletServer, walletv1.Wallet(New(svc)), log, callers, Policy)
 }
 
 // TopUp implements walletv1.Wallet.

@@ -14,6 +14,7 @@ import (
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/kafka"
 	"github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/aesgcm"
@@ -171,4 +172,9 @@ func (c Config) sandboxPrivateEndpoints() ([]netip.AddrPort, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// Settings is what libs/service's runner reads of the configuration.
+func (c Config) Settings() service.Settings {
+	return service.Settings{HTTP: c.HTTP, Runtime: c.Runtime, Telemetry: c.Telemetry}
 }

@@ -4,61 +4,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/esimplatform/esim/libs/config"
-	"github.com/esimplatform/esim/libs/httpserver"
-	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/services/catalogue/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop) // a second signal, during the drain, stops the process at once
-	err := run(ctx, os.Args, os.Getenv, os.Stdout)
-	stop() // os.Exit skips deferred calls
-	if err != nil {
-		telemetry.LogExit(os.Stderr, "catalogue", err)
-		os.Exit(1)
-	}
-}
+func main() { service.Main("catalogue", run) }
 
 // run is the whole program; main only binds it to the process, so tests
 // can run it with their own environment and output.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) > 1 {
-		return fmt.Errorf("unexpected arguments %q: configure catalogue with environment variables", args[1:])
-	}
-
-	// 1. Configuration, parsed once; nothing below reads the environment.
-	// The Go runtime's settings in it apply at once.
-	var cfg server.Config
-	if err := config.Parse(ctx, getenv, &cfg); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	cfg.Runtime.Apply()
-
-	// 2. Logs, traces and metrics. Flushed last, so the shutdown itself is
-	// still recorded.
-	tel, err := telemetry.Setup(ctx, "catalogue", cfg.Telemetry, stdout)
-	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	defer tel.Shutdown(ctx)
-
-	// 3. The service: database connection, migrations and (when asked) the
-	// seed catalogue, Twirp handler.
-	srv, err := server.New(ctx, cfg, tel)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-
-	// 4. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
-	// deferred steps close the pool and flush telemetry afterwards.
-	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler(), tel.MetricsHandler)
+	return service.Run(ctx, "catalogue", server.New, args, getenv, stdout)
 }
