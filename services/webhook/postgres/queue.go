@@ -117,7 +117,9 @@ func NewQueue(pool *pgxpool.Pool, d Deliverer, cfg QueueConfig) (*Queue, error) 
 		// cut off with its replica.
 		JobTimeout:           cfg.AttemptTimeout + recordMargin,
 		RescueStuckJobsAfter: cfg.AttemptTimeout + recordMargin + time.Second,
-		Logger:               cfg.Log.With("component", "river"),
+		// A failed attempt is recorded, not logged: River's own news
+		// (errored jobs, start and stop) stays below warnings.
+		Logger: slog.New(atLeast{cfg.Log.Handler(), slog.LevelWarn}).With("component", "river"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
@@ -232,4 +234,22 @@ func Open(ctx context.Context, databaseURL string, opts ...libpostgres.Option) (
 		return nil, err
 	}
 	return libpostgres.Open(ctx, databaseURL, Migrations, opts...)
+}
+
+// atLeast passes on the records of level min and above only.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
 }
