@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,9 +39,13 @@ const (
 	// between two insert notifications: a job inserted is fetched within
 	// a few milliseconds over LISTEN/NOTIFY.
 	fetchCooldown = 2 * time.Millisecond
-	// busyPause is how long a job whose scope has its maximum in flight
-	// waits before it looks again; it keeps its priority meanwhile.
-	busyPause = 100 * time.Millisecond
+	// A job whose scope has its maximum in flight waits before it looks
+	// again, keeping its priority: busyPause at first, so that a burst
+	// of one scope's events goes out as soon as slots free, doubling with
+	// each wait up to maxBusyPause, so that a long backlog behind a
+	// hanging endpoint costs each of its jobs one look a second.
+	busyPause    = 10 * time.Millisecond
+	maxBusyPause = time.Second
 	// recordMargin is how much longer than an attempt a run may last:
 	// time to start the attempt and record its result. A run longer than
 	// that and a second is one whose replica died, and River rescues it.
@@ -169,7 +174,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return err
 	case out.Busy:
 		// Not an attempt: River counts a snooze as none.
-		return river.JobSnooze(busyPause)
+		return river.JobSnooze(busyWait(job.Metadata))
 	case out.Retry():
 		// Retries go behind first attempts.
 		if _, err := w.q.pool.Exec(ctx, `UPDATE river_job SET priority = greatest(priority, $2) WHERE id = $1`, job.ID, priorityRetry); err != nil {
@@ -178,6 +183,16 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return errRetry
 	}
 	return nil
+}
+
+// busyWait is how long a job whose scope is full waits, after the
+// snoozes River counted in its metadata.
+func busyWait(metadata []byte) time.Duration {
+	var m struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(metadata, &m) // none counted: the first wait
+	return min(busyPause<<min(m.Snoozes, 16), maxBusyPause)
 }
 
 // retryPolicy waits webhook.RetryDelay after a failed attempt: 1 s, then

@@ -82,3 +82,22 @@ func TestANewJobStartsWithinMilliseconds(t *testing.T) {
 		t.Errorf("p99 %s; want a job started within milliseconds of its insert, not by a poll", p99)
 	}
 }
+
+// A job waiting for its endpoint's cap looks again soon, then less and
+// less often.
+func TestBusyWaitBacksOff(t *testing.T) {
+	for _, tc := range []struct {
+		metadata string
+		want     time.Duration
+	}{
+		{`{}`, 10 * time.Millisecond},
+		{`{"snoozes":1}`, 20 * time.Millisecond},
+		{`{"snoozes":3}`, 80 * time.Millisecond},
+		{`{"snoozes":7}`, time.Second},
+		{`{"snoozes":1000}`, time.Second},
+	} {
+		if got := postgres.BusyWait([]byte(tc.metadata)); got != tc.want {
+			t.Errorf("busyWait(%s) = %s, want %s", tc.metadata, got, tc.want)
+		}
+	}
+}
