@@ -50,6 +50,9 @@ const (
 	// time to start the attempt and record its result. A run longer than
 	// that and a second is one whose replica died, and River rescues it.
 	recordMargin = 5 * time.Second
+	// errorPause is how long a job waits after failing to start its
+	// attempt (the database is down) before it tries again.
+	errorPause = time.Second
 )
 
 func queueOf(env webhook.Environment) string { return "webhook_" + string(env) }
@@ -133,7 +136,8 @@ func NewQueue(pool *pgxpool.Pool, d Deliverer, cfg QueueConfig) (*Queue, error) 
 	return q, nil
 }
 
-// Start starts working jobs; ctx bounds the start only.
+// Start starts working jobs until Stop: ctx ending does not stop them,
+// so that a stop always lets the attempts in flight finish first.
 func (q *Queue) Start(ctx context.Context) error {
 	return q.client.Start(context.WithoutCancel(ctx))
 }
@@ -170,14 +174,25 @@ var errRetry = errors.New("the attempt failed; retrying")
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	out, err := w.d.Deliver(ctx, job.Args.EventID)
 	switch {
+	case err != nil && out.Attempt == 0:
+		// No attempt started (the database is down): a snooze, which
+		// spends none of the job's runs, however long the outage.
+		if ctx.Err() == nil {
+			w.q.log.WarnContext(ctx, "a delivery could not start its attempt; trying again", "event_id", job.Args.EventID, "in", errorPause.String(), "err", err)
+		}
+		return river.JobSnooze(errorPause)
 	case err != nil:
+		// The attempt was made but not recorded: its next run records
+		// it as interrupted.
 		return err
 	case out.Busy:
 		// Not an attempt: River counts a snooze as none.
 		return river.JobSnooze(busyWait(job.Metadata))
 	case out.Retry():
-		// Retries go behind first attempts.
-		if _, err := w.q.pool.Exec(ctx, `UPDATE river_job SET priority = greatest(priority, $2) WHERE id = $1`, job.ID, priorityRetry); err != nil {
+		// Retries go behind first attempts, even on a stop.
+		update, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if _, err := w.q.pool.Exec(update, `UPDATE river_job SET priority = greatest(priority, $2) WHERE id = $1`, job.ID, priorityRetry); err != nil {
 			w.q.log.WarnContext(ctx, "cannot lower a retry's priority", "event_id", job.Args.EventID, "err", err)
 		}
 		return errRetry
