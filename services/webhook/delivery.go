@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -58,66 +57,62 @@ func (r Result) Delivered() bool {
 }
 
 // Interrupted is the error of an attempt cut short by the service
-// stopping, recorded at once on a clean stop, or by the next replica to
-// claim the job once its lease ran out.
+// stopping, recorded at once on a clean stop, or by the next run of the
+// job once the queue rescued it from a replica that died.
 const Interrupted = "interrupted: the webhook service stopped during this attempt"
-
-// leaseMargin is how much longer than an attempt a job's lease lasts:
-// time for the attempt's result to be recorded, so a lease runs out only
-// on a replica that died or lost its database.
-const leaseMargin = 5 * time.Second
 
 // recordBudget bounds the recording of an attempt's result, which runs
 // even when the attempt was cut short by a stop.
 const recordBudget = 5 * time.Second
 
-// wake tells an idle worker of env that a job may be due; it never
-// blocks, and a wake-up already waiting covers this one.
-func (s *Service) wake(env Environment) {
-	select {
-	case s.wakeups[env] <- struct{}{}:
-	default:
-	}
+// Outcome is what one run of an event's delivery job came to.
+type Outcome struct {
+	// Busy: the scope had MaxPerEndpoint attempts in flight, so nothing
+	// was sent; the job is to run again shortly.
+	Busy bool
+	// Attempt is the number of the attempt made; 0 when none was (Busy,
+	// or the delivery was over already).
+	Attempt int
+	// Next is the event's status after the attempt: StatusPending wants
+	// another run after RetryIn; delivered and failed are final.
+	Next    Status
+	RetryIn time.Duration
 }
 
-// DeliverNext claims one due delivery of env and makes its attempt, and
-// reports whether it found one. ctx ending cuts the attempt short; its
-// result is recorded all the same, as interrupted.
-func (s *Service) DeliverNext(ctx context.Context, env Environment) (bool, error) {
-	job, found, err := s.store.Claim(ctx, ClaimRules{
-		Environment: env,
-		MaxPerScope: s.maxPerEndpoint,
-		Lease:       s.attemptTimeout + leaseMargin,
-		Interrupted: Interrupted,
-	})
-	if err != nil || !found {
-		return false, err
+// Retry reports whether the job has attempts left to make later.
+func (o Outcome) Retry() bool { return o.Next == StatusPending }
+
+// Deliver makes the next attempt of the event's delivery: the job queue
+// calls it for each run of the event's job. Nothing is sent while the
+// event's scope has its maximum of attempts in flight (Busy), nor once
+// the delivery is over; an attempt whose predecessor was cut short by a
+// crash first records that one as interrupted. ctx ending cuts the
+// attempt short; its result is recorded all the same, as interrupted.
+func (s *Service) Deliver(ctx context.Context, eventID string) (Outcome, error) {
+	job, err := s.store.StartAttempt(ctx, eventID, AttemptRules{MaxPerScope: s.maxPerEndpoint, Interrupted: Interrupted})
+	switch {
+	case errors.Is(err, ErrScopeFull):
+		return Outcome{Busy: true}, nil
+	case errors.Is(err, ErrDeliveryOver):
+		return Outcome{}, nil
+	case err != nil:
+		return Outcome{}, fmt.Errorf("start an attempt of event %s: %w", eventID, err)
 	}
-	// Another worker may find the next job while this one sends: a
-	// burst of jobs draws as many workers as it needs.
-	s.wake(env)
 
 	result := s.attempt(ctx, job)
-	next := StatusPending
+	out := Outcome{Attempt: job.Attempt, Next: StatusPending}
 	switch {
 	case result.Delivered():
-		next = StatusDelivered
+		out.Next = StatusDelivered
 	case job.Attempt >= MaxAttempts:
-		next = StatusFailed
-	}
-	var retryIn time.Duration
-	if next == StatusPending {
-		retryIn = RetryDelay(job.Attempt)
+		out.Next = StatusFailed
+	default:
+		out.RetryIn = RetryDelay(job.Attempt)
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
 	defer cancel()
-	if err := s.store.Finish(recordCtx, job, result, next, retryIn); err != nil {
-		return true, fmt.Errorf("record attempt %d of event %s: %w", job.Attempt, job.EventID, err)
-	}
-	if next == StatusPending {
-		// The retry is due retryIn after the result was recorded, by the
-		// database's clock: waking once that has passed finds it due.
-		time.AfterFunc(retryIn+10*time.Millisecond, func() { s.wake(env) })
+	if err := s.store.Finish(recordCtx, job, result, out.Next); err != nil {
+		return out, fmt.Errorf("record attempt %d of event %s: %w", job.Attempt, job.EventID, err)
 	}
 	if s.observe != nil {
 		outcome := "failed"
@@ -129,7 +124,7 @@ func (s *Service) DeliverNext(ctx context.Context, env Environment) (bool, error
 		}
 		s.observe(ctx, outcome, result.Duration)
 	}
-	return true, nil
+	return out, nil
 }
 
 // attempt signs and sends job's event once, within the attempt timeout.
@@ -188,100 +183,4 @@ func (s *Service) signingSecrets(job Job) ([]string, error) {
 		secrets = append(secrets, string(previous))
 	}
 	return secrets, nil
-}
-
-// Workers is a running pool of delivery workers.
-type Workers struct {
-	stopClaiming context.CancelFunc
-	stopSending  context.CancelFunc
-	done         chan struct{}
-}
-
-// StartWorkers starts, for each environment, Deps.Workers workers
-// delivering its due jobs, which any replica's workers may take: each
-// waits for a wake-up (a job stored here, a retry of its own falling
-// due) or, for jobs of other replicas and retries whose wake-up was lost
-// with a crash, the next poll. Sandbox and live have a pool each, so
-// that no sandbox traffic, however slow its endpoints, takes a worker
-// live needs.
-func (s *Service) StartWorkers(poll time.Duration) *Workers {
-	claiming, stopClaiming := context.WithCancel(context.Background())
-	sending, stopSending := context.WithCancel(context.Background())
-	w := &Workers{stopClaiming: stopClaiming, stopSending: stopSending, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(func() { s.poll(claiming, poll) })
-	for _, env := range Environments {
-		for range s.workers {
-			wg.Go(func() { s.work(claiming, sending, env) })
-		}
-	}
-	go func() {
-		wg.Wait()
-		close(w.done)
-	}()
-	return w
-}
-
-// poll wakes a worker of each environment every interval.
-func (s *Service) poll(ctx context.Context, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			for _, env := range Environments {
-				s.wake(env)
-			}
-		}
-	}
-}
-
-// errorPause is how long a worker waits after a failing claim (the
-// database is down) before its next: not the poll, which would hammer a
-// database in trouble hundreds of workers at a time.
-const errorPause = time.Second
-
-// work delivers env's jobs until claiming ends; sending ending cuts
-// short the attempt in flight.
-func (s *Service) work(claiming, sending context.Context, env Environment) {
-	for {
-		select {
-		case <-claiming.Done():
-			return
-		case <-s.wakeups[env]:
-		}
-		for claiming.Err() == nil {
-			found, err := s.DeliverNext(sending, env)
-			if err != nil {
-				if sending.Err() == nil {
-					s.log.Warn("a delivery worker failed; pausing before its next claim", "pause", errorPause.String(), "err", err)
-				}
-				select {
-				case <-claiming.Done():
-				case <-time.After(errorPause):
-				}
-				break
-			}
-			if !found {
-				break
-			}
-		}
-	}
-}
-
-// Stop stops claiming jobs, lets the attempts in flight finish for up to
-// budget, then cuts them short: they are recorded as interrupted and
-// retried by whichever replica claims them next. It returns once every
-// worker has returned.
-func (w *Workers) Stop(budget time.Duration) {
-	w.stopClaiming()
-	select {
-	case <-w.done:
-	case <-time.After(budget):
-		w.stopSending()
-		<-w.done
-	}
-	w.stopSending()
 }

@@ -12,11 +12,17 @@ var (
 	// or belongs to another scope (indistinguishable on purpose, so that
 	// other partners' event ids cannot be probed).
 	ErrNotFound = errors.New("not found")
-	// ErrLeaseLost: an attempt's result came after another replica took
-	// the delivery over, its lease having run out; the result is dropped,
-	// since that replica recorded the attempt as interrupted and went on.
-	// Internal: no caller ever sees it.
-	ErrLeaseLost = errors.New("the delivery's lease ran out before its attempt's result was recorded")
+	// ErrLeaseLost: an attempt's result came after another run of the
+	// job took the delivery over (the queue deemed this one's replica
+	// dead); the result is dropped, since that run recorded the attempt
+	// as interrupted and went on. Internal, as are the two below: no
+	// caller ever sees them.
+	ErrLeaseLost = errors.New("the delivery was taken over before its attempt's result was recorded")
+	// ErrScopeFull: the scope has its maximum of attempts in flight.
+	ErrScopeFull = errors.New("the endpoint has its maximum of attempts in flight")
+	// ErrDeliveryOver: the event is delivered or failed; no attempt is
+	// left to make.
+	ErrDeliveryOver = errors.New("the delivery is over")
 )
 
 // ValidationError names the input field that was rejected and why.

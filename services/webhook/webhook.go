@@ -235,8 +235,9 @@ type Store interface {
 	AnyEndpoint(ctx context.Context) (SealedEndpoint, error)
 	// AddEvent stores e unless an event with e's id exists, and reports
 	// whether it did. In the same transaction it snapshots the URL of
-	// e's scope into a delivery job due at once, or, when the scope has
-	// no endpoint, stores e as StatusNoEndpoint without a job.
+	// e's scope and enqueues the event's delivery job, due at once, or,
+	// when the scope has no endpoint, stores e as StatusNoEndpoint
+	// without a job.
 	AddEvent(ctx context.Context, e NewEvent) (added bool, err error)
 	// Event returns the event with its attempts; ErrNotFound when there
 	// is none with id in scope (any scope when nil).
@@ -244,40 +245,33 @@ type Store interface {
 	// ListEvents returns one page of the events f selects, newest first
 	// (ties by id), each with its attempts, and their total count.
 	ListEvents(ctx context.Context, f EventFilter, limit int32, offset int64) ([]Event, int64, error)
-	// Claim takes one due job for this replica under rules and starts
-	// its next attempt: it counts the attempt and records its start, in
-	// the transaction that leases the job, before anything is sent. A
-	// job whose lease ran out mid-attempt (its replica died) first has
-	// that attempt recorded as failed with rules.Interrupted, and is
-	// failed instead when that was its last. found is false when no job
-	// is due or claimable.
-	Claim(ctx context.Context, rules ClaimRules) (job Job, found bool, err error)
-	// Finish records the result of job's attempt and moves the job on:
-	// StatusPending waits retryIn before its next attempt, StatusDelivered
-	// and StatusFailed end it. ErrLeaseLost when the attempt was recorded
-	// as interrupted meanwhile, and nothing is changed.
-	Finish(ctx context.Context, job Job, r Result, next Status, retryIn time.Duration) error
+	// StartAttempt starts the next attempt of the pending event's
+	// delivery: it counts the attempt and records its start, in one
+	// transaction, before anything is sent, and returns the job with the
+	// scope's secrets as they are now. An attempt of the event left
+	// unfinished (its replica died) is first recorded as failed with
+	// rules.Interrupted; when that was the last, the event is failed and
+	// the error is ErrDeliveryOver, as it is for an event no longer
+	// pending. ErrScopeFull when the scope has rules.MaxPerScope attempts
+	// of other events in flight, counted under a lock across replicas.
+	StartAttempt(ctx context.Context, eventID string, rules AttemptRules) (Job, error)
+	// Finish records the result of job's attempt and, with
+	// StatusDelivered or StatusFailed, ends the delivery; StatusPending
+	// leaves it for the next attempt. ErrLeaseLost when the attempt was
+	// recorded as interrupted meanwhile, and nothing is changed.
+	Finish(ctx context.Context, job Job, r Result, next Status) error
 }
 
-// ClaimRules are what Store.Claim enforces.
-type ClaimRules struct {
-	// Environment is the one whose jobs are claimed: each has workers of
-	// its own, so sandbox traffic never takes live's.
-	Environment Environment
+// AttemptRules are what Store.StartAttempt enforces.
+type AttemptRules struct {
 	// MaxPerScope caps the attempts in flight to one scope's endpoint,
 	// across replicas: a slow endpoint holds that many workers, no more.
-	// Below it, the job claimed is the fairest: one of the scope with
-	// the fewest attempts in flight, a first attempt before a retry,
-	// then the one due longest.
 	MaxPerScope int
-	// Lease is how long a claimed job stays this replica's; past it
-	// another takes the job over, deeming its attempt interrupted.
-	Lease time.Duration
-	// Interrupted is the error recorded on such an attempt.
+	// Interrupted is the error recorded on an attempt a crash cut short.
 	Interrupted string
 }
 
-// Job is a claimed delivery, in the middle of its attempt number Attempt.
+// Job is a delivery in the middle of its attempt number Attempt.
 type Job struct {
 	EventID string
 	Scope   Scope
@@ -309,9 +303,6 @@ type Deps struct {
 	// MaxPerEndpoint caps the attempts in flight to one endpoint; 0
 	// means 4.
 	MaxPerEndpoint int
-	// Workers is how many attempts StartWorkers makes at once in each
-	// environment; 0 means 256.
-	Workers int
 	// PrivateEndpoints are the loopback and private host:ports endpoints
 	// may reach; nil opens none. SetEndpoint applies them to live URLs
 	// as the Poster applies them to what it dials.
@@ -319,7 +310,7 @@ type Deps struct {
 	// Resolver looks up a live URL's host when it is saved; nil checks
 	// only URLs whose host is an IP address.
 	Resolver Resolver
-	// Log receives what the workers cannot tell a caller.
+	// Log receives what deliveries cannot tell a caller.
 	Log *slog.Logger
 	// Observe, when set, is told of every attempt's outcome (delivered,
 	// failed or interrupted) and duration.
@@ -336,25 +327,16 @@ type Service struct {
 	poster         Poster
 	attemptTimeout time.Duration
 	maxPerEndpoint int
-	workers        int
 	allowed        PrivateEndpoints
 	resolver       Resolver
 	log            *slog.Logger
 	observe        func(context.Context, string, time.Duration)
 	trace          func(context.Context) map[string]string
-	// wakeups hold, per environment, wake-ups for its idle workers, one
-	// per worker at most, so that a burst of jobs reaches them all at
-	// once; whoever sends one never blocks.
-	wakeups map[Environment]chan struct{}
-	now     func() time.Time
+	now            func() time.Time
 }
 
-// The defaults of what Deps leaves zero: attempts wait on the network,
-// so workers are cheap, and a slow endpoint holds a 64th of them.
-const (
-	defaultMaxPerEndpoint = 4
-	defaultWorkers        = 256
-)
+// defaultMaxPerEndpoint is the cap where Deps leaves it zero.
+const defaultMaxPerEndpoint = 4
 
 // NewService returns the use cases over d.
 func NewService(d Deps) *Service {
@@ -364,7 +346,6 @@ func NewService(d Deps) *Service {
 		poster:         d.Poster,
 		attemptTimeout: d.AttemptTimeout,
 		maxPerEndpoint: d.MaxPerEndpoint,
-		workers:        d.Workers,
 		allowed:        d.PrivateEndpoints,
 		resolver:       d.Resolver,
 		log:            d.Log,
@@ -377,13 +358,6 @@ func NewService(d Deps) *Service {
 	}
 	if s.maxPerEndpoint <= 0 {
 		s.maxPerEndpoint = defaultMaxPerEndpoint
-	}
-	if s.workers <= 0 {
-		s.workers = defaultWorkers
-	}
-	s.wakeups = map[Environment]chan struct{}{}
-	for _, env := range Environments {
-		s.wakeups[env] = make(chan struct{}, s.workers)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -501,7 +475,7 @@ func secretAD(scope Scope) []byte {
 }
 
 // Ingest stores an event from ordering and, when its scope has an
-// endpoint, the job that delivers it, and wakes a worker. An event whose
+// endpoint, the job that delivers it. An event whose
 // id is stored already is not stored again: ordering publishes at least
 // once. It reports whether the event was new. A ValidationError means
 // the event can never be stored: its message is to be skipped.
@@ -519,9 +493,6 @@ func (s *Service) Ingest(ctx context.Context, e IncomingEvent) (bool, error) {
 	})
 	if err != nil {
 		return false, fmt.Errorf("store event %s: %w", e.ID, err)
-	}
-	if added {
-		s.wake(e.Scope.Environment)
 	}
 	return added, nil
 }
@@ -571,7 +542,6 @@ func (s *Service) SendTestEvent(ctx context.Context, scope Scope) (Event, error)
 	if _, err := s.store.AddEvent(ctx, NewEvent{ID: id, Type: Ping, Scope: scope, CreatedAt: now, Payload: payload, Trace: trace}); err != nil {
 		return Event{}, fmt.Errorf("store test event: %w", err)
 	}
-	s.wake(scope.Environment)
 	e, err := s.store.Event(ctx, &scope, id)
 	if err != nil {
 		return Event{}, fmt.Errorf("read test event %s: %w", id, err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,18 +80,20 @@ type fakeStore struct {
 	mu        sync.Mutex
 	endpoints map[Scope]SealedEndpoint
 	events    []NewEvent
-	jobs      []Job
-	finished  []finish
+	// jobs are the pending deliveries by event id, at their last attempt.
+	jobs     map[string]Job
+	finished []finish
 }
 
 type finish struct {
-	job     Job
-	result  Result
-	next    Status
-	retryIn time.Duration
+	job    Job
+	result Result
+	next   Status
 }
 
-func newFakeStore() *fakeStore { return &fakeStore{endpoints: map[Scope]SealedEndpoint{}} }
+func newFakeStore() *fakeStore {
+	return &fakeStore{endpoints: map[Scope]SealedEndpoint{}, jobs: map[string]Job{}}
+}
 
 func (f *fakeStore) SetEndpoint(_ context.Context, scope Scope, url string, secret []byte, now time.Time) (SealedEndpoint, error) {
 	f.mu.Lock()
@@ -148,7 +149,7 @@ func (f *fakeStore) AddEvent(_ context.Context, e NewEvent) (bool, error) {
 	}
 	f.events = append(f.events, e)
 	if ep, ok := f.endpoints[e.Scope]; ok {
-		f.jobs = append(f.jobs, Job{EventID: e.ID, Scope: e.Scope, URL: ep.URL, Payload: e.Payload, Trace: e.Trace})
+		f.jobs[e.ID] = Job{EventID: e.ID, Scope: e.Scope, URL: ep.URL, Payload: e.Payload, Trace: e.Trace}
 	}
 	return true, nil
 }
@@ -168,29 +169,28 @@ func (f *fakeStore) ListEvents(context.Context, EventFilter, int32, int64) ([]Ev
 	return nil, 0, nil
 }
 
-// Claim hands out the next job of the environment with its scope's
-// secrets as they are now, counting its attempt.
-func (f *fakeStore) Claim(_ context.Context, rules ClaimRules) (Job, bool, error) {
+// StartAttempt counts the event's next attempt and hands out its job
+// with its scope's secrets as they are now.
+func (f *fakeStore) StartAttempt(_ context.Context, eventID string, _ AttemptRules) (Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	i := slices.IndexFunc(f.jobs, func(j Job) bool { return j.Scope.Environment == rules.Environment })
-	if i < 0 {
-		return Job{}, false, nil
+	j, ok := f.jobs[eventID]
+	if !ok {
+		return Job{}, ErrDeliveryOver
 	}
-	j := f.jobs[i]
-	f.jobs = slices.Delete(f.jobs, i, i+1)
 	j.Attempt++
+	f.jobs[eventID] = j
 	e := f.endpoints[j.Scope]
 	j.Secret, j.PreviousSecret, j.PreviousSecretExpiresAt = e.Secret, e.PreviousSecret, e.PreviousSecretExpiresAt
-	return j, true, nil
+	return j, nil
 }
 
-func (f *fakeStore) Finish(_ context.Context, j Job, r Result, next Status, retryIn time.Duration) error {
+func (f *fakeStore) Finish(_ context.Context, j Job, r Result, next Status) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.finished = append(f.finished, finish{j, r, next, retryIn})
-	if next == StatusPending {
-		f.jobs = append(f.jobs, j)
+	f.finished = append(f.finished, finish{j, r, next})
+	if next != StatusPending {
+		delete(f.jobs, j.EventID)
 	}
 	return nil
 }
@@ -269,11 +269,12 @@ func TestRotatedSecretSignsFor24Hours(t *testing.T) {
 	deliverAt := func(at time.Time) Request {
 		t.Helper()
 		now = at
-		if _, err := svc.Ingest(ctx, incoming(s)); err != nil {
+		in := incoming(s)
+		if _, err := svc.Ingest(ctx, in); err != nil {
 			t.Fatal(err)
 		}
-		if found, err := svc.DeliverNext(ctx, Live); !found || err != nil {
-			t.Fatalf("DeliverNext = %v, %v", found, err)
+		if out, err := svc.Deliver(ctx, in.ID); out.Attempt != 1 || err != nil {
+			t.Fatalf("Deliver = %+v, %v", out, err)
 		}
 		return p.requests[len(p.requests)-1]
 	}
@@ -461,16 +462,16 @@ func TestAttemptOutcomes(t *testing.T) {
 	if _, err := svc.Ingest(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	if found, err := svc.DeliverNext(ctx, Live); found || err != nil {
-		t.Errorf("DeliverNext of live = %v, %v; want nothing: the job is sandbox's", found, err)
-	}
+	var outcomes []Outcome
 	for range 3 {
-		if found, err := svc.DeliverNext(ctx, Sandbox); !found || err != nil {
-			t.Fatalf("DeliverNext = %v, %v", found, err)
+		out, err := svc.Deliver(ctx, in.ID)
+		if err != nil {
+			t.Fatalf("Deliver = %+v, %v", out, err)
 		}
+		outcomes = append(outcomes, out)
 	}
-	if found, err := svc.DeliverNext(ctx, Sandbox); found || err != nil {
-		t.Errorf("a fourth DeliverNext = %v, %v; want nothing to do", found, err)
+	if out, err := svc.Deliver(ctx, in.ID); out != (Outcome{}) || err != nil {
+		t.Errorf("a fourth Deliver = %+v, %v; want nothing to do", out, err)
 	}
 	want := []struct {
 		status  int
@@ -487,8 +488,10 @@ func TestAttemptOutcomes(t *testing.T) {
 	}
 	for n, f := range store.finished {
 		w := want[n]
-		if f.result.StatusCode != w.status || f.result.Error != w.err || f.next != w.next || f.retryIn != w.retryIn || f.job.Attempt != n+1 {
-			t.Errorf("attempt %d: %+v, next %s in %s; want %d %q, next %s in %s", n+1, f.result, f.next, f.retryIn, w.status, w.err, w.next, w.retryIn)
+		out := outcomes[n]
+		if f.result.StatusCode != w.status || f.result.Error != w.err || f.next != w.next || f.job.Attempt != n+1 ||
+			out.Next != w.next || out.RetryIn != w.retryIn || out.Attempt != n+1 || out.Retry() != (w.next == StatusPending) {
+			t.Errorf("attempt %d: %+v, next %s, outcome %+v; want %d %q, next %s in %s", n+1, f.result, f.next, out, w.status, w.err, w.next, w.retryIn)
 		}
 	}
 	if string(store.finished[1].result.ResponseBody) != "oops" {
@@ -511,18 +514,21 @@ func TestAttemptTimesOutAndIsInterrupted(t *testing.T) {
 	if _, err := svc.SetEndpoint(ctx, s, "http://localhost/hooks"); err != nil {
 		t.Fatal(err)
 	}
+	var ids []string
 	for range 2 {
-		if _, err := svc.Ingest(ctx, incoming(s)); err != nil {
+		in := incoming(s)
+		if _, err := svc.Ingest(ctx, in); err != nil {
 			t.Fatal(err)
 		}
+		ids = append(ids, in.ID)
 	}
-	if _, err := svc.DeliverNext(ctx, Sandbox); err != nil {
+	if _, err := svc.Deliver(ctx, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	stopping, stop := context.WithCancel(ctx)
 	time.AfterFunc(20*time.Millisecond, stop)
-	if _, err := svc.DeliverNext(stopping, Sandbox); err != nil {
-		t.Fatal(err)
+	if out, err := svc.Deliver(stopping, ids[1]); err != nil || !out.Retry() {
+		t.Fatalf("Deliver cut short = %+v, %v; want a retry", out, err)
 	}
 	if got := store.finished[0].result; got.Error != "timed out after 200ms" || got.Duration < 200*time.Millisecond {
 		t.Errorf("an attempt past the timeout: %+v; want timed out after 200ms", got)

@@ -32,57 +32,43 @@ LEFT JOIN endpoints e ON e.account_id = sqlc.arg(account_id) AND e.environment =
 ON CONFLICT (id) DO NOTHING
 RETURNING status;
 
--- name: InsertDelivery :exec
--- Due at once, by the database's clock, which every replica's claims
--- read.
-INSERT INTO deliveries (event_id, account_id, environment, next_attempt_at)
-VALUES ($1, $2, $3, clock_timestamp());
+-- name: CountPendingUpTo :one
+-- A scope's pending events, counted up to a bound: enough to tell a scope
+-- with a backlog from one without, at a bounded cost however long it is.
+SELECT count(*) FROM (
+    SELECT 1 FROM events
+    WHERE account_id = $1 AND environment = $2 AND status = 'pending'
+    LIMIT sqlc.arg(up_to)::bigint
+) AS pending;
 
--- name: PickDue :one
--- The fairest due job of one environment whose scope has room for one
--- more attempt in flight: a scope with the fewest attempts in flight
--- first (one being served by none comes before those being served), a
--- first attempt before a retry, then the job due longest. Locked with its
--- endpoint's row: claims of one scope thus run one after the other from
--- here to their commit (CountInFlight then sees every claim before),
--- while claims of other scopes go past (SKIP LOCKED). NO KEY UPDATE, not
--- UPDATE, leaves the row free for the foreign keys of new deliveries.
-WITH in_flight AS (
-    SELECT f.account_id, count(*) AS n
-    FROM deliveries f
-    WHERE f.environment = sqlc.arg(environment)::text AND f.locked_until > clock_timestamp()
-    GROUP BY f.account_id
-)
-SELECT d.event_id, d.account_id, d.environment, d.attempts,
-       ev.url, ev.payload, ev.trace_context,
-       e.secret, e.previous_secret, e.previous_secret_expires_at
-FROM deliveries d
-JOIN endpoints e ON e.account_id = d.account_id AND e.environment = d.environment
-JOIN events ev ON ev.id = d.event_id
-LEFT JOIN in_flight f ON f.account_id = d.account_id
-WHERE d.environment = sqlc.arg(environment)::text
-  AND d.next_attempt_at <= clock_timestamp()
-  AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())
-  AND coalesce(f.n, 0) < sqlc.arg(max_per_scope)::bigint
-ORDER BY coalesce(f.n, 0), d.attempts > 0, d.next_attempt_at, d.event_id
-LIMIT 1
-FOR NO KEY UPDATE OF d, e SKIP LOCKED;
+-- name: LockEventForAttempt :one
+-- Runs of one event's job (a job rescued from a replica thought dead
+-- while it still ran) start their attempts one after the other.
+SELECT id, account_id, environment, status, url, payload, trace_context
+FROM events WHERE id = $1
+FOR NO KEY UPDATE;
+
+-- name: LockEndpointForAttempt :one
+-- Attempts of one scope start one after the other from here to their
+-- commit, so CountInFlight sees every attempt started before and the cap
+-- holds exactly across replicas; the secrets are read as they are now.
+SELECT * FROM endpoints WHERE account_id = $1 AND environment = $2
+FOR NO KEY UPDATE;
 
 -- name: CountInFlight :one
-SELECT count(*) FROM deliveries
-WHERE account_id = $1 AND environment = $2 AND locked_until > clock_timestamp();
+-- The scope's attempts in flight, of other events than the one starting
+-- an attempt (whose own unfinished attempt a crash left).
+SELECT count(*) FROM attempts a
+JOIN events e ON e.id = a.event_id
+WHERE NOT a.finished AND e.account_id = $1 AND e.environment = $2 AND a.event_id <> sqlc.arg(event_id);
+
+-- name: LastAttempt :one
+SELECT coalesce(max(number), 0)::integer FROM attempts WHERE event_id = $1;
 
 -- name: InterruptAttempt :execrows
 -- The attempt a replica left unfinished, dying or losing its lease.
 UPDATE attempts SET finished = true, error = sqlc.arg(error)
 WHERE event_id = $1 AND NOT finished;
-
--- name: LeaseDelivery :one
-UPDATE deliveries
-SET attempts = attempts + 1,
-    locked_until = clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
-WHERE event_id = $1
-RETURNING attempts;
 
 -- name: InsertAttempt :exec
 INSERT INTO attempts (event_id, number, started_at)
@@ -94,15 +80,6 @@ UPDATE attempts
 SET finished = true, duration_ms = sqlc.arg(duration_ms), status_code = sqlc.arg(status_code),
     error = sqlc.arg(error), response_body = sqlc.arg(response_body)
 WHERE event_id = $1 AND number = $2 AND NOT finished;
-
--- name: RescheduleDelivery :execrows
-UPDATE deliveries
-SET locked_until = NULL,
-    next_attempt_at = clock_timestamp() + sqlc.arg(retry_in_ms)::bigint * interval '1 millisecond'
-WHERE event_id = $1 AND attempts = $2;
-
--- name: DeleteDelivery :execrows
-DELETE FROM deliveries WHERE event_id = $1 AND attempts = $2;
 
 -- name: SetEventStatus :exec
 UPDATE events SET status = $2 WHERE id = $1;

@@ -1,13 +1,12 @@
 // Package postgres is the webhook Store over Postgres (pgx/v5), with its
 // queries written in SQL and compiled by sqlc into package db.
 //
-// The delivery queue is the deliveries table: a row per pending event,
-// claimed with FOR NO KEY UPDATE SKIP LOCKED and a lease (locked_until),
-// so that the workers of every replica share it, and deleted when its
-// event is delivered or failed. A claim counts the attempt and records
-// its start before anything is sent, in one transaction: a replica that
-// dies mid-attempt leaves a started attempt and a lease that runs out,
-// and whoever claims the job next records that attempt as interrupted.
+// The delivery queue is River's (queue.go): a job per pending event,
+// inserted in the transaction that stores the event. Each run of a job
+// counts its attempt and records its start before anything is sent, in
+// one transaction (StartAttempt): a replica that dies mid-attempt leaves
+// a started attempt, River rescues the job once it has run longer than
+// an attempt can, and its next run records that attempt as interrupted.
 // Attempts are thus never more than three, whatever crashes.
 package postgres
 
@@ -16,11 +15,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/webhook"
@@ -31,13 +33,28 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
+	// jobs inserts delivery jobs only; the Queue works them.
+	jobs        *river.Client[pgx.Tx]
+	maxPerScope int
 }
 
 var _ webhook.Store = (*Store)(nil)
 
-// NewStore returns a Store over pool; the pool stays the caller's to close.
-func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: db.New(pool)}
+// NewStore returns a Store over pool; the pool stays the caller's to
+// close. maxPerScope is the per-endpoint cap, which the priority of a new
+// delivery job weighs (priority).
+func NewStore(pool *pgxpool.Pool, maxPerScope int) (*Store, error) {
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		// The cooldown of insert notifications: a job inserted within it
+		// of the last one is fetched with that one's, or by the next
+		// fetch a finishing job triggers.
+		FetchCooldown: fetchCooldown,
+		Logger:        slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river insert client: %w", err)
+	}
+	return &Store{pool: pool, q: db.New(pool), jobs: jobs, maxPerScope: max(1, maxPerScope)}, nil
 }
 
 // SetEndpoint implements webhook.Store.
@@ -120,10 +137,16 @@ func (s *Store) AddEvent(ctx context.Context, e webhook.NewEvent) (bool, error) 
 		if webhook.Status(status) != webhook.StatusPending {
 			return nil
 		}
-		if err := q.InsertDelivery(ctx, db.InsertDeliveryParams{
-			EventID: e.ID, AccountID: e.Scope.AccountID, Environment: string(e.Scope.Environment),
-		}); err != nil {
-			return fmt.Errorf("insert delivery: %w", err)
+		// Up to one more than the cap, this event included: a scope
+		// with more pending than it may send at once has a backlog.
+		pending, err := q.CountPendingUpTo(ctx, db.CountPendingUpToParams{
+			AccountID: e.Scope.AccountID, Environment: string(e.Scope.Environment), UpTo: int64(s.maxPerScope) + 1,
+		})
+		if err != nil {
+			return fmt.Errorf("count pending events: %w", err)
+		}
+		if _, err := s.jobs.InsertTx(ctx, tx, deliveryArgs{EventID: e.ID}, insertOpts(e.Scope.Environment, pending > int64(s.maxPerScope))); err != nil {
+			return fmt.Errorf("insert delivery job: %w", err)
 		}
 		return nil
 	})
@@ -133,120 +156,85 @@ func (s *Store) AddEvent(ctx context.Context, e webhook.NewEvent) (bool, error) 
 	return added, nil
 }
 
-// claimTries bounds the claims one Claim call makes when the first ones
-// find nothing to send: a scope that filled up between two statements,
-// or a job whose last attempt was interrupted and that is failed instead.
-const claimTries = 8
-
-// errScopeFull: the picked job's scope has its maximum in flight.
-var errScopeFull = errors.New("scope full")
-
-// Claim implements webhook.Store.
-func (s *Store) Claim(ctx context.Context, rules webhook.ClaimRules) (webhook.Job, bool, error) {
-	for range claimTries {
-		job, found, err := s.claimOnce(ctx, rules)
-		switch {
-		case errors.Is(err, errScopeFull):
-			continue
-		case err != nil:
-			return webhook.Job{}, false, fmt.Errorf("claim a delivery: %w", err)
-		case found || job.EventID == "":
-			return job, found, nil
-		}
-		// A job failed for its interrupted last attempt: look again.
-	}
-	return webhook.Job{}, false, nil
-}
-
-// claimOnce claims a due job, or finds none (a zero Job), or fails a job
-// whose last attempt was interrupted (the Job names it, found false).
-func (s *Store) claimOnce(ctx context.Context, rules webhook.ClaimRules) (webhook.Job, bool, error) {
+// StartAttempt implements webhook.Store.
+func (s *Store) StartAttempt(ctx context.Context, eventID string, rules webhook.AttemptRules) (webhook.Job, error) {
 	var job webhook.Job
-	found := false
+	over := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := q.PickDue(ctx, db.PickDueParams{Environment: string(rules.Environment), MaxPerScope: int64(rules.MaxPerScope)})
+		ev, err := q.LockEventForAttempt(ctx, eventID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+			return fmt.Errorf("no event %s", eventID)
 		}
 		if err != nil {
-			return fmt.Errorf("pick a due delivery: %w", err)
+			return fmt.Errorf("lock event: %w", err)
 		}
-		// PickDue's view of who is full was taken before it locked the
-		// endpoint; counted again under the lock, with every claim of
-		// the scope that committed before, the cap holds exactly.
-		inFlight, err := q.CountInFlight(ctx, db.CountInFlightParams{AccountID: row.AccountID, Environment: row.Environment})
+		if webhook.Status(ev.Status) != webhook.StatusPending {
+			over = true
+			return nil
+		}
+		ep, err := q.LockEndpointForAttempt(ctx, db.LockEndpointForAttemptParams{AccountID: ev.AccountID, Environment: ev.Environment})
+		if err != nil {
+			return fmt.Errorf("lock endpoint: %w", err)
+		}
+		inFlight, err := q.CountInFlight(ctx, db.CountInFlightParams{AccountID: ev.AccountID, Environment: ev.Environment, EventID: eventID})
 		if err != nil {
 			return fmt.Errorf("count attempts in flight: %w", err)
 		}
 		if inFlight >= int64(rules.MaxPerScope) {
-			return errScopeFull
+			return webhook.ErrScopeFull
 		}
-		job.EventID = row.EventID
-		if row.Attempts > 0 {
-			// A due job with attempts has either finished its last one
-			// (a retry) or had it cut short with its replica.
-			if _, err := q.InterruptAttempt(ctx, db.InterruptAttemptParams{EventID: row.EventID, Error: rules.Interrupted}); err != nil {
-				return fmt.Errorf("record an interrupted attempt: %w", err)
-			}
+		// An unfinished attempt of this event was cut short with its
+		// replica: this run is the next.
+		if _, err := q.InterruptAttempt(ctx, db.InterruptAttemptParams{EventID: eventID, Error: rules.Interrupted}); err != nil {
+			return fmt.Errorf("record an interrupted attempt: %w", err)
 		}
-		if row.Attempts >= webhook.MaxAttempts {
-			return s.end(ctx, q, row.EventID, row.Attempts, webhook.StatusFailed)
-		}
-		attempt, err := q.LeaseDelivery(ctx, db.LeaseDeliveryParams{EventID: row.EventID, LeaseMs: rules.Lease.Milliseconds()})
+		last, err := q.LastAttempt(ctx, eventID)
 		if err != nil {
-			return fmt.Errorf("lease delivery: %w", err)
+			return fmt.Errorf("count attempts: %w", err)
 		}
-		if err := q.InsertAttempt(ctx, db.InsertAttemptParams{EventID: row.EventID, Number: attempt}); err != nil {
+		if last >= webhook.MaxAttempts {
+			over = true
+			return q.SetEventStatus(ctx, db.SetEventStatusParams{ID: eventID, Status: string(webhook.StatusFailed)})
+		}
+		if err := q.InsertAttempt(ctx, db.InsertAttemptParams{EventID: eventID, Number: last + 1}); err != nil {
 			return fmt.Errorf("insert attempt: %w", err)
 		}
 		var trace map[string]string
-		if err := json.Unmarshal(row.TraceContext, &trace); err != nil {
+		if err := json.Unmarshal(ev.TraceContext, &trace); err != nil {
 			return fmt.Errorf("decode trace context: %w", err)
 		}
-		if row.Url == nil {
-			return fmt.Errorf("pending event %s has no URL", row.EventID)
+		if ev.Url == nil {
+			return fmt.Errorf("pending event %s has no URL", eventID)
 		}
 		job = webhook.Job{
-			EventID:        row.EventID,
-			Scope:          webhook.Scope{AccountID: row.AccountID, Environment: webhook.Environment(row.Environment)},
-			URL:            *row.Url,
-			Payload:        []byte(row.Payload),
+			EventID:        eventID,
+			Scope:          webhook.Scope{AccountID: ev.AccountID, Environment: webhook.Environment(ev.Environment)},
+			URL:            *ev.Url,
+			Payload:        []byte(ev.Payload),
 			Trace:          trace,
-			Attempt:        int(attempt),
-			Secret:         row.Secret,
-			PreviousSecret: row.PreviousSecret,
+			Attempt:        int(last + 1),
+			Secret:         ep.Secret,
+			PreviousSecret: ep.PreviousSecret,
 		}
-		if row.PreviousSecretExpiresAt != nil {
-			job.PreviousSecretExpiresAt = row.PreviousSecretExpiresAt.UTC()
+		if ep.PreviousSecretExpiresAt != nil {
+			job.PreviousSecretExpiresAt = ep.PreviousSecretExpiresAt.UTC()
 		}
-		found = true
 		return nil
 	})
-	if err != nil {
-		return webhook.Job{}, false, err
+	switch {
+	case errors.Is(err, webhook.ErrScopeFull):
+		return webhook.Job{}, err
+	case err != nil:
+		return webhook.Job{}, fmt.Errorf("start an attempt of %s: %w", eventID, err)
+	case over:
+		return webhook.Job{}, webhook.ErrDeliveryOver
 	}
-	return job, found, nil
-}
-
-// end deletes the job of an event whose delivery is over and sets the
-// event's final status, provided the job is still at attempt.
-func (s *Store) end(ctx context.Context, q *db.Queries, eventID string, attempt int32, status webhook.Status) error {
-	n, err := q.DeleteDelivery(ctx, db.DeleteDeliveryParams{EventID: eventID, Attempts: attempt})
-	if err != nil {
-		return fmt.Errorf("delete delivery: %w", err)
-	}
-	if n == 0 {
-		return webhook.ErrLeaseLost
-	}
-	if err := q.SetEventStatus(ctx, db.SetEventStatusParams{ID: eventID, Status: string(status)}); err != nil {
-		return fmt.Errorf("set event status: %w", err)
-	}
-	return nil
+	return job, nil
 }
 
 // Finish implements webhook.Store.
-func (s *Store) Finish(ctx context.Context, job webhook.Job, r webhook.Result, next webhook.Status, retryIn time.Duration) error {
+func (s *Store) Finish(ctx context.Context, job webhook.Job, r webhook.Result, next webhook.Status) error {
 	duration := r.Duration.Milliseconds()
 	body := r.ResponseBody
 	if len(body) > webhook.ResponseBodyLimit {
@@ -269,18 +257,12 @@ func (s *Store) Finish(ctx context.Context, job webhook.Job, r webhook.Result, n
 		}
 		switch next {
 		case webhook.StatusPending:
-			n, err := q.RescheduleDelivery(ctx, db.RescheduleDeliveryParams{
-				EventID: job.EventID, Attempts: int32(job.Attempt), RetryInMs: retryIn.Milliseconds(),
-			})
-			if err != nil {
-				return fmt.Errorf("reschedule delivery: %w", err)
-			}
-			if n == 0 {
-				return webhook.ErrLeaseLost
-			}
 			return nil
 		case webhook.StatusDelivered, webhook.StatusFailed:
-			return s.end(ctx, q, job.EventID, int32(job.Attempt), next)
+			if err := q.SetEventStatus(ctx, db.SetEventStatusParams{ID: job.EventID, Status: string(next)}); err != nil {
+				return fmt.Errorf("set event status: %w", err)
+			}
+			return nil
 		}
 		return fmt.Errorf("an attempt cannot leave its event %s", next)
 	})

@@ -17,10 +17,20 @@ import (
 	"github.com/esimplatform/esim/services/webhook/postgres"
 )
 
+// newStore is a Store over a fresh database with River's tables and
+// ours, as the service opens it, capping each scope at rules.MaxPerScope.
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
-	pool := pgtest.New(t, postgres.Migrations)
-	return postgres.NewStore(pool), pool
+	pool, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := postgres.NewStore(pool, rules.MaxPerScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, pool
 }
 
 func TestMigrationsAreReversible(t *testing.T) {
@@ -61,15 +71,32 @@ func add(t *testing.T, st *postgres.Store, e webhook.NewEvent) {
 	}
 }
 
-var rules = webhook.ClaimRules{Environment: webhook.Sandbox, MaxPerScope: 2, Lease: time.Minute, Interrupted: webhook.Interrupted}
+var rules = webhook.AttemptRules{MaxPerScope: 2, Interrupted: webhook.Interrupted}
 
-func claim(t *testing.T, st *postgres.Store, r webhook.ClaimRules) (webhook.Job, bool) {
+func start(t *testing.T, st *postgres.Store, eventID string) webhook.Job {
 	t.Helper()
-	j, found, err := st.Claim(context.Background(), r)
+	j, err := st.StartAttempt(context.Background(), eventID, rules)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return j, found
+	return j
+}
+
+// job is the River job of an event's delivery.
+type job struct {
+	queue    string
+	priority int
+	count    int
+}
+
+func jobOf(t *testing.T, pool *pgxpool.Pool, eventID string) job {
+	t.Helper()
+	var j job
+	err := pool.QueryRow(context.Background(), `SELECT min(queue), min(priority), count(*) FROM river_job WHERE kind = 'webhook_delivery' AND args->>'event_id' = $1`, eventID).Scan(&j.queue, &j.priority, &j.count)
+	if err != nil && j.count != 0 {
+		t.Fatal(err)
+	}
+	return j
 }
 
 // The first SetEndpoint makes the scope's secret; later ones change the
@@ -135,131 +162,112 @@ func TestAddEventOnceWithTheURLOfTheMoment(t *testing.T) {
 		t.Errorf("Event of another scope: %v, want ErrNotFound", err)
 	}
 	var jobs int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM deliveries").Scan(&jobs); err != nil || jobs != 1 {
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM river_job").Scan(&jobs); err != nil || jobs != 1 {
 		t.Errorf("%d delivery jobs (%v), want 1", jobs, err)
 	}
-	j, found := claim(t, st, rules)
-	if !found || j.EventID != e.ID || j.URL != "https://old.example.com/hooks" || j.Attempt != 1 || j.Trace["traceparent"] != e.Trace["traceparent"] || string(j.Secret) != "sealed-https://old.example.com/hooks" {
-		t.Errorf("Claim = %+v, %v", j, found)
+	if j := jobOf(t, pool, e.ID); j.count != 1 || j.queue != "webhook_sandbox" || j.priority != 1 {
+		t.Errorf("the event's job: %+v; want one in webhook_sandbox, priority 1", j)
 	}
-	if _, found := claim(t, st, rules); found {
-		t.Error("the one job was claimed twice")
+	j := start(t, st, e.ID)
+	if j.EventID != e.ID || j.URL != "https://old.example.com/hooks" || j.Attempt != 1 || j.Trace["traceparent"] != e.Trace["traceparent"] || string(j.Secret) != "sealed-https://old.example.com/hooks" {
+		t.Errorf("StartAttempt = %+v", j)
+	}
+	if _, err := st.StartAttempt(ctx, lost.ID, rules); !errors.Is(err, webhook.ErrDeliveryOver) {
+		t.Errorf("StartAttempt of an event without an endpoint: %v, want ErrDeliveryOver", err)
 	}
 }
 
-// However many workers claim at once, a scope never has more than
-// MaxPerScope attempts in flight, and other scopes' jobs go past it.
-func TestClaimCapsAttemptsInFlightPerScope(t *testing.T) {
+// However many runs start at once, a scope never has more than
+// MaxPerScope attempts in flight, and other scopes' attempts go past it.
+func TestStartAttemptCapsAttemptsInFlightPerScope(t *testing.T) {
 	st, _ := newStore(t)
 	busy, other := scope(), scope()
 	setEndpoint(t, st, busy, "https://busy.example.com/")
 	setEndpoint(t, st, other, "https://other.example.com/")
+	var ids []string
 	for range 10 {
-		add(t, st, newEvent(busy))
+		e := newEvent(busy)
+		add(t, st, e)
+		ids = append(ids, e.ID)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var claimed []webhook.Job
-	for range 8 {
+	var started []webhook.Job
+	for _, id := range ids[:8] {
 		wg.Go(func() {
-			j, found, err := st.Claim(context.Background(), rules)
-			if err != nil {
+			j, err := st.StartAttempt(context.Background(), id, rules)
+			switch {
+			case errors.Is(err, webhook.ErrScopeFull):
+			case err != nil:
 				t.Error(err)
-			}
-			if found {
+			default:
 				mu.Lock()
-				claimed = append(claimed, j)
+				started = append(started, j)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	// Racing claimers skip a scope another is claiming from (SKIP
-	// LOCKED), so fewer may win than the cap allows, never more; claims
-	// one after the other then fill it exactly.
-	if len(claimed) < 1 || len(claimed) > rules.MaxPerScope {
-		t.Fatalf("%d jobs of one scope claimed at once, want 1 to %d", len(claimed), rules.MaxPerScope)
+	// Starts of one scope queue on its endpoint's lock, so the cap
+	// holds exactly.
+	if len(started) != rules.MaxPerScope {
+		t.Fatalf("%d attempts of one scope started at once, want %d", len(started), rules.MaxPerScope)
 	}
-	for {
-		j, found := claim(t, st, rules)
-		if !found {
-			break
-		}
-		claimed = append(claimed, j)
+	if _, err := st.StartAttempt(context.Background(), ids[9], rules); !errors.Is(err, webhook.ErrScopeFull) {
+		t.Errorf("a start past the cap: %v, want ErrScopeFull", err)
 	}
-	if len(claimed) != rules.MaxPerScope {
-		t.Fatalf("%d jobs of one scope in flight, want %d", len(claimed), rules.MaxPerScope)
-	}
-	add(t, st, newEvent(other))
-	if j, found := claim(t, st, rules); !found || j.Scope != other {
-		t.Errorf("Claim = %+v, %v; want the other scope's job", j, found)
+	theirs := newEvent(other)
+	add(t, st, theirs)
+	if j := start(t, st, theirs.ID); j.Scope != other {
+		t.Errorf("StartAttempt = %+v; want the other scope's attempt", j)
 	}
 	// A finished attempt makes room.
-	if err := st.Finish(context.Background(), claimed[0], webhook.Result{StatusCode: 200}, webhook.StatusDelivered, 0); err != nil {
+	if err := st.Finish(context.Background(), started[0], webhook.Result{StatusCode: 200}, webhook.StatusDelivered); err != nil {
 		t.Fatal(err)
 	}
-	if j, found := claim(t, st, rules); !found || j.Scope != busy {
-		t.Errorf("after one finished: Claim = %+v, %v; want the busy scope's next job", j, found)
+	if j := start(t, st, ids[9]); j.Scope != busy {
+		t.Errorf("after one finished: StartAttempt = %+v; want the busy scope's next attempt", j)
 	}
 }
 
-// A claim takes its environment's jobs only, and of those the fairest:
-// a scope with nothing in flight before one being served, however much
-// older the served one's job, and a first attempt before a retry.
-func TestClaimIsFair(t *testing.T) {
-	ctx := context.Background()
-	st, _ := newStore(t)
-	roomy := rules
-	roomy.MaxPerScope = 4
+// Jobs go to their environment's queue, and are ranked fairly: the
+// events of a scope with more pending than its cap (a backlog) go behind
+// those of scopes without one, however much older they are.
+func TestDeliveryJobsAreRankedFairly(t *testing.T) {
+	st, pool := newStore(t)
 	busy, idle := scope(), scope()
 	live := webhook.Scope{AccountID: idle.AccountID, Environment: webhook.Live}
 	for _, s := range []webhook.Scope{busy, idle, live} {
 		setEndpoint(t, st, s, "https://"+s.AccountID.String()+".example.com/")
 	}
-	liveEvent := newEvent(live)
-	add(t, st, liveEvent)
-	first, second := newEvent(busy), newEvent(busy)
-	add(t, st, first)
-	add(t, st, second)
-	theirs := newEvent(idle)
+	var flood []string
+	for range rules.MaxPerScope + 3 {
+		e := newEvent(busy)
+		add(t, st, e)
+		flood = append(flood, e.ID)
+	}
+	theirs, liveEvent := newEvent(idle), newEvent(live)
 	add(t, st, theirs)
-
-	want := func(what string, r webhook.ClaimRules, id string, attempt int) webhook.Job {
-		t.Helper()
-		j, found := claim(t, st, r)
-		if !found || j.EventID != id || j.Attempt != attempt {
-			t.Fatalf("%s: claimed %s attempt %d (found %v); want %s attempt %d", what, j.EventID, j.Attempt, found, id, attempt)
+	add(t, st, liveEvent)
+	for i, id := range flood {
+		want := 1
+		if i >= rules.MaxPerScope {
+			want = 3
 		}
-		return j
+		if j := jobOf(t, pool, id); j.queue != "webhook_sandbox" || j.priority != want {
+			t.Errorf("flood event %d: %+v; want webhook_sandbox, priority %d", i, j, want)
+		}
 	}
-	busyFirst := want("the oldest job", roomy, first.ID, 1)
-	want("with the busy scope served", roomy, theirs.ID, 1)
-	busyAgain := want("with both served once", roomy, second.ID, 1)
-	if _, found := claim(t, st, roomy); found {
-		t.Fatal("a sandbox claim took a live job")
+	if j := jobOf(t, pool, theirs.ID); j.queue != "webhook_sandbox" || j.priority != 1 {
+		t.Errorf("another scope's event behind the flood: %+v; want priority 1", j)
 	}
-	liveRules := roomy
-	liveRules.Environment = webhook.Live
-	want("a live claim", liveRules, liveEvent.ID, 1)
-
-	// busy's first job is delivered and its second fails, due again at
-	// once: busy has nothing in flight, as a newer scope, whose first
-	// attempt comes before that retry.
-	if err := st.Finish(ctx, busyFirst, webhook.Result{StatusCode: 200}, webhook.StatusDelivered, 0); err != nil {
-		t.Fatal(err)
+	if j := jobOf(t, pool, liveEvent.ID); j.queue != "webhook_live" || j.priority != 1 {
+		t.Errorf("a live event: %+v; want webhook_live, priority 1", j)
 	}
-	if err := st.Finish(ctx, busyAgain, webhook.Result{StatusCode: 500, Error: "status 500"}, webhook.StatusPending, 0); err != nil {
-		t.Fatal(err)
-	}
-	newer := scope()
-	setEndpoint(t, st, newer, "https://newer.example.com/")
-	fresh := newEvent(newer)
-	add(t, st, fresh)
-	want("a retry against a first attempt", roomy, fresh.ID, 1)
-	want("the retry", roomy, second.ID, 2)
 }
 
-// A retry is due after its delay; a delivered or failed job is gone.
+// A retry leaves the event pending; a delivered or failed one is final,
+// and an attempt is finished once.
 func TestFinishMovesTheJobOn(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newStore(t)
@@ -267,104 +275,75 @@ func TestFinishMovesTheJobOn(t *testing.T) {
 	setEndpoint(t, st, s, "https://example.com/")
 	e := newEvent(s)
 	add(t, st, e)
-	j, _ := claim(t, st, rules)
-	if err := st.Finish(ctx, j, webhook.Result{StatusCode: 500, Error: "status 500", ResponseBody: []byte("no"), Duration: 1500 * time.Millisecond}, webhook.StatusPending, time.Hour); err != nil {
+	j := start(t, st, e.ID)
+	if err := st.Finish(ctx, j, webhook.Result{StatusCode: 500, Error: "status 500", ResponseBody: []byte("no"), Duration: 1500 * time.Millisecond}, webhook.StatusPending); err != nil {
 		t.Fatal(err)
 	}
-	if _, found := claim(t, st, rules); found {
-		t.Error("a retry due in an hour was claimed at once")
-	}
-	if err := st.Finish(ctx, j, webhook.Result{StatusCode: 200}, webhook.StatusDelivered, 0); !errors.Is(err, webhook.ErrLeaseLost) {
+	if err := st.Finish(ctx, j, webhook.Result{StatusCode: 200}, webhook.StatusDelivered); !errors.Is(err, webhook.ErrLeaseLost) {
 		t.Errorf("finishing the attempt twice: %v, want ErrLeaseLost", err)
+	}
+	got, _ := st.Event(ctx, &s, e.ID)
+	a := got.Attempts[0]
+	if got.Status != webhook.StatusPending || !a.Finished || a.Error != "status 500" || a.Duration != 1500*time.Millisecond || string(a.ResponseBody) != "no" || a.StartedAt.IsZero() {
+		t.Errorf("event waiting for its retry = %+v", got)
+	}
+	if again := start(t, st, e.ID); again.Attempt != 2 {
+		t.Errorf("the retry is attempt %d, want 2", again.Attempt)
 	}
 
 	e2 := newEvent(s)
 	add(t, st, e2)
-	j2, _ := claim(t, st, rules)
-	if err := st.Finish(ctx, j2, webhook.Result{StatusCode: 204, ResponseBody: make([]byte, 2000)}, webhook.StatusDelivered, 0); err != nil {
+	j2 := start(t, st, e2.ID)
+	if err := st.Finish(ctx, j2, webhook.Result{StatusCode: 204, ResponseBody: make([]byte, 2000)}, webhook.StatusDelivered); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.Event(ctx, &s, e2.ID)
 	if err != nil || got.Status != webhook.StatusDelivered || len(got.Attempts) != 1 || got.Attempts[0].StatusCode != 204 || len(got.Attempts[0].ResponseBody) != webhook.ResponseBodyLimit {
 		t.Errorf("delivered event = %+v, %v", got, err)
 	}
-	got, _ = st.Event(ctx, &s, e.ID)
-	a := got.Attempts[0]
-	if got.Status != webhook.StatusPending || !a.Finished || a.Error != "status 500" || a.Duration != 1500*time.Millisecond || string(a.ResponseBody) != "no" || a.StartedAt.IsZero() {
-		t.Errorf("event waiting for its retry = %+v", got)
+	if _, err := st.StartAttempt(ctx, e2.ID, rules); !errors.Is(err, webhook.ErrDeliveryOver) {
+		t.Errorf("StartAttempt of a delivered event: %v, want ErrDeliveryOver", err)
 	}
 }
 
-// A replica that dies mid-attempt leaves its lease to run out: the next
-// claim records that attempt as interrupted and makes the next, and after
-// an interrupted third attempt the event is failed, never sent a fourth
-// time. A result that comes after the lease ran out changes nothing.
-func TestAnExpiredLeaseInterruptsItsAttempt(t *testing.T) {
+// A replica that dies mid-attempt leaves its attempt unfinished: the next
+// run of the job (River rescues it) records that attempt as interrupted
+// and makes the next, and after an interrupted third attempt the event is
+// failed, never sent a fourth time. A result that comes after the attempt
+// was taken over changes nothing.
+func TestARunAfterACrashInterruptsItsAttempt(t *testing.T) {
 	ctx := context.Background()
-	st, pool := newStore(t)
+	st, _ := newStore(t)
 	s := scope()
 	setEndpoint(t, st, s, "https://example.com/")
 	e := newEvent(s)
 	add(t, st, e)
-	short := rules
-	short.Lease = 50 * time.Millisecond
 
 	var jobs []webhook.Job
 	for attempt := 1; attempt <= 3; attempt++ {
-		j := claimWithin(t, st, short, 5*time.Second)
+		j := start(t, st, e.ID)
 		if j.Attempt != attempt {
-			t.Fatalf("claim %d is attempt %d", attempt, j.Attempt)
+			t.Fatalf("run %d is attempt %d", attempt, j.Attempt)
 		}
 		jobs = append(jobs, j)
 	}
-	if err := st.Finish(ctx, jobs[0], webhook.Result{StatusCode: 200}, webhook.StatusDelivered, 0); !errors.Is(err, webhook.ErrLeaseLost) {
+	if err := st.Finish(ctx, jobs[0], webhook.Result{StatusCode: 200}, webhook.StatusDelivered); !errors.Is(err, webhook.ErrLeaseLost) {
 		t.Errorf("the first attempt's late result: %v, want ErrLeaseLost", err)
 	}
-	// The third lease runs out too: the claim that notices fails the
-	// event and finds nothing to send.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, found := claim(t, st, short); found {
-			t.Fatal("a fourth attempt was claimed")
-		}
-		got, err := st.Event(ctx, &s, e.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == webhook.StatusFailed {
-			if len(got.Attempts) != 3 {
-				t.Fatalf("%d attempts, want 3", len(got.Attempts))
-			}
-			for _, a := range got.Attempts {
-				if !a.Finished || a.Error != webhook.Interrupted || a.StatusCode != 0 {
-					t.Errorf("attempt %+v: want finished as interrupted", a)
-				}
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("event is %s after the third lease ran out", got.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if _, err := st.StartAttempt(ctx, e.ID, rules); !errors.Is(err, webhook.ErrDeliveryOver) {
+		t.Fatalf("a fourth run: %v, want ErrDeliveryOver", err)
 	}
-	var jobsLeft int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM deliveries").Scan(&jobsLeft); err != nil || jobsLeft != 0 {
-		t.Errorf("%d jobs left (%v), want none", jobsLeft, err)
+	got, err := st.Event(ctx, &s, e.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// claimWithin claims until a job is found, a lease running out.
-func claimWithin(t *testing.T, st *postgres.Store, r webhook.ClaimRules, within time.Duration) webhook.Job {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if j, found := claim(t, st, r); found {
-			return j
+	if got.Status != webhook.StatusFailed || len(got.Attempts) != 3 {
+		t.Fatalf("event %s with %d attempts, want failed with 3", got.Status, len(got.Attempts))
+	}
+	for _, a := range got.Attempts {
+		if !a.Finished || a.Error != webhook.Interrupted || a.StatusCode != 0 {
+			t.Errorf("attempt %+v: want finished as interrupted", a)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing to claim after %s", within)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

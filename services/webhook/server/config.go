@@ -47,8 +47,8 @@ type Config struct {
 	// refuses to start over them.
 	SecretsKey config.Secret `env:"SECRETS_KEY, required"`
 	// Workers is how many attempts a replica makes at once in each
-	// environment: sandbox and live have a pool each. Attempts wait on
-	// the network, so workers are cheap.
+	// environment: sandbox and live have a River queue each. Attempts
+	// wait on the network, so workers are cheap.
 	Workers int `env:"WORKERS, default=256"`
 	// PerEndpointConcurrency caps the attempts in flight to one endpoint
 	// across replicas, so that a slow or dead endpoint holds that many
@@ -58,9 +58,11 @@ type Config struct {
 	PerEndpointConcurrency int `env:"PER_ENDPOINT_CONCURRENCY, default=4"`
 	// AttemptTimeout bounds one attempt (the spec's 10 s).
 	AttemptTimeout time.Duration `env:"ATTEMPT_TIMEOUT, default=10s"`
-	// PollInterval is how often an idle replica looks for due jobs it
-	// was not woken for: other replicas' and those a crash left.
-	PollInterval time.Duration `env:"POLL_INTERVAL, default=500ms"`
+	// PollInterval is how often River looks for due jobs no notification
+	// announced (its FetchPollInterval): retries falling due (a retry
+	// runs within it of its 1 s or 2 s) and jobs waiting for their
+	// endpoint's cap. New jobs are announced over LISTEN/NOTIFY.
+	PollInterval time.Duration `env:"POLL_INTERVAL, default=100ms"`
 	// SandboxPrivateEndpoints lists the loopback and private addresses,
 	// each with its port (127.0.0.1:9999, [::1]:9999), that sandbox
 	// endpoints may reach: for `make run`, the receiver of `esimctl

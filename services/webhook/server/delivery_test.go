@@ -480,7 +480,7 @@ func dumpDatabase(t *testing.T, dbURL string) []byte {
 	}
 	defer conn.Close()
 	var out bytes.Buffer
-	for _, table := range []string{"endpoints", "events", "deliveries", "attempts"} {
+	for _, table := range []string{"endpoints", "events", "river_job", "attempts"} {
 		var text string
 		if err := conn.QueryRow(ctx, "SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM "+table+" t").Scan(&text); err != nil {
 			t.Fatal(err)

@@ -123,3 +123,35 @@ func TestASandboxFloodDoesNotDelayLive(t *testing.T) {
 	s.wait(t, ping.GetId(), delivered, 30*time.Second)
 	stillHolding(t, slow, 1, "the live ping's attempt was recorded")
 }
+
+// A partner's backlog does not sit ahead of another partner's event: with
+// one partner's hanging endpoint holding its one slot and far more of its
+// events waiting than the pool has workers, a second partner's ping is
+// made and recorded at once, while the first partner's request still
+// hangs.
+func TestAFloodOfOnePartnerDoesNotDelayAnother(t *testing.T) {
+	t.Parallel()
+	const workers = 16
+	s := start(t, func(c *server.Config) { c.Workers, c.PerEndpointConcurrency = workers, 1 })
+	flooded := webhooktest.NewReceiver(t, webhooktest.Answer{Hang: true})
+	scope, _ := s.endpoint(t, sandbox, flooded.URL)
+	began := time.Now()
+	for range 8 * workers {
+		s.ping(t, scope)
+	}
+	holding(t, []*webhooktest.Receiver{flooded}, 1)
+	t.Logf("the flood of %d events took %s", 8*workers, time.Since(began))
+
+	fresh := webhooktest.NewReceiver(t)
+	other, _ := s.endpoint(t, sandbox, fresh.URL)
+	sent := len(flooded.Deliveries())
+	began = time.Now()
+	ping := s.ping(t, other)
+	s.wait(t, ping.GetId(), delivered, 30*time.Second)
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the other partner's ping took %s behind the flood; want it at once", took)
+	}
+	if got, hanging := len(flooded.Deliveries()), flooded.Hanging(); got != sent || hanging != 1 {
+		t.Errorf("while the other partner's ping went out, the flooded endpoint got %d more requests and held %d; want none more, its one held", got-sent, hanging)
+	}
+}

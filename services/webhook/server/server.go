@@ -1,6 +1,6 @@
 // Package server assembles the webhook service: its database, the Kafka
-// consumer of ordering's events, the delivery workers and their guarded
-// HTTP client, and the Twirp API with the probes, ready to serve in a
+// consumer of ordering's events, the delivery queue (River) with its
+// guarded HTTP client, and the Twirp API with the probes, ready to serve in a
 // process or in-process in another service's tests.
 package server
 
@@ -41,18 +41,19 @@ type Server struct {
 	handler   http.Handler
 	log       *slog.Logger
 	sender    *httpsender.Sender
-	workers   *webhook.Workers
+	queue     *postgres.Queue
 	consumer  *kafkaconsumer.Consumer
 	closeOnce sync.Once
 }
 
 // DefaultMaxConns is the pool size where the database URL sets none
-// (pool_max_conns): workers hold a connection only to claim a job and
-// to record its attempt, never while sending.
+// (pool_max_conns): a delivery holds a connection only to start its
+// attempt and to record it, never while sending; River's notifier holds
+// one more.
 const DefaultMaxConns = 10
 
 // New opens and migrates the webhook database, builds the handler and
-// starts the workers and the consumer. The database must exist: creating
+// starts the delivery queue and the consumer. The database must exist: creating
 // databases is the platform's job, not a service's. Kafka need not be up:
 // the consumer waits for it in the background.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
@@ -79,10 +80,15 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if cfg.Resolver != nil {
 		resolver = cfg.Resolver
 	}
-	pool, err := libpostgres.Open(ctx, cfg.DatabaseURL.Reveal(), postgres.Migrations,
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL.Reveal(),
 		libpostgres.WithTracerProvider(tel.TracerProvider), withPoolDefaults())
 	if err != nil {
 		return nil, fmt.Errorf("webhook database: %w", err)
+	}
+	store, err := postgres.NewStore(pool, cfg.PerEndpointConcurrency)
+	if err != nil {
+		_ = libpostgres.Close(pool)
+		return nil, err
 	}
 
 	sender := httpsender.New(httpsender.Options{
@@ -91,12 +97,11 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		TracerProvider:   tel.TracerProvider,
 	})
 	svc := webhook.NewService(webhook.Deps{
-		Store:            postgres.NewStore(pool),
+		Store:            store,
 		Sealer:           sealer,
 		Poster:           sender,
 		AttemptTimeout:   cfg.AttemptTimeout,
 		MaxPerEndpoint:   cfg.PerEndpointConcurrency,
-		Workers:          cfg.Workers,
 		PrivateEndpoints: private,
 		Resolver:         resolver,
 		Log:              tel.Logger,
@@ -107,11 +112,22 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		_ = libpostgres.Close(pool)
 		return nil, fmt.Errorf("SECRETS_KEY: %w", err)
 	}
+	queue, err := postgres.NewQueue(pool, svc, postgres.QueueConfig{
+		Workers: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, PollInterval: cfg.PollInterval, Log: tel.Logger,
+	})
+	if err == nil {
+		err = queue.Start(ctx)
+	}
+	if err != nil {
+		_ = libpostgres.Close(pool)
+		return nil, fmt.Errorf("delivery queue: %w", err)
+	}
 
 	s := &Server{
 		pool:   pool,
 		log:    tel.Logger,
 		sender: sender,
+		queue:  queue,
 		handler: httpserver.Handler(httpserver.Routes{
 			App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
 			Telemetry: tel,
@@ -124,8 +140,6 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 			AllowedHosts: cfg.AllowedHosts,
 		}),
 	}
-	// Workers first: the consumer wakes them.
-	s.workers = svc.StartWorkers(cfg.PollInterval)
 	s.consumer = kafkaconsumer.Start(kafkaconsumer.Options{
 		Kafka: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group,
 		Log: tel.Logger, TracerProvider: tel.TracerProvider,
@@ -231,16 +245,20 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // workerStopBudget is how long Close lets attempts in flight finish.
 // Past it they are cut short and recorded as interrupted, to be retried
-// by whichever replica claims them next.
+// by whichever replica runs their job next.
 const workerStopBudget = 5 * time.Second
 
-// Close stops the consumer, then the workers, and releases the database
+// Close stops the consumer, then the delivery queue, and releases the database
 // pool; call it once the HTTP server stopped. Calling it again does
 // nothing.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.consumer.Stop()
-		s.workers.Stop(workerStopBudget)
+		ctx, cancel := context.WithTimeout(context.Background(), workerStopBudget)
+		defer cancel()
+		if err := s.queue.Stop(ctx); err != nil {
+			s.log.Warn("stopping the delivery queue", "err", err)
+		}
 		s.sender.Close()
 		if err := libpostgres.Close(s.pool); err != nil {
 			s.log.Warn("closing the database pool", "err", err)

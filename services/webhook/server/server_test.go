@@ -221,7 +221,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Topic != "esim.orders.v1" || cfg.Group != "webhook" || cfg.Workers != 256 || cfg.PerEndpointConcurrency != 4 ||
-		cfg.AttemptTimeout != 10*time.Second || cfg.PollInterval != 500*time.Millisecond || len(cfg.SandboxPrivateEndpoints) != 0 || cfg.EndpointCAFile != "" {
+		cfg.AttemptTimeout != 10*time.Second || cfg.PollInterval != 100*time.Millisecond || len(cfg.SandboxPrivateEndpoints) != 0 || cfg.EndpointCAFile != "" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	for _, ok := range []map[string]string{

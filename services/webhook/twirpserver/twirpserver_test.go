@@ -62,16 +62,35 @@ func start(t *testing.T) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	store, err := postgres.NewStore(pool, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := webhook.NewService(webhook.Deps{
-		Store:  postgres.NewStore(pgtest.New(t, postgres.Migrations)),
+		Store:  store,
 		Sealer: sealer,
 		Poster: httpsender.New(httpsender.Options{PrivateEndpoints: webhooktest.Receivers}),
 		// No Resolver: the server package's tests check where live URLs
 		// resolve to.
 		PrivateEndpoints: webhooktest.Receivers,
 	})
-	workers := svc.StartWorkers(20 * time.Millisecond)
-	t.Cleanup(func() { workers.Stop(time.Second) })
+	queue, err := postgres.NewQueue(pool, svc, postgres.QueueConfig{Workers: 16, AttemptTimeout: time.Second, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = queue.Stop(ctx)
+	})
 	ts := httptest.NewServer(twirpserver.Handler(svc, slog.New(slog.DiscardHandler), internalauthtest.Callers()))
 	t.Cleanup(ts.Close)
 	return &api{

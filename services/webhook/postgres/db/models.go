@@ -21,15 +21,6 @@ type Attempt struct {
 	ResponseBody []byte
 }
 
-type Delivery struct {
-	EventID       string
-	AccountID     uuid.UUID
-	Environment   string
-	Attempts      int32
-	NextAttemptAt time.Time
-	LockedUntil   *time.Time
-}
-
 type Endpoint struct {
 	AccountID               uuid.UUID
 	Environment             string

@@ -115,37 +115,47 @@ func (q *Queries) CountEventsInScope(ctx context.Context, arg CountEventsInScope
 }
 
 const countInFlight = `-- name: CountInFlight :one
-SELECT count(*) FROM deliveries
-WHERE account_id = $1 AND environment = $2 AND locked_until > clock_timestamp()
+SELECT count(*) FROM attempts a
+JOIN events e ON e.id = a.event_id
+WHERE NOT a.finished AND e.account_id = $1 AND e.environment = $2 AND a.event_id <> $3
 `
 
 type CountInFlightParams struct {
 	AccountID   uuid.UUID
 	Environment string
+	EventID     string
 }
 
+// The scope's attempts in flight, of other events than the one starting
+// an attempt (whose own unfinished attempt a crash left).
 func (q *Queries) CountInFlight(ctx context.Context, arg CountInFlightParams) (int64, error) {
-	row := q.db.QueryRow(ctx, countInFlight, arg.AccountID, arg.Environment)
+	row := q.db.QueryRow(ctx, countInFlight, arg.AccountID, arg.Environment, arg.EventID)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
-const deleteDelivery = `-- name: DeleteDelivery :execrows
-DELETE FROM deliveries WHERE event_id = $1 AND attempts = $2
+const countPendingUpTo = `-- name: CountPendingUpTo :one
+SELECT count(*) FROM (
+    SELECT 1 FROM events
+    WHERE account_id = $1 AND environment = $2 AND status = 'pending'
+    LIMIT $3::bigint
+) AS pending
 `
 
-type DeleteDeliveryParams struct {
-	EventID  string
-	Attempts int32
+type CountPendingUpToParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	UpTo        int64
 }
 
-func (q *Queries) DeleteDelivery(ctx context.Context, arg DeleteDeliveryParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteDelivery, arg.EventID, arg.Attempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// A scope's pending events, counted up to a bound: enough to tell a scope
+// with a backlog from one without, at a bounded cost however long it is.
+func (q *Queries) CountPendingUpTo(ctx context.Context, arg CountPendingUpToParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countPendingUpTo, arg.AccountID, arg.Environment, arg.UpTo)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const eventInScope = `-- name: EventInScope :one
@@ -256,24 +266,6 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) er
 	return err
 }
 
-const insertDelivery = `-- name: InsertDelivery :exec
-INSERT INTO deliveries (event_id, account_id, environment, next_attempt_at)
-VALUES ($1, $2, $3, clock_timestamp())
-`
-
-type InsertDeliveryParams struct {
-	EventID     string
-	AccountID   uuid.UUID
-	Environment string
-}
-
-// Due at once, by the database's clock, which every replica's claims
-// read.
-func (q *Queries) InsertDelivery(ctx context.Context, arg InsertDeliveryParams) error {
-	_, err := q.db.Exec(ctx, insertDelivery, arg.EventID, arg.AccountID, arg.Environment)
-	return err
-}
-
 const insertEvent = `-- name: InsertEvent :one
 INSERT INTO events (id, type, account_id, environment, order_id, created_at, payload, trace_context, status, url)
 SELECT $1, $2, $3, $4::text, $5::uuid,
@@ -333,24 +325,15 @@ func (q *Queries) InterruptAttempt(ctx context.Context, arg InterruptAttemptPara
 	return result.RowsAffected(), nil
 }
 
-const leaseDelivery = `-- name: LeaseDelivery :one
-UPDATE deliveries
-SET attempts = attempts + 1,
-    locked_until = clock_timestamp() + $2::bigint * interval '1 millisecond'
-WHERE event_id = $1
-RETURNING attempts
+const lastAttempt = `-- name: LastAttempt :one
+SELECT coalesce(max(number), 0)::integer FROM attempts WHERE event_id = $1
 `
 
-type LeaseDeliveryParams struct {
-	EventID string
-	LeaseMs int64
-}
-
-func (q *Queries) LeaseDelivery(ctx context.Context, arg LeaseDeliveryParams) (int32, error) {
-	row := q.db.QueryRow(ctx, leaseDelivery, arg.EventID, arg.LeaseMs)
-	var attempts int32
-	err := row.Scan(&attempts)
-	return attempts, err
+func (q *Queries) LastAttempt(ctx context.Context, eventID string) (int32, error) {
+	row := q.db.QueryRow(ctx, lastAttempt, eventID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const listAllEvents = `-- name: ListAllEvents :many
@@ -466,92 +449,66 @@ func (q *Queries) ListEventsInScope(ctx context.Context, arg ListEventsInScopePa
 	return items, nil
 }
 
-const pickDue = `-- name: PickDue :one
-WITH in_flight AS (
-    SELECT f.account_id, count(*) AS n
-    FROM deliveries f
-    WHERE f.environment = $1::text AND f.locked_until > clock_timestamp()
-    GROUP BY f.account_id
-)
-SELECT d.event_id, d.account_id, d.environment, d.attempts,
-       ev.url, ev.payload, ev.trace_context,
-       e.secret, e.previous_secret, e.previous_secret_expires_at
-FROM deliveries d
-JOIN endpoints e ON e.account_id = d.account_id AND e.environment = d.environment
-JOIN events ev ON ev.id = d.event_id
-LEFT JOIN in_flight f ON f.account_id = d.account_id
-WHERE d.environment = $1::text
-  AND d.next_attempt_at <= clock_timestamp()
-  AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())
-  AND coalesce(f.n, 0) < $2::bigint
-ORDER BY coalesce(f.n, 0), d.attempts > 0, d.next_attempt_at, d.event_id
-LIMIT 1
-FOR NO KEY UPDATE OF d, e SKIP LOCKED
+const lockEndpointForAttempt = `-- name: LockEndpointForAttempt :one
+SELECT account_id, environment, url, secret, secret_created_at, previous_secret, previous_secret_expires_at, updated_at FROM endpoints WHERE account_id = $1 AND environment = $2
+FOR NO KEY UPDATE
 `
 
-type PickDueParams struct {
+type LockEndpointForAttemptParams struct {
+	AccountID   uuid.UUID
 	Environment string
-	MaxPerScope int64
 }
 
-type PickDueRow struct {
-	EventID                 string
-	AccountID               uuid.UUID
-	Environment             string
-	Attempts                int32
-	Url                     *string
-	Payload                 string
-	TraceContext            []byte
-	Secret                  []byte
-	PreviousSecret          []byte
-	PreviousSecretExpiresAt *time.Time
-}
-
-// The fairest due job of one environment whose scope has room for one
-// more attempt in flight: a scope with the fewest attempts in flight
-// first (one being served by none comes before those being served), a
-// first attempt before a retry, then the job due longest. Locked with its
-// endpoint's row: claims of one scope thus run one after the other from
-// here to their commit (CountInFlight then sees every claim before),
-// while claims of other scopes go past (SKIP LOCKED). NO KEY UPDATE, not
-// UPDATE, leaves the row free for the foreign keys of new deliveries.
-func (q *Queries) PickDue(ctx context.Context, arg PickDueParams) (PickDueRow, error) {
-	row := q.db.QueryRow(ctx, pickDue, arg.Environment, arg.MaxPerScope)
-	var i PickDueRow
+// Attempts of one scope start one after the other from here to their
+// commit, so CountInFlight sees every attempt started before and the cap
+// holds exactly across replicas; the secrets are read as they are now.
+func (q *Queries) LockEndpointForAttempt(ctx context.Context, arg LockEndpointForAttemptParams) (Endpoint, error) {
+	row := q.db.QueryRow(ctx, lockEndpointForAttempt, arg.AccountID, arg.Environment)
+	var i Endpoint
 	err := row.Scan(
-		&i.EventID,
 		&i.AccountID,
 		&i.Environment,
-		&i.Attempts,
 		&i.Url,
-		&i.Payload,
-		&i.TraceContext,
 		&i.Secret,
+		&i.SecretCreatedAt,
 		&i.PreviousSecret,
 		&i.PreviousSecretExpiresAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }
 
-const rescheduleDelivery = `-- name: RescheduleDelivery :execrows
-UPDATE deliveries
-SET locked_until = NULL,
-    next_attempt_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
-WHERE event_id = $1 AND attempts = $2
+const lockEventForAttempt = `-- name: LockEventForAttempt :one
+SELECT id, account_id, environment, status, url, payload, trace_context
+FROM events WHERE id = $1
+FOR NO KEY UPDATE
 `
 
-type RescheduleDeliveryParams struct {
-	EventID   string
-	Attempts  int32
-	RetryInMs int64
+type LockEventForAttemptRow struct {
+	ID           string
+	AccountID    uuid.UUID
+	Environment  string
+	Status       string
+	Url          *string
+	Payload      string
+	TraceContext []byte
 }
 
-func (q *Queries) RescheduleDelivery(ctx context.Context, arg RescheduleDeliveryParams) (int64, error) {
-	result, err := q.db.Exec(ctx, rescheduleDelivery, arg.EventID, arg.Attempts, arg.RetryInMs)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// Runs of one event's job (a job rescued from a replica thought dead
+// while it still ran) start their attempts one after the other.
+func (q *Queries) LockEventForAttempt(ctx context.Context, id string) (LockEventForAttemptRow, error) {
+	row := q.db.QueryRow(ctx, lockEventForAttempt, id)
+	var i LockEventForAttemptRow
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Environment,
+		&i.Status,
+		&i.Url,
+		&i.Payload,
+		&i.TraceContext,
+	)
+	return i, err
 }
 
 const rotateSecret = `-- name: RotateSecret :one

@@ -1,0 +1,285 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/services/webhook"
+)
+
+// The delivery jobs, as River keeps them: one job per pending event, of
+// kind jobKind, in the queue of the event's environment (queueOf), so
+// that sandbox and live each have their own workers.
+const (
+	jobKind = "webhook_delivery"
+	// Priorities, River's 1 (first) to 4: an event of a scope without a
+	// backlog first, then retries, then the events of a scope with more
+	// pending than it may send at once. A flood of one partner's events
+	// thus never sits ahead of another partner's, whatever their order.
+	priorityFirst      = 1
+	priorityRetry      = 2
+	priorityBacklogged = 3
+	// riverMaxAttempts is one more run than attempts: the run after a
+	// crash cut the last attempt short records it as interrupted and
+	// fails the event (webhook.Store.StartAttempt).
+	riverMaxAttempts = webhook.MaxAttempts + 1
+	// fetchCooldown is the least time between two fetches of a queue, and
+	// between two insert notifications: a job inserted is fetched within
+	// a few milliseconds over LISTEN/NOTIFY.
+	fetchCooldown = 2 * time.Millisecond
+	// A job whose scope has its maximum in flight waits before it looks
+	// again, keeping its priority: busyPause at first, so that a burst
+	// of one scope's events goes out as soon as slots free, doubling with
+	// each wait up to maxBusyPause, so that a long backlog behind a
+	// hanging endpoint costs each of its jobs one look a second.
+	busyPause    = 10 * time.Millisecond
+	maxBusyPause = time.Second
+	// recordMargin is how much longer than an attempt a run may last:
+	// time to start the attempt and record its result. A run longer than
+	// that and a second is one whose replica died, and River rescues it.
+	recordMargin = 5 * time.Second
+	// errorPause is how long a job waits after failing to start its
+	// attempt (the database is down) before it tries again.
+	errorPause = time.Second
+)
+
+func queueOf(env webhook.Environment) string { return "webhook_" + string(env) }
+
+// deliveryArgs are a delivery job's arguments: the event, whose row holds
+// everything else.
+type deliveryArgs struct {
+	EventID string `json:"event_id"`
+}
+
+func (deliveryArgs) Kind() string { return jobKind }
+
+func insertOpts(env webhook.Environment, backlogged bool) *river.InsertOpts {
+	priority := priorityFirst
+	if backlogged {
+		priority = priorityBacklogged
+	}
+	return &river.InsertOpts{Queue: queueOf(env), Priority: priority, MaxAttempts: riverMaxAttempts}
+}
+
+// Deliverer makes a delivery job's attempt: the webhook Service.
+type Deliverer interface {
+	Deliver(ctx context.Context, eventID string) (webhook.Outcome, error)
+}
+
+// QueueConfig configures a Queue.
+type QueueConfig struct {
+	// Workers is how many attempts a replica makes at once per
+	// environment.
+	Workers int
+	// AttemptTimeout bounds one attempt.
+	AttemptTimeout time.Duration
+	// PollInterval is how often an idle queue looks for jobs no
+	// notification announced: retries falling due, jobs snoozed.
+	PollInterval time.Duration
+	Log          *slog.Logger
+}
+
+// Queue works the delivery jobs of every replica with River: Start it,
+// then Stop it.
+type Queue struct {
+	client *river.Client[pgx.Tx]
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+}
+
+// NewQueue returns a Queue over pool, not yet started, that hands each
+// run of a delivery job to d.
+func NewQueue(pool *pgxpool.Pool, d Deliverer, cfg QueueConfig) (*Queue, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	q := &Queue{pool: pool, log: cfg.Log}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &deliveryWorker{d: d, q: q, timeout: cfg.AttemptTimeout + recordMargin}); err != nil {
+		return nil, err
+	}
+	queues := map[string]river.QueueConfig{}
+	for _, env := range webhook.Environments {
+		queues[queueOf(env)] = river.QueueConfig{MaxWorkers: cfg.Workers}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:            queues,
+		Workers:           workers,
+		FetchCooldown:     fetchCooldown,
+		FetchPollInterval: cfg.PollInterval,
+		RetryPolicy:       retryPolicy{},
+		MaxAttempts:       riverMaxAttempts,
+		// A run is an attempt and its records; one running longer was
+		// cut off with its replica.
+		JobTimeout:           cfg.AttemptTimeout + recordMargin,
+		RescueStuckJobsAfter: cfg.AttemptTimeout + recordMargin + time.Second,
+		// A failed attempt is recorded, not logged: River's own news
+		// (errored jobs, start and stop) stays below warnings.
+		Logger: slog.New(atLeast{cfg.Log.Handler(), slog.LevelWarn}).With("component", "river"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	q.client = client
+	return q, nil
+}
+
+// Start starts working jobs until Stop: ctx ending does not stop them,
+// so that a stop always lets the attempts in flight finish first.
+func (q *Queue) Start(ctx context.Context) error {
+	return q.client.Start(context.WithoutCancel(ctx))
+}
+
+// Stop stops fetching jobs and lets the attempts in flight finish until
+// ctx ends, then cuts them short: they are recorded as interrupted and
+// retried by whichever replica runs their job next. It returns once every
+// run has returned and River has recorded its result.
+func (q *Queue) Stop(ctx context.Context) error {
+	err := q.client.Stop(ctx)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	// StopAndCancel waits for the cancelled runs to record themselves;
+	// they do within recordBudget.
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordMargin+time.Second)
+	defer cancel()
+	return q.client.StopAndCancel(final)
+}
+
+// deliveryWorker runs a delivery job: one attempt per run.
+type deliveryWorker struct {
+	river.WorkerDefaults[deliveryArgs]
+	d       Deliverer
+	q       *Queue
+	timeout time.Duration
+}
+
+func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration { return w.timeout }
+
+// errRetry makes River retry the job, after retryPolicy's delay.
+var errRetry = errors.New("the attempt failed; retrying")
+
+func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
+	out, err := w.d.Deliver(ctx, job.Args.EventID)
+	switch {
+	case err != nil && out.Attempt == 0:
+		// No attempt started (the database is down): a snooze, which
+		// spends none of the job's runs, however long the outage.
+		if ctx.Err() == nil {
+			w.q.log.WarnContext(ctx, "a delivery could not start its attempt; trying again", "event_id", job.Args.EventID, "in", errorPause.String(), "err", err)
+		}
+		return river.JobSnooze(errorPause)
+	case err != nil:
+		// The attempt was made but not recorded: its next run records
+		// it as interrupted.
+		return err
+	case out.Busy:
+		// Not an attempt: River counts a snooze as none.
+		return river.JobSnooze(busyWait(job.Metadata))
+	case out.Retry():
+		// Retries go behind first attempts, even on a stop.
+		update, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if _, err := w.q.pool.Exec(update, `UPDATE river_job SET priority = greatest(priority, $2) WHERE id = $1`, job.ID, priorityRetry); err != nil {
+			w.q.log.WarnContext(ctx, "cannot lower a retry's priority", "event_id", job.Args.EventID, "err", err)
+		}
+		return errRetry
+	}
+	return nil
+}
+
+// busyWait is how long a job whose scope is full waits, after the
+// snoozes River counted in its metadata.
+func busyWait(metadata []byte) time.Duration {
+	var m struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(metadata, &m) // none counted: the first wait
+	return min(busyPause<<min(m.Snoozes, 16), maxBusyPause)
+}
+
+// retryPolicy waits webhook.RetryDelay after a failed attempt: 1 s, then
+// 2 s. A run after a crash is retried as its attempt would have been.
+type retryPolicy struct{}
+
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	n := min(max(job.Attempt, 1), webhook.MaxAttempts-1)
+	return time.Now().Add(webhook.RetryDelay(n))
+}
+
+// riverMigrationLock is the advisory lock key that serialises River's
+// migrations across replicas starting at once ("river" in ASCII).
+const riverMigrationLock = 0x7269766572
+
+// MigrateRiver brings River's tables up to date, one replica at a time.
+func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	// River's migrations cannot run in one transaction (one adds an enum
+	// value another uses), so a session lock on a connection of its own
+	// holds a second replica back until the first is done; it then finds
+	// nothing left to do.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("lock river migrations: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(riverMigrationLock)); err != nil {
+		return fmt.Errorf("lock river migrations: %w", err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(riverMigrationLock))
+	}()
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	return nil
+}
+
+// Open connects to the webhook database and migrates it: River's tables
+// first, which the goose migrations move the old delivery queue into,
+// then the goose migrations.
+func Open(ctx context.Context, databaseURL string, opts ...libpostgres.Option) (*pgxpool.Pool, error) {
+	pool, err := libpostgres.Connect(ctx, databaseURL, opts...)
+	if err != nil {
+		return nil, err
+	}
+	err = MigrateRiver(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return nil, err
+	}
+	return libpostgres.Open(ctx, databaseURL, Migrations, opts...)
+}
+
+// atLeast passes on the records of level min and above only.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
+}
