@@ -9,13 +9,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,6 +23,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/aesgcm"
@@ -35,15 +33,11 @@ import (
 	"github.com/esimplatform/esim/services/webhook/twirpserver"
 )
 
-// Server is a running webhook service: serve Handler, then Close.
+// Server is a running webhook service: serve Handler, then Close, which
+// stops the consumer, then the delivery queue (attempts in flight get
+// workerStopBudget), then closes the sender and the pool.
 type Server struct {
-	pool      *pgxpool.Pool
-	handler   http.Handler
-	log       *slog.Logger
-	sender    *httpsender.Sender
-	queue     *postgres.Queue
-	consumer  *kafkaconsumer.Consumer
-	closeOnce sync.Once
+	*service.Server
 }
 
 // DefaultMaxConns is the pool size where the database URL sets none
@@ -80,14 +74,16 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if cfg.Resolver != nil {
 		resolver = cfg.Resolver
 	}
+	srv := service.NewServer(tel.Logger)
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL.Reveal(),
 		libpostgres.WithTracerProvider(tel.TracerProvider), withPoolDefaults())
 	if err != nil {
 		return nil, fmt.Errorf("webhook database: %w", err)
 	}
+	srv.OnClose("the database pool", func() error { return libpostgres.Close(pool) })
 	store, err := postgres.NewStore(pool, cfg.PerEndpointConcurrency)
 	if err != nil {
-		_ = libpostgres.Close(pool)
+		srv.Close()
 		return nil, err
 	}
 
@@ -96,6 +92,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		RootCAs:          roots,
 		TracerProvider:   tel.TracerProvider,
 	})
+	srv.OnClose("the HTTP sender", func() error { sender.Close(); return nil })
 	svc := webhook.NewService(webhook.Deps{
 		Store:            store,
 		Sealer:           sealer,
@@ -109,42 +106,37 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Trace:            traceContext,
 	})
 	if err := svc.CheckSecretsKey(ctx); err != nil {
-		_ = libpostgres.Close(pool)
+		srv.Close()
 		return nil, fmt.Errorf("SECRETS_KEY: %w", err)
 	}
 	queue, err := postgres.NewQueue(pool, svc, postgres.QueueConfig{
 		Workers: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, PollInterval: cfg.PollInterval, Log: tel.Logger,
 	})
 	if err == nil {
-		err = queue.Start(ctx)
+		err = srv.Start(ctx, "the delivery queue", workerStopBudget, queue)
 	}
 	if err != nil {
-		_ = libpostgres.Close(pool)
+		srv.Close()
 		return nil, fmt.Errorf("delivery queue: %w", err)
 	}
 
-	s := &Server{
-		pool:   pool,
-		log:    tel.Logger,
-		sender: sender,
-		queue:  queue,
-		handler: httpserver.Handler(httpserver.Routes{
-			App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
-			Telemetry: tel,
-			// Kafka is not a readiness check: a replica without it still
-			// delivers the jobs in the database and serves the API, and
-			// its consumer catches up once the broker is back.
-			Ready: map[string]httpserver.Check{"postgres": pool.Ping},
-			// Only names that point inside (see httpserver.InternalHost)
-			// reach it, and then only with a caller's token.
-			AllowedHosts: cfg.AllowedHosts,
-		}),
-	}
-	s.consumer = kafkaconsumer.Start(kafkaconsumer.Options{
+	srv.Serve(httpserver.Handler(httpserver.Routes{
+		App:       twirpserver.Handler(svc, tel.Logger, cfg.Callers),
+		Telemetry: tel,
+		// Kafka is not a readiness check: a replica without it still
+		// delivers the jobs in the database and serves the API, and
+		// its consumer catches up once the broker is back.
+		Ready: map[string]httpserver.Check{"postgres": pool.Ping},
+		// Only names that point inside (see httpserver.InternalHost)
+		// reach it, and then only with a caller's token.
+		AllowedHosts: cfg.AllowedHosts,
+	}))
+	consumer := kafkaconsumer.Start(kafkaconsumer.Options{
 		Kafka: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group,
 		Log: tel.Logger, TracerProvider: tel.TracerProvider,
 	}, svc)
-	return s, nil
+	srv.OnClose("the Kafka consumer", func() error { consumer.Stop(); return nil })
+	return &Server{srv}, nil
 }
 
 // withPoolDefaults sizes the pool unless the database URL does.
@@ -239,29 +231,7 @@ func attemptMetrics(tel *telemetry.Telemetry) func(context.Context, string, time
 	}
 }
 
-// Handler serves the Twirp API under /twirp/, plus /healthz and /readyz;
-// /metrics is httpserver.ListenAndServe's.
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // workerStopBudget is how long Close lets attempts in flight finish.
 // Past it they are cut short and recorded as interrupted, to be retried
 // by whichever replica runs their job next.
 const workerStopBudget = 5 * time.Second
-
-// Close stops the consumer, then the delivery queue, and releases the database
-// pool; call it once the HTTP server stopped. Calling it again does
-// nothing.
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		s.consumer.Stop()
-		ctx, cancel := context.WithTimeout(context.Background(), workerStopBudget)
-		defer cancel()
-		if err := s.queue.Stop(ctx); err != nil {
-			s.log.Warn("stopping the delivery queue", "err", err)
-		}
-		s.sender.Close()
-		if err := libpostgres.Close(s.pool); err != nil {
-			s.log.Warn("closing the database pool", "err", err)
-		}
-	})
-}

@@ -10,11 +10,10 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/twitchtv/twirp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/esimplatform/esim/libs/internalauth"
-	"github.com/esimplatform/esim/libs/twirperr"
+	"github.com/esimplatform/esim/libs/service"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
 	"github.com/esimplatform/esim/services/webhook"
@@ -37,8 +36,7 @@ func New(svc *webhook.Service) *Server {
 // only the callers Policy admits. Its hooks log internal errors and calls
 // cut short, whose causes callers never see.
 func Handler(svc *webhook.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
-	twirpHandler := webhookv1.NewWebhookServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
-	return internalauth.Protect(twirpHandler, callers, Policy, log)
+	return service.Twirp(webhookv1.NewWebhookServer, webhookv1.Webhook(New(svc)), log, callers, Policy)
 }
 
 // SetEndpoint implements webhookv1.Webhook.
