@@ -14,6 +14,7 @@ import (
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
+	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
 	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
@@ -32,7 +33,11 @@ type providerRig struct {
 func newProviderRig(t *testing.T, vendors ...smdpsim.Vendor) *providerRig {
 	t.Helper()
 	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "esim-travel:20", Vendors: vendors})
-	store := postgres.NewStore(pgtest.New(t, postgres.Migrations), 0)
+	pool := pgtest.New(t, postgres.Migrations)
+	if err := jobs.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	store := postgres.NewStore(pool, 0)
 	client := clientOf(t, sim, sim.Certs, sim.Certs)
 	records := func(tx ordering.Locked) es2plus.Store { return store.Records(tx) }
 	p := es2plus.NewProvider(client, records, es2plus.ProfileTypes{Default: "esim-travel"}, nil,

@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer tel.Shutdown(ctx)
 
 	// 3. The service: database connection and migrations, clients of the
-	// catalogue and the wallet, Twirp handler, recovery loop.
+	// catalogue and the wallet, Twirp handler, River's jobs.
 	srv, err := server.New(ctx, cfg, tel)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer srv.Close()
 
 	// 4. Serve until SIGINT/SIGTERM, then drain in-flight requests; the
-	// deferred steps stop the recovery loop, close the pool and flush
+	// deferred steps stop the jobs, close the pool and flush
 	// telemetry afterwards.
 	return httpserver.ListenAndServe(ctx, tel.Logger, cfg.HTTP, srv.Handler(), tel.MetricsHandler)
 }
