@@ -177,7 +177,7 @@ const waitingCountBudget = 2 * time.Second
 const meterName = "github.com/esimplatform/esim/services/ordering/jobs"
 
 // eventMetrics are the events published and, counted at each scrape, the
-// events waiting; under the names the outbox relay gave them, which
+// events waiting; under the names the hand-built outbox relay gave them, which
 // dashboards and cmd/bench read.
 func eventMetrics(mp metric.MeterProvider) (metric.Int64Counter, metric.Int64ObservableGauge, error) {
 	meter := mp.Meter(meterName)

@@ -46,7 +46,7 @@ type Server struct {
 
 // New opens and migrates the ordering database (River's tables and
 // ordering's), builds the handler and starts the jobs: the publication of
-// order events to Kafka and the recovery scan. The
+// order events to Kafka, the recovery scan and the canceller. The
 // database must exist: creating databases is the platform's job, not a
 // service's. Kafka need not be up: orders never wait for it.
 func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, error) {
@@ -102,7 +102,9 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		Live: live, CancelBackoff: cfg.SMDP.CancelInterval,
 	})
 	if err == nil {
-		err = queue.Start(ctx)
+		if err = queue.Start(ctx); err != nil {
+			_ = queue.Stop(ctx) // unregisters its metrics; Start's error says why
+		}
 	}
 	if err != nil {
 		pool.Close()
