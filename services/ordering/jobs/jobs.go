@@ -108,7 +108,12 @@ type Inserter struct{ client *river.Client[pgx.Tx] }
 
 // NewInserter returns an Inserter over pool; it works no job.
 func NewInserter(pool *pgxpool.Pool) (*Inserter, error) {
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	// An insert notifies the queue's workers at most once per
+	// FetchCooldown: the insert of a second event within River's default
+	// 100 ms stayed unnoticed until the next poll (RELAY_INTERVAL) when
+	// the workers had fetched in between. River's least cooldown narrows
+	// that window to a millisecond.
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{FetchCooldown: river.FetchCooldownMin})
 	if err != nil {
 		return nil, fmt.Errorf("river insert-only client: %w", err)
 	}
