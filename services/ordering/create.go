@@ -224,7 +224,6 @@ func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error)
 	if err := tx.MarkFailed(ctx, o.ID, e); err != nil {
 		return Order{}, fmt.Errorf("order %s: mark failed: %w", o.ID, err)
 	}
-	s.signalEventWritten()
 	o.Status = StatusFailed
 	return o, nil
 }
@@ -272,7 +271,6 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: complete: %w", o.ID, err)
 	}
-	s.signalEventWritten()
 	o.Status, o.Esims = StatusCompleted, esims
 	return o, nil
 }

@@ -8,11 +8,11 @@
 // in the wallet, issuing is keyed by the order id at the provider, the
 // order records durably how far it got (pending, failing), and one lock
 // per order (per idempotency key when there is one) makes sure that a
-// request, its retries and the recovery loops of every replica never
+// request, its retries and the recovery passes of every replica never
 // handle one order at once.
 //
 // An order that reaches its final status writes its event in the same
-// transaction (an outbox), and a relay publishes the events afterwards:
+// transaction (a job of the durable queue, River), published afterwards:
 // the platform hears of every finished order, at least once, whether or
 // not Kafka was up when it finished.
 package ordering
@@ -275,10 +275,8 @@ type Deps struct {
 	// every place (ErrTooManyInFlight over it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
-	// Outbox and Publisher relay the events of finished orders
-	// (PublishEvents); without them orders still write their events,
-	// which wait.
-	Outbox    Outbox
+	// Publisher publishes the events of finished orders (PublishEvent);
+	// without it orders still write their events, which wait.
 	Publisher Publisher
 }
 
@@ -294,12 +292,8 @@ type Service struct {
 	providerTimeout time.Duration
 	lockWait        time.Duration
 	maxInFlight     int
-	outbox          Outbox
 	publisher       Publisher
-	// eventWritten holds one wake-up for the relay once an order's event
-	// is committed: one pending wake-up covers any number of events.
-	eventWritten chan struct{}
-	now          func() time.Time
+	now             func() time.Time
 }
 
 // NewService returns the use cases over d.
@@ -324,9 +318,7 @@ func NewService(d Deps) *Service {
 		providerTimeout: or(d.ProviderTimeout, DefaultProviderTimeout),
 		lockWait:        or(d.LockWait, DefaultLockWait),
 		maxInFlight:     maxInFlight,
-		outbox:          d.Outbox,
 		publisher:       d.Publisher,
-		eventWritten:    make(chan struct{}, 1),
 		now:             time.Now,
 	}
 }

@@ -46,17 +46,15 @@ type memStore struct {
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
 	orders map[uuid.UUID]Order
-	// events are the outbox, in the order written; published holds the
-	// IDs of those published.
-	events    []OutboxEvent
-	published map[string]bool
+	// events are the events' publications, in the order written.
+	events []OutboxEvent
 	// inFlight counts the places each scope's holders claimed.
 	inFlight map[Scope]int
 	f        *faults
 }
 
 func newMemStore(f *faults) *memStore {
-	return &memStore{locks: map[string]*sync.Mutex{}, orders: map[uuid.UUID]Order{}, published: map[string]bool{}, inFlight: map[Scope]int{}, f: f}
+	return &memStore{locks: map[string]*sync.Mutex{}, orders: map[uuid.UUID]Order{}, inFlight: map[Scope]int{}, f: f}
 }
 
 func (m *memStore) lock(key string) *sync.Mutex {
@@ -206,41 +204,6 @@ func (m *memStore) Complete(_ context.Context, id uuid.UUID, esims []Esim, e Eve
 		o.Esims = slices.Clone(esims)
 		m.events = append(m.events, OutboxEvent{Event: e})
 	})
-}
-
-// RelayEvents implements Outbox with no claims: the domain's tests run one
-// relay.
-func (m *memStore) RelayEvents(ctx context.Context, limit int, publish func(context.Context, []OutboxEvent) error) (int, error) {
-	m.mu.Lock()
-	var batch []OutboxEvent
-	for _, e := range m.events {
-		if !m.published[e.ID] && len(batch) < limit {
-			e.Order = m.orders[e.OrderID]
-			e.Order.Esims = slices.Clone(e.Order.Esims)
-			batch = append(batch, e)
-		}
-	}
-	m.mu.Unlock()
-	if len(batch) == 0 {
-		return 0, nil
-	}
-	if err := publish(ctx, batch); err != nil {
-		return 0, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range batch {
-		m.published[e.ID] = true
-	}
-	return len(batch), nil
-}
-
-func (m *memStore) DeletePublishedBefore(context.Context, time.Time) (int64, error) { return 0, nil }
-
-func (m *memStore) UnpublishedEvents(context.Context) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return int64(len(m.events) - len(m.published)), nil
 }
 
 func (m *memStore) Order(_ context.Context, scope *Scope, id uuid.UUID) (Order, error) {
@@ -1122,7 +1085,7 @@ func isInvalid(err error, field string) bool {
 }
 
 // The event of a finished order says what happened and when, under an id
-// of its own, and wakes the relay.
+// of its own.
 func TestFinishedOrdersWriteTheirEvent(t *testing.T) {
 	ctx := context.Background()
 	eventID := regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
@@ -1137,11 +1100,6 @@ func TestFinishedOrdersWriteTheirEvent(t *testing.T) {
 			got, err := fx.svc.CreateOrder(ctx, in)
 			if err != nil {
 				t.Fatal(err)
-			}
-			select {
-			case <-fx.svc.EventWritten():
-			default:
-				t.Error("the relay was not woken")
 			}
 			if len(fx.store.events) != 1 {
 				t.Fatalf("events %+v, want one", fx.store.events)
@@ -1177,13 +1135,13 @@ func (p *fakePublisher) Publish(_ context.Context, ps []Publication) error {
 	return nil
 }
 
-// PublishEvents hands each event over with its order as GetOrder shows
-// it, and leaves a batch the publisher refused for the next call.
-func TestPublishEventsRetriesWhatFailed(t *testing.T) {
+// PublishEvent hands each event over with its order as GetOrder shows
+// it, and says when the publisher refused it, for it to be tried again.
+func TestPublishEventRetriesWhatFailed(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t, 10_000)
 	pub := &fakePublisher{fail: errors.New("broker down")}
-	fx.svc.outbox, fx.svc.publisher = fx.store, pub
+	fx.svc.publisher = pub
 	completed, err := fx.svc.CreateOrder(ctx, order(fixedPlan, "a"))
 	if err != nil {
 		t.Fatal(err)
@@ -1194,16 +1152,20 @@ func TestPublishEventsRetriesWhatFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	if n, err := fx.svc.PublishEvents(ctx); err == nil || n != 0 {
-		t.Fatalf("PublishEvents with the publisher down = %d, %v; want 0 and its error", n, err)
+	if len(fx.store.events) != 2 {
+		t.Fatalf("events %+v, want two", fx.store.events)
 	}
-	if waiting, _ := fx.svc.UnpublishedEvents(ctx); waiting != 2 {
-		t.Fatalf("%d events waiting after the failure, want 2", waiting)
+
+	for _, e := range fx.store.events {
+		if err := fx.svc.PublishEvent(ctx, e); err == nil || !errors.Is(err, pub.fail) {
+			t.Fatalf("PublishEvent with the publisher down = %v; want its error", err)
+		}
 	}
 	pub.fail = nil
-	if n, err := fx.svc.PublishEvents(ctx); err != nil || n != 2 {
-		t.Fatalf("PublishEvents = %d, %v; want 2", n, err)
+	for _, e := range fx.store.events {
+		if err := fx.svc.PublishEvent(ctx, e); err != nil {
+			t.Fatalf("PublishEvent = %v", err)
+		}
 	}
 	if len(pub.published) != 2 {
 		t.Fatalf("published %+v", pub.published)
@@ -1218,10 +1180,6 @@ func TestPublishEventsRetriesWhatFailed(t *testing.T) {
 				t.Errorf("publication %d eSIM %d = %+v; want it as GetOrder shows it", i, j, e)
 			}
 		}
-	}
-	calls := pub.calls
-	if n, err := fx.svc.PublishEvents(ctx); err != nil || n != 0 || pub.calls != calls {
-		t.Errorf("PublishEvents with nothing waiting = %d, %v, %d calls; want 0 and no call", n, err, pub.calls-calls)
 	}
 }
 

@@ -80,3 +80,15 @@ func (s *Service) Recover(ctx context.Context, olderThan time.Duration) ([]Recov
 	}
 	return out, nil
 }
+
+// WithOrderLocked runs fn under the order's lock, the one its requests and
+// recovery take, unless someone holds it: false then, and fn did not run.
+// The canceller works an order's profiles this way, never at once with
+// the order's own processing. ErrNotFound when there is no such order.
+func (s *Service) WithOrderLocked(ctx context.Context, id uuid.UUID, fn func(context.Context, Locked) error) (bool, error) {
+	o, err := s.store.Order(ctx, nil, id)
+	if err != nil {
+		return false, err
+	}
+	return s.store.WithTryLock(ctx, lockKey(o.Scope, o.IdempotencyKey, o.ID), fn)
+}

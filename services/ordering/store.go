@@ -80,10 +80,10 @@ type Locked interface {
 	DeletePending(ctx context.Context, id uuid.UUID) error
 	// MarkFailing moves a pending order to failing with its error.
 	MarkFailing(ctx context.Context, id uuid.UUID, e OrderError) error
-	// MarkFailed moves a failing order to failed and writes its event to
-	// the outbox, in one transaction.
+	// MarkFailed moves a failing order to failed and writes its event's
+	// publication, in one transaction.
 	MarkFailed(ctx context.Context, id uuid.UUID, e Event) error
 	// Complete stores the eSIMs, moves the pending order to completed and
-	// writes its event to the outbox, in one transaction.
+	// writes its event's publication, in one transaction.
 	Complete(ctx context.Context, id uuid.UUID, esims []Esim, e Event) error
 }

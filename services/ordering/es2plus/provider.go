@@ -68,18 +68,18 @@ type Store interface {
 	ReleaseReservation(ctx context.Context, orderID uuid.UUID, position int32, matchingID, smdpAddress string) error
 	// MarkCancelDue makes every requested, reserved or released profile
 	// of the order due for cancellation, but one whose ICCID another eSIM
-	// has, by anyone but the caller only after lease, and returns them.
-	MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]Reservation, error)
+	// has, and returns them; in the same transaction it has the canceller
+	// (a job, working under the order's lock) give back those the caller
+	// does not.
+	MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string) ([]Reservation, error)
 	// LearnCancelICCID records the ICCID of a cancellation that had none.
 	LearnCancelICCID(ctx context.Context, orderID uuid.UUID, position int32, iccid string) error
-	// ClaimCancellations takes up to limit due cancellations for lease.
-	ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]Reservation, error)
 	// FinishCancellation moves a due cancellation to Cancelled or
 	// CancelRefused.
 	FinishCancellation(ctx context.Context, orderID uuid.UUID, position int32, state ReservationState, lastError string) error
-	// RetryCancellation leaves a due cancellation for another attempt
-	// after backoff.
-	RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string, backoff time.Duration) error
+	// RetryCancellation records a failed attempt of a due cancellation,
+	// which stays due.
+	RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string) error
 }
 
 // ProfileTypes maps plans to the SM-DP+'s profile types: provider
@@ -138,13 +138,8 @@ func (p ProfileTypes) For(plan uuid.UUID) (string, bool) {
 // partner's.
 const partnerMessage = "the live provider refused or did not answer"
 
-// Timings of cancellations.
+// Cancellations.
 const (
-	// cancelLease keeps the canceller off the profiles of an order that
-	// the request failing it is still cancelling.
-	cancelLease = time.Minute
-	// CancelBatch bounds one pass of the canceller.
-	CancelBatch = 50
 	// maxCancelAttempts is how often a refused cancellation is tried
 	// before it is left to an operator: a refusal of a profile the order
 	// does hold is the SM-DP+'s passing fault more often than not.
@@ -162,7 +157,7 @@ const (
 type Provider struct {
 	client *Client
 	// records are the reservations as the holder of an order's lock
-	// writes them, on its connection; records(nil) are the canceller's.
+	// writes them, on its connection.
 	records  func(tx ordering.Locked) Store
 	types    ProfileTypes
 	log      *slog.Logger
@@ -177,7 +172,7 @@ var (
 // Settings tune a Provider.
 type Settings struct {
 	// RetryBackoff is the wait before a cancellation that did not go
-	// through is tried again by CancelDue.
+	// through is tried again by the canceller (CancelDue).
 	RetryBackoff time.Duration
 	// CancelBudget bounds the cancellations a failing order makes itself;
 	// DefaultCancelBudget when zero.
@@ -307,14 +302,21 @@ func (p *Provider) Release(ctx context.Context, tx ordering.Locked, orderID uuid
 // contexts of its own: an order that failed by running out of time must
 // still give back what it holds, and one whose SM-DP+ hangs must not hold
 // its partner's order any longer: what the budget leaves is the
-// canceller's, once the lease of MarkCancelDue ends.
+// canceller's, whose job MarkCancelDue inserted and which waits for the
+// order's lock, which the caller holds.
 func (p *Provider) giveBack(ctx context.Context, store Store, log *slog.Logger, orderID uuid.UUID, reason string) error {
 	record, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
 	defer cancelRecord()
-	due, err := store.MarkCancelDue(record, orderID, reason, cancelLease)
+	due, err := store.MarkCancelDue(record, orderID, reason)
 	if err != nil {
 		return err
 	}
+	p.cancelWithin(ctx, record, store, log, due, true)
+	return nil
+}
+
+// cancelWithin cancels the due profiles for up to the cancel budget.
+func (p *Provider) cancelWithin(ctx, record context.Context, store Store, log *slog.Logger, due []Reservation, first bool) {
 	budget, cancelBudget := context.WithTimeout(context.WithoutCancel(ctx), p.settings.CancelBudget)
 	defer cancelBudget()
 	for i, r := range due {
@@ -323,9 +325,8 @@ func (p *Provider) giveBack(ctx context.Context, store Store, log *slog.Logger, 
 				"left", len(due)-i, "budget", p.settings.CancelBudget.String())
 			break
 		}
-		p.cancel(budget, record, store, log, r, true)
+		p.cancel(budget, record, store, log, r, first)
 	}
-	return nil
 }
 
 // recordBudget bounds the statements that record a failure and its
@@ -383,7 +384,7 @@ func (p *Provider) cancel(ctx, record context.Context, store Store, log *slog.Lo
 
 // retry leaves a cancellation that did not go through for CancelDue.
 func (p *Provider) retry(record context.Context, store Store, log *slog.Logger, r Reservation, err error) {
-	if rerr := store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error()), p.settings.RetryBackoff); rerr != nil {
+	if rerr := store.RetryCancellation(record, r.OrderID, r.Position, truncate(err.Error())); rerr != nil {
 		log.Error("record a cancellation to try again", "error", rerr.Error())
 	}
 	log.Warn("cancelling a profile of a failed order did not go through; it will be tried again",
@@ -400,23 +401,41 @@ func alreadyGone(err error) bool {
 	return errors.As(err, &fe) && fe.SubjectCode == "8.2.1" && (fe.ReasonCode == "3.7" || fe.ReasonCode == "3.9")
 }
 
-// CancelDue tries the cancellations whose earlier attempt ended without an
-// answer, or whose order's request died before trying; it returns how
-// many it tried. Replicas may run it at once: each cancellation is leased
-// to one.
-func (p *Provider) CancelDue(ctx context.Context) (int, error) {
-	store := p.records(nil)
-	due, err := store.ClaimCancellations(ctx, cancelLease, CancelBatch)
+// CancelDue is the canceller's: it tries, for up to the cancel budget,
+// the order's cancellations whose earlier attempt ended without an
+// answer, or whose order's request died before trying, on tx, the
+// holder of the order's lock (so never at once with the order's own
+// attempts); it returns how many are still due, to be tried again after
+// RetryBackoff.
+func (p *Provider) CancelDue(ctx context.Context, tx ordering.Locked, orderID uuid.UUID) (int, error) {
+	store := p.records(tx)
+	held, err := store.Reservations(ctx, orderID)
 	if err != nil {
-		return 0, fmt.Errorf("es2plus: claim due cancellations: %w", err)
+		return 0, fmt.Errorf("es2plus: reservations of order %s: %w", orderID, err)
 	}
-	for _, r := range due {
-		if ctx.Err() != nil {
-			break
+	var due []Reservation
+	for _, r := range held {
+		if r.State == CancelDue {
+			due = append(due, r)
 		}
-		p.cancel(ctx, ctx, store, p.log.With("order_id", r.OrderID.String()), r, false)
 	}
-	return len(due), nil
+	if len(due) == 0 {
+		return 0, nil
+	}
+	record, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
+	defer cancelRecord()
+	p.cancelWithin(ctx, record, store, p.log.With("order_id", orderID.String()), due, false)
+	after, err := store.Reservations(record, orderID)
+	if err != nil {
+		return 0, fmt.Errorf("es2plus: reservations of order %s: %w", orderID, err)
+	}
+	left := 0
+	for _, r := range after {
+		if r.State == CancelDue {
+			left++
+		}
+	}
+	return left, nil
 }
 
 // probeICCID is a well-formed ICCID in the range ITU-T E.118 leaves to

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
+	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
 	"github.com/esimplatform/esim/services/smdp-sim/smdpsimtest"
@@ -24,6 +26,7 @@ import (
 type providerRig struct {
 	t      *testing.T
 	sim    *smdpsimtest.Sim
+	pool   *pgxpool.Pool
 	store  *postgres.Store
 	client *es2plus.Client
 	p      *es2plus.Provider
@@ -32,12 +35,16 @@ type providerRig struct {
 func newProviderRig(t *testing.T, vendors ...smdpsim.Vendor) *providerRig {
 	t.Helper()
 	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "esim-travel:20", Vendors: vendors})
-	store := postgres.NewStore(pgtest.New(t, postgres.Migrations), 0)
+	pool := pgtest.New(t, postgres.Migrations)
+	if err := jobs.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	store := postgres.NewStore(pool, 0)
 	client := clientOf(t, sim, sim.Certs, sim.Certs)
 	records := func(tx ordering.Locked) es2plus.Store { return store.Records(tx) }
 	p := es2plus.NewProvider(client, records, es2plus.ProfileTypes{Default: "esim-travel"}, nil,
 		es2plus.Settings{RetryBackoff: time.Hour, SMDPAddress: "smdp.configured.example"})
-	return &providerRig{t: t, sim: sim, store: store, client: client, p: p}
+	return &providerRig{t: t, sim: sim, pool: pool, store: store, client: client, p: p}
 }
 
 // order stores a pending live order of quantity eSIMs.
@@ -188,5 +195,56 @@ func TestAnOrderFailedAfterIssuingGivesBackAllButTheICCIDInUse(t *testing.T) {
 	r.locked(o.ID, func(ctx context.Context, l ordering.Locked) error { return r.p.Release(ctx, l, o.ID) })
 	if after := r.sim.State(t).Calls; after[es2plus.FunctionCancelOrder]["success"] != calls[es2plus.FunctionCancelOrder]["success"] {
 		t.Errorf("a second release cancelled again: %v, then %v", calls, after)
+	}
+}
+
+// The profiles a failing order could not give back within its budget are
+// the canceller's: its job is written with the cancellations, and each
+// turn of it (CancelDue, under the order's lock) is bounded by the same
+// budget however long the SM-DP+ hangs, so a hanging SM-DP+ holds a
+// worker no longer and other orders waiting in the queue get theirs; the
+// profiles stay due until a turn gives them back.
+func TestTheCancellerGivesBackWhatTheBudgetLeft(t *testing.T) {
+	r := newProviderRig(t)
+	const budget = 300 * time.Millisecond
+	p := es2plus.NewProvider(r.client, func(tx ordering.Locked) es2plus.Store { return r.store.Records(tx) },
+		es2plus.ProfileTypes{Default: "esim-travel"}, nil, es2plus.Settings{CancelBudget: budget, RetryBackoff: time.Hour})
+	o := r.order(2)
+	if _, err := r.issue(o); err != nil {
+		t.Fatal(err)
+	}
+	// The order's own attempt and the canceller's first turn each meet a
+	// hanging cancelOrder.
+	if err := r.sim.Control.AddFault(context.Background(), smdpsim.Fault{Function: "cancelOrder", Mode: smdpsim.ModeHang, Count: 2, Hang: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	r.locked(o.ID, func(ctx context.Context, l ordering.Locked) error { return p.Release(ctx, l, o.ID) })
+	if got := r.held(); got != 2 {
+		t.Fatalf("the SM-DP+ holds %d profiles after the budget ran out, want both", got)
+	}
+	var jobsOfOrder int
+	if err := r.pool.QueryRow(context.Background(), "SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'order_id' = $2",
+		(jobs.CancelProfiles{}).Kind(), o.ID.String()).Scan(&jobsOfOrder); err != nil || jobsOfOrder != 1 {
+		t.Fatalf("%d canceller's jobs for the order (%v), want 1", jobsOfOrder, err)
+	}
+
+	turn := func() (int, time.Duration) {
+		t.Helper()
+		var left int
+		start := time.Now()
+		r.locked(o.ID, func(ctx context.Context, l ordering.Locked) (err error) {
+			left, err = p.CancelDue(ctx, l, o.ID)
+			return err
+		})
+		return left, time.Since(start)
+	}
+	if left, took := turn(); left != 2 || took > budget+2*time.Second {
+		t.Errorf("a turn against a hanging SM-DP+ left %d due after %s; want 2, within about the budget (%s)", left, took, budget)
+	}
+	if left, _ := turn(); left != 0 {
+		t.Errorf("a turn with the SM-DP+ back left %d due, want 0", left)
+	}
+	if got := r.held(); got != 0 {
+		t.Errorf("the SM-DP+ still holds %d profiles of the failed order", got)
 	}
 }

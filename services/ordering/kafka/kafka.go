@@ -1,5 +1,5 @@
 // Package kafka publishes ordering's events to Kafka: the
-// ordering.Publisher of the outbox relay.
+// ordering.Publisher of the publication jobs (package jobs).
 package kafka
 
 import (
@@ -54,8 +54,8 @@ func NewPublisher(cfg libkafka.Config, topic string, tp trace.TracerProvider) *P
 // the connection and never answers is tried again, not waited for.
 const topicTimeout = 10 * time.Second
 
-// EnsureTopic creates the topic unless it exists. The relay calls it
-// before its first publication rather than the server at start, so that
+// EnsureTopic creates the topic unless it exists. The publication jobs
+// call it before their first publication rather than the server at start, so that
 // ordering starts, and takes orders, while Kafka is down.
 func (p *Publisher) EnsureTopic(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, topicTimeout)

@@ -203,7 +203,7 @@ func Unavailable(w http.ResponseWriter) {
 }
 
 // Config is ordering's configuration against d, on a fresh database, as
-// the platform sets it, with the test tokens: the recovery loop waits an
+// the platform sets it, with the test tokens: the recovery scan waits an
 // hour before it takes an order, so that only tests that mean to see it
 // at work (and shorten RecoveryAfter) do, and an account's orders in
 // flight are not capped below the replica's, so that only tests of the

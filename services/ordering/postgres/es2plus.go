@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/esimplatform/esim/services/ordering/es2plus"
 	"github.com/esimplatform/esim/services/ordering/postgres/db"
@@ -26,7 +26,7 @@ func (r *Records) Reservations(ctx context.Context, orderID uuid.UUID) ([]es2plu
 	}
 	out := make([]es2plus.Reservation, len(rows))
 	for i, r := range rows {
-		out[i] = reservation(db.ClaimES2PlusCancellationsRow(r))
+		out[i] = reservation(r)
 	}
 	return out, nil
 }
@@ -63,28 +63,27 @@ func (r *Records) ReleaseReservation(ctx context.Context, orderID uuid.UUID, pos
 	return affectedOne(n, err, "release reservation")
 }
 
-// MarkCancelDue implements es2plus.Store.
-func (r *Records) MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string, lease time.Duration) ([]es2plus.Reservation, error) {
-	rows, err := r.q.MarkES2PlusCancelDue(ctx, db.MarkES2PlusCancelDueParams{OrderID: orderID, Reason: reason, LeaseMs: lease.Milliseconds()})
+// MarkCancelDue implements es2plus.Store: the reservations and the
+// canceller's job in one transaction, the job only when a profile became
+// due (a failing order resumed again marks none).
+func (r *Records) MarkCancelDue(ctx context.Context, orderID uuid.UUID, reason string) ([]es2plus.Reservation, error) {
+	var out []es2plus.Reservation
+	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+		rows, err := r.q.WithTx(tx).MarkES2PlusCancelDue(ctx, db.MarkES2PlusCancelDueParams{OrderID: orderID, Reason: reason})
+		if err != nil {
+			return fmt.Errorf("mark reservations due for cancellation: %w", err)
+		}
+		out = make([]es2plus.Reservation, len(rows))
+		for i, r := range rows {
+			out[i] = reservation(db.ES2PlusReservationsRow(r))
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		return r.jobs.CancelProfilesTx(ctx, tx, orderID)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("mark reservations due for cancellation: %w", err)
-	}
-	out := make([]es2plus.Reservation, len(rows))
-	for i, r := range rows {
-		out[i] = reservation(db.ClaimES2PlusCancellationsRow(r))
-	}
-	return out, nil
-}
-
-// ClaimCancellations implements es2plus.Store.
-func (r *Records) ClaimCancellations(ctx context.Context, lease time.Duration, limit int32) ([]es2plus.Reservation, error) {
-	rows, err := r.q.ClaimES2PlusCancellations(ctx, db.ClaimES2PlusCancellationsParams{LeaseMs: lease.Milliseconds(), MaxRows: limit})
-	if err != nil {
-		return nil, fmt.Errorf("claim cancellations: %w", err)
-	}
-	out := make([]es2plus.Reservation, len(rows))
-	for i, r := range rows {
-		out[i] = reservation(r)
+		return nil, err
 	}
 	return out, nil
 }
@@ -103,8 +102,8 @@ func (r *Records) FinishCancellation(ctx context.Context, orderID uuid.UUID, pos
 }
 
 // RetryCancellation implements es2plus.Store.
-func (r *Records) RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string, backoff time.Duration) error {
-	n, err := r.q.RetryES2PlusCancellation(ctx, db.RetryES2PlusCancellationParams{OrderID: orderID, Position: position, LastError: lastError, BackoffMs: backoff.Milliseconds()})
+func (r *Records) RetryCancellation(ctx context.Context, orderID uuid.UUID, position int32, lastError string) error {
+	n, err := r.q.RetryES2PlusCancellation(ctx, db.RetryES2PlusCancellationParams{OrderID: orderID, Position: position, LastError: lastError})
 	return affectedOne(n, err, "retry cancellation")
 }
 
@@ -118,7 +117,7 @@ func affectedOne(n int64, err error, doing string) error {
 	return nil
 }
 
-func reservation(r db.ClaimES2PlusCancellationsRow) es2plus.Reservation {
+func reservation(r db.ES2PlusReservationsRow) es2plus.Reservation {
 	out := es2plus.Reservation{
 		OrderID: r.OrderID, Position: r.Position, State: es2plus.ReservationState(r.State),
 		CancelAttempts: r.CancelAttempts,

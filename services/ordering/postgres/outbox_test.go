@@ -3,10 +3,8 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/jobs"
 )
 
 // tracedContext carries a sampled remote span, as a request's context
@@ -33,7 +32,7 @@ func tracedContext(t *testing.T) (context.Context, trace.SpanContext) {
 	return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
 }
 
-// stored is an order's outbox row.
+// stored is the publication of an order's event, as a River job.
 type stored struct {
 	EventID, Type string
 	CreatedAt     time.Time
@@ -41,11 +40,12 @@ type stored struct {
 	Sent          bool
 }
 
-// outboxRows returns the order's outbox rows.
+// outboxRows returns the publications of the order's events.
 func outboxRows(t *testing.T, pool *pgxpool.Pool, orderID uuid.UUID) []stored {
 	t.Helper()
 	rows, err := pool.Query(context.Background(),
-		"SELECT event_id, type, created_at, trace_context, sent_at IS NOT NULL FROM outbox WHERE order_id = $1 ORDER BY seq", orderID)
+		`SELECT args->>'event_id', args->>'type', (args->>'created_at')::timestamptz, args->'trace_context', state = 'completed'
+		FROM river_job WHERE kind = $1 AND args->>'order_id' = $2 ORDER BY id`, jobs.KindPublishEvent, orderID.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,8 @@ func watchStatusAndEvent(t *testing.T, pool *pgxpool.Pool, orderID uuid.UUID, st
 			var status string
 			var event bool
 			err := pool.QueryRow(context.Background(),
-				"SELECT status, EXISTS (SELECT 1 FROM outbox WHERE order_id = o.id) FROM orders o WHERE id = $1", orderID).Scan(&status, &event)
+				"SELECT status, EXISTS (SELECT 1 FROM river_job WHERE kind = $2 AND args->>'order_id' = o.id::text) FROM orders o WHERE id = $1",
+				orderID, jobs.KindPublishEvent).Scan(&status, &event)
 			if err != nil {
 				t.Error(err)
 				return
@@ -185,100 +186,39 @@ func TestFinalStatusAndEventCommitTogether(t *testing.T) {
 	})
 }
 
-// RelayEvents publishes oldest first, marks what was published, leaves
-// what failed, and never hands an event one relay holds to another.
-func TestRelayEventsClaimsEachEventOnce(t *testing.T) {
+// The publications wait in River's events queue, due at once and in the
+// order written, which River fetches them in (priority, then scheduled
+// time, then id): oldest first, each job locked by the one worker that
+// fetched it.
+func TestEventsWaitOldestFirst(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	var written []uuid.UUID
 	for i := range 3 {
 		written = append(written, complete(t, s, insert(t, s, newOrder(acme, "k"+string(rune('a'+i)), at(0)))).ID)
 	}
-	orderIDs := func(events []ordering.OutboxEvent) []uuid.UUID {
-		var ids []uuid.UUID
-		for _, e := range events {
-			ids = append(ids, e.OrderID)
+	rows, err := pool.Query(ctx, `SELECT args->>'order_id', queue, state, scheduled_at <= now() FROM river_job
+		WHERE kind = $1 ORDER BY priority, scheduled_at, id`, jobs.KindPublishEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []uuid.UUID
+	for rows.Next() {
+		var id, queue, state string
+		var due bool
+		if err := rows.Scan(&id, &queue, &state, &due); err != nil {
+			t.Fatal(err)
 		}
-		return ids
-	}
-
-	if n, err := s.RelayEvents(ctx, 10, func(context.Context, []ordering.OutboxEvent) error { return errors.New("broker down") }); err == nil || n != 0 {
-		t.Fatalf("RelayEvents with publish failing = %d, %v", n, err)
-	}
-	if n, err := s.UnpublishedEvents(ctx); err != nil || n != 3 {
-		t.Fatalf("UnpublishedEvents after a failure = %d, %v; want 3", n, err)
-	}
-
-	// A holds the two oldest while B relays: B gets the third alone.
-	holding, release := make(chan []ordering.OutboxEvent), make(chan struct{})
-	var wg sync.WaitGroup
-	var aN int
-	var aErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		aN, aErr = s.RelayEvents(ctx, 2, func(_ context.Context, events []ordering.OutboxEvent) error {
-			holding <- events
-			<-release
-			return nil
-		})
-	}()
-	a := <-holding
-	var b []ordering.OutboxEvent
-	bN, err := s.RelayEvents(ctx, 10, func(_ context.Context, events []ordering.OutboxEvent) error {
-		b = events
-		return nil
-	})
-	close(release)
-	wg.Wait()
-	if aErr != nil || aN != 2 || err != nil || bN != 1 {
-		t.Fatalf("relays published %d (%v) and %d (%v); want 2 and 1", aN, aErr, bN, err)
-	}
-	if got := orderIDs(a); !slices.Equal(got, written[:2]) {
-		t.Errorf("the first relay got the events of %v; want the oldest two, %v", got, written[:2])
-	}
-	if got := orderIDs(b); !slices.Equal(got, written[2:]) {
-		t.Errorf("the second relay got the events of %v; want the one left, %v", got, written[2:])
-	}
-	rows := outboxRows(t, pool, written[0])
-	if len(rows) != 1 || !rows[0].Sent || a[0].ID != rows[0].EventID || a[0].Type != ordering.EventOrderCompleted || !a[0].CreatedAt.Equal(rows[0].CreatedAt) {
-		t.Errorf("the first event as relayed %+v, as stored %+v", a[0], rows)
-	}
-	if n, err := s.UnpublishedEvents(ctx); err != nil || n != 0 {
-		t.Errorf("UnpublishedEvents = %d, %v; want 0", n, err)
-	}
-	if n, err := s.RelayEvents(ctx, 10, func(context.Context, []ordering.OutboxEvent) error {
-		t.Error("publish called with nothing to publish")
-		return nil
-	}); err != nil || n != 0 {
-		t.Errorf("RelayEvents with nothing waiting = %d, %v", n, err)
-	}
-}
-
-// Only events published before the retention's limit go; those waiting
-// stay however old.
-func TestDeletePublishedBefore(t *testing.T) {
-	ctx := context.Background()
-	s, pool := newStore(t)
-	old := complete(t, s, insert(t, s, newOrder(acme, "old", at(0))))
-	recent := complete(t, s, insert(t, s, newOrder(acme, "recent", at(0))))
-	if _, err := s.RelayEvents(ctx, 10, func(context.Context, []ordering.OutboxEvent) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	waiting := complete(t, s, insert(t, s, newOrder(acme, "waiting", at(0))))
-	if _, err := pool.Exec(ctx, "UPDATE outbox SET sent_at = now() - interval '8 days' WHERE order_id = $1", old.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "UPDATE outbox SET created_at = now() - interval '30 days'"); err != nil {
-		t.Fatal(err)
-	}
-	n, err := s.DeletePublishedBefore(ctx, time.Now().Add(-7*24*time.Hour))
-	if err != nil || n != 1 {
-		t.Fatalf("DeletePublishedBefore = %d, %v; want 1", n, err)
-	}
-	for id, want := range map[uuid.UUID]int{old.ID: 0, recent.ID: 1, waiting.ID: 1} {
-		if got := len(outboxRows(t, pool, id)); got != want {
-			t.Errorf("order %s has %d outbox rows, want %d", id, got, want)
+		if queue != "events" || state != "available" || !due {
+			t.Errorf("the publication of order %s is in queue %s, %s, due %t; want events, available, due", id, queue, state, due)
 		}
+		got = append(got, uuid.MustParse(id))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, written) {
+		t.Errorf("publications in fetch order: %v; want the order written, %v", got, written)
 	}
 }

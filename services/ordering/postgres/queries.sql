@@ -34,9 +34,6 @@ WHERE account_id = $1 AND environment = $2 AND idempotency_key = sqlc.arg(idempo
 -- name: OrderByID :one
 SELECT * FROM orders WHERE id = $1;
 
--- name: OrdersByIDs :many
-SELECT * FROM orders WHERE id = ANY(sqlc.arg(ids)::uuid[]);
-
 -- name: OrderInScope :one
 SELECT * FROM orders
 WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
@@ -63,30 +60,15 @@ SET status = 'failing', error_code = sqlc.arg(error_code)::text, error_message =
 WHERE id = sqlc.arg(id) AND status = 'pending';
 
 -- name: MarkOrderFailed :execrows
--- The status and the event in one statement, which is one transaction: no
--- moment shows the order failed without its event. No row (0) when the
--- order was not failing.
-WITH failed AS (
-    UPDATE orders SET status = 'failed', updated_at = now()
-    WHERE id = sqlc.arg(id) AND status = 'failing'
-    RETURNING id
-)
-INSERT INTO outbox (event_id, type, order_id, created_at, trace_context)
-SELECT sqlc.arg(event_id)::text, sqlc.arg(event_type)::text, failed.id, sqlc.arg(event_created_at)::timestamptz,
-       sqlc.arg(trace_context)::jsonb
-FROM failed;
+-- No row (0) when the order was not failing. Its event's publication is
+-- inserted in the same transaction.
+UPDATE orders SET status = 'failed', updated_at = now()
+WHERE id = sqlc.arg(id) AND status = 'failing';
 
 -- name: MarkOrderCompleted :execrows
 -- As MarkOrderFailed, within the transaction that inserts the eSIMs.
-WITH completed AS (
-    UPDATE orders SET status = 'completed', updated_at = now()
-    WHERE id = sqlc.arg(id) AND status = 'pending'
-    RETURNING id
-)
-INSERT INTO outbox (event_id, type, order_id, created_at, trace_context)
-SELECT sqlc.arg(event_id)::text, sqlc.arg(event_type)::text, completed.id, sqlc.arg(event_created_at)::timestamptz,
-       sqlc.arg(trace_context)::jsonb
-FROM completed;
+UPDATE orders SET status = 'completed', updated_at = now()
+WHERE id = sqlc.arg(id) AND status = 'pending';
 
 -- name: InsertEsims :execrows
 -- An order's eSIMs in one prepared statement, one array per column, with
@@ -180,24 +162,3 @@ SELECT * FROM orders
 WHERE status IN ('pending', 'failing') AND created_at < sqlc.arg(created_before)::timestamptz
 ORDER BY created_at, id
 LIMIT sqlc.arg(row_limit)::integer;
-
--- name: ClaimOutboxEvents :many
--- Rows another relay has claimed are skipped, not waited for: replicas
--- relay side by side, each its own rows, and a row claimed and published
--- is marked sent before its lock goes, so no relay publishes it again.
-SELECT seq, event_id, type, order_id, created_at, trace_context FROM outbox
-WHERE sent_at IS NULL
-ORDER BY seq
-LIMIT sqlc.arg(row_limit)::integer
-FOR UPDATE SKIP LOCKED;
-
--- name: MarkOutboxSent :execrows
--- clock_timestamp, not now(): the claim's transaction began before the
--- publication.
-UPDATE outbox SET sent_at = clock_timestamp() WHERE seq = ANY(sqlc.arg(seqs)::bigint[]);
-
--- name: DeleteSentOutbox :execrows
-DELETE FROM outbox WHERE sent_at < sqlc.arg(sent_before)::timestamptz;
-
--- name: CountUnsentOutbox :one
-SELECT count(*) FROM outbox WHERE sent_at IS NULL;

@@ -6,7 +6,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,15 +24,18 @@ import (
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
+	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres/db"
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 )
 
-// Store implements ordering.Store and ordering.Outbox; Records keeps the
-// providers'.
+// Store implements ordering.Store; Records keeps the providers'.
 type Store struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
+	// jobs writes the jobs an order's change makes due (its event's
+	// publication) in the change's transaction.
+	jobs *jobs.Inserter
 	// holders bounds the lock holders of this replica, each on a
 	// connection of its own for its whole order: the rest of the pool
 	// stays for reads and the background loops, whatever the orders in
@@ -44,10 +46,7 @@ type Store struct {
 	released waitList
 }
 
-var (
-	_ ordering.Store  = (*Store)(nil)
-	_ ordering.Outbox = (*Store)(nil)
-)
+var _ ordering.Store = (*Store)(nil)
 
 // NewStore returns a Store over pool whose lock holders use at most
 // maxHolders of its connections at once (0: DefaultMaxHolders); the pool
@@ -56,7 +55,13 @@ func NewStore(pool *pgxpool.Pool, maxHolders int) *Store {
 	if maxHolders <= 0 {
 		maxHolders = DefaultMaxHolders
 	}
-	return &Store{pool: pool, q: db.New(pool), holders: make(chan struct{}, maxHolders), released: waitList{m: map[string]*waiters{}}}
+	inserter, err := jobs.NewInserter(pool)
+	if err != nil {
+		// River refuses only a bad configuration, and an inserter's is
+		// empty.
+		panic(err)
+	}
+	return &Store{pool: pool, q: db.New(pool), jobs: inserter, holders: make(chan struct{}, maxHolders), released: waitList{m: map[string]*waiters{}}}
 }
 
 // DefaultMaxConns is the pool size WithPoolDefaults sets where the
@@ -69,9 +74,9 @@ const DefaultMaxConns = DefaultMaxHolders + ReservedConns
 // configured otherwise.
 const DefaultMaxHolders = 16
 
-// ReservedConns is the least a pool keeps beside its lock holders: reads,
-// the relay, the recovery scan and the canceller never wait behind
-// orders.
+// ReservedConns is the least a pool keeps beside its lock holders: reads
+// and River's jobs (publications, the recovery pass, the canceller; its
+// listener holds one for good) never wait behind orders.
 const ReservedConns = 8
 
 // keepalive settings a session starts with unless the URL names them.
@@ -201,7 +206,7 @@ func (s *Store) tryLock(ctx context.Context, key string, wait bool, fn func(cont
 		unlock(conn)
 		s.released.wake(key)
 	}()
-	return true, fn(ctx, &lockHolder{conn: conn, q: q})
+	return true, fn(ctx, &lockHolder{conn: conn, q: q, jobs: s.jobs})
 }
 
 // unlock releases every advisory lock of the holder's session, the
@@ -274,7 +279,14 @@ func (l *waitList) wake(key string) {
 
 // Records are the providers' records (sandbox allocations, ES2+
 // reservations) on one connection: a lock holder's, or the pool's.
-type Records struct{ q *db.Queries }
+type Records struct {
+	q *db.Queries
+	// conn begins the transactions that write jobs with the records.
+	conn interface {
+		Begin(ctx context.Context) (pgx.Tx, error)
+	}
+	jobs *jobs.Inserter
+}
 
 var (
 	_ sandbox.Store = (*Records)(nil)
@@ -283,23 +295,24 @@ var (
 
 // Records returns the providers' records on tx's connection, tx being the
 // holder of an order's lock that WithLock handed out, so that they are
-// written as the order moves; on the pool for nil (the canceller, which
-// holds no order).
+// written as the order moves; on the pool for nil (tests, which hold no
+// order).
 func (s *Store) Records(tx ordering.Locked) *Records {
 	if tx == nil {
-		return &Records{q: s.q}
+		return &Records{q: s.q, conn: s.pool, jobs: s.jobs}
 	}
 	h, ok := tx.(*lockHolder)
 	if !ok {
 		panic(fmt.Sprintf("postgres: Records of a %T, not a holder of this store's lock", tx))
 	}
-	return &Records{q: h.q}
+	return &Records{q: h.q, conn: h.conn, jobs: h.jobs}
 }
 
 // lockHolder implements ordering.Locked on the lock's connection.
 type lockHolder struct {
 	conn *pgxpool.Conn
 	q    *db.Queries
+	jobs *jobs.Inserter
 }
 
 // ClaimInFlight implements ordering.Locked with one of max advisory locks
@@ -384,22 +397,24 @@ func (l *lockHolder) MarkFailing(ctx context.Context, id uuid.UUID, e ordering.O
 	return oneRow(l.q.MarkOrderFailing(ctx, db.MarkOrderFailingParams{ID: id, ErrorCode: e.Code, ErrorMessage: e.Message}))("mark order failing")
 }
 
-// MarkFailed implements ordering.Locked: the status and the event in one
-// statement, which is a transaction of its own.
+// MarkFailed implements ordering.Locked: the status and the event's
+// publication in one transaction.
 func (l *lockHolder) MarkFailed(ctx context.Context, id uuid.UUID, e ordering.Event) error {
-	return oneRow(l.q.MarkOrderFailed(ctx, db.MarkOrderFailedParams{
-		ID: id, EventID: e.ID, EventType: string(e.Type), EventCreatedAt: e.CreatedAt, TraceContext: traceContext(ctx),
-	}))("mark order failed")
+	return pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
+		if err := oneRow(l.q.WithTx(tx).MarkOrderFailed(ctx, id))("mark order failed"); err != nil {
+			return err
+		}
+		return l.jobs.PublishEventTx(ctx, tx, e, traceContext(ctx))
+	})
 }
 
 // traceContext is ctx's trace context as the propagators write it into
-// message headers, in JSON: the event's publication, long after ctx is
-// gone, continues its trace.
-func traceContext(ctx context.Context) []byte {
+// message headers: the event's publication, long after ctx is gone,
+// continues its trace.
+func traceContext(ctx context.Context) map[string]string {
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
-	b, _ := json.Marshal(carrier) // a map of strings always encodes
-	return b
+	return carrier
 }
 
 // Complete implements ordering.Locked: the eSIMs, the status and the event
@@ -437,9 +452,10 @@ func (l *lockHolder) Complete(ctx context.Context, id uuid.UUID, esims []orderin
 		if n != int64(len(esims)) {
 			return notFound(pgx.ErrNoRows, "select order to complete")
 		}
-		return oneRow(q.MarkOrderCompleted(ctx, db.MarkOrderCompletedParams{
-			ID: id, EventID: e.ID, EventType: string(e.Type), EventCreatedAt: e.CreatedAt, TraceContext: traceContext(ctx),
-		}))("mark order completed")
+		if err := oneRow(q.MarkOrderCompleted(ctx, id))("mark order completed"); err != nil {
+			return err
+		}
+		return l.jobs.PublishEventTx(ctx, tx, e, traceContext(ctx))
 	})
 }
 
@@ -661,105 +677,6 @@ func (s *Store) UnfinishedOrders(ctx context.Context, createdBefore time.Time, l
 		orders[i] = order(r)
 	}
 	return orders, nil
-}
-
-// RelayEvents implements ordering.Outbox: the claim is a transaction
-// holding the rows' locks (FOR UPDATE SKIP LOCKED) across publish, which
-// another relay's claim skips.
-func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context.Context, []ordering.OutboxEvent) error) (int, error) {
-	var published int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		rows, err := q.ClaimOutboxEvents(ctx, int32(limit))
-		if err != nil {
-			return fmt.Errorf("claim outbox events: %w", err)
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		orders, err := ordersByID(ctx, q, rows)
-		if err != nil {
-			return err
-		}
-		events := make([]ordering.OutboxEvent, len(rows))
-		seqs := make([]int64, len(rows))
-		for i, r := range rows {
-			o, found := orders[r.OrderID]
-			if !found {
-				// The schema's foreign key makes it unreachable.
-				return fmt.Errorf("outbox event %s: order %s not found", r.EventID, r.OrderID)
-			}
-			var tc map[string]string
-			// The schema keeps it an object; one of another shape (a
-			// writer that skipped the store) leaves the event untraced,
-			// never unpublished.
-			_ = json.Unmarshal(r.TraceContext, &tc)
-			events[i] = ordering.OutboxEvent{
-				Event: ordering.Event{ID: r.EventID, Type: ordering.EventType(r.Type), OrderID: r.OrderID,
-					CreatedAt: r.CreatedAt.UTC()},
-				TraceContext: tc,
-				Order:        o,
-			}
-			seqs[i] = r.Seq
-		}
-		if err := publish(ctx, events); err != nil {
-			return err
-		}
-		if _, err := q.MarkOutboxSent(ctx, seqs); err != nil {
-			return fmt.Errorf("mark outbox events sent: %w", err)
-		}
-		published = len(rows)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return published, nil
-}
-
-// ordersByID reads the orders of claimed outbox rows with their eSIMs,
-// in two statements whatever the batch.
-func ordersByID(ctx context.Context, q *db.Queries, rows []db.ClaimOutboxEventsRow) (map[uuid.UUID]ordering.Order, error) {
-	ids := make([]uuid.UUID, len(rows))
-	for i, r := range rows {
-		ids[i] = r.OrderID
-	}
-	found, err := q.OrdersByIDs(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("select the events' orders: %w", err)
-	}
-	esims, err := q.EsimsOfOrders(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("select the events' eSIMs: %w", err)
-	}
-	orders := make(map[uuid.UUID]ordering.Order, len(found))
-	for _, r := range found {
-		orders[r.ID] = order(r)
-	}
-	for _, e := range esims {
-		o := orders[e.OrderID]
-		o.Esims = append(o.Esims, esim(e))
-		orders[e.OrderID] = o
-	}
-	return orders, nil
-}
-
-// DeletePublishedBefore implements ordering.Outbox.
-func (s *Store) DeletePublishedBefore(ctx context.Context, t time.Time) (int64, error) {
-	n, err := s.q.DeleteSentOutbox(ctx, t)
-	if err != nil {
-		return 0, fmt.Errorf("delete sent outbox events: %w", err)
-	}
-	return n, nil
-}
-
-// UnpublishedEvents implements ordering.Outbox.
-func (s *Store) UnpublishedEvents(ctx context.Context) (int64, error) {
-	n, err := s.q.CountUnsentOutbox(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("count unsent outbox events: %w", err)
-	}
-	return n, nil
 }
 
 // notFound turns "no row" into the domain's ErrNotFound and wraps anything

@@ -21,6 +21,7 @@ import (
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 )
@@ -34,6 +35,9 @@ func records(s *postgres.Store) func(ordering.Locked) sandbox.Store {
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, postgres.Migrations)
+	if err := jobs.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
 	return postgres.NewStore(pool, 0), pool
 }
 
@@ -784,11 +788,6 @@ func TestSchemaConstraints(t *testing.T) {
 		"an order whose total is not unit x quantity": {"INSERT INTO orders (id, account_id, environment, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 3, 0, 'USD', 100, 200, 'pending', now())", []any{uuid.New(), acme.AccountID}},
 		"a free order":                                {"INSERT INTO orders (id, account_id, environment, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 1, 0, 'USD', 0, 0, 'pending', now())", []any{uuid.New(), acme.AccountID}},
 		"a key with a newline":                        {"INSERT INTO orders (id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', E'a\\nb', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 1, 0, 'USD', 1, 1, 'pending', now())", []any{uuid.New(), acme.AccountID}},
-		"an event id that is no evt_ id":              {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_1', 'order.failed', $1, now())", []any{pending.ID}},
-		"an event of an unknown type":                 {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_' || md5('x'), 'order.shipped', $1, now())", []any{pending.ID}},
-		"a second event of an order":                  {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_' || md5('x'), 'order.completed', $1, now())", []any{done.ID}},
-		"an event of no order":                        {"INSERT INTO outbox (event_id, type, order_id, created_at) VALUES ('evt_' || md5('x'), 'order.failed', $1, now())", []any{uuid.New()}},
-		"a trace context that is no object":           {"INSERT INTO outbox (event_id, type, order_id, created_at, trace_context) VALUES ('evt_' || md5('x'), 'order.failed', $1, now(), '[]')", []any{pending.ID}},
 		"a failed order without error":                {"INSERT INTO orders (id, account_id, environment, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, status, created_at) VALUES ($1, $2, 'sandbox', sha256('x'), gen_random_uuid(), 'x', false, false, 1, 1, 1, 0, 'USD', 1, 1, 'failed', now())", []any{uuid.New(), acme.AccountID}},
 	} {
 		t.Run(name, func(t *testing.T) {

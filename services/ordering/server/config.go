@@ -74,24 +74,25 @@ type Config struct {
 	// InFlightPerAccount caps the orders of one account and environment
 	// in flight across replicas: past it, rate_limited.
 	InFlightPerAccount int `env:"ORDERS_IN_FLIGHT_PER_ACCOUNT, default=8"`
-	// RecoveryInterval is how often the recovery loop looks for orders
-	// left unfinished, and RecoveryAfter how old an unfinished order must
-	// be for it to take it: a younger one is left to its caller's retry.
+	// RecoveryInterval is how often the recovery scan (a River periodic
+	// job) looks for orders left unfinished, and RecoveryAfter how old an
+	// unfinished order must be for it to take it: a younger one is left to
+	// its caller's retry.
 	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL, default=10s"`
 	RecoveryAfter    time.Duration `env:"RECOVERY_AFTER, default=1m"`
 	// Kafka is where the events of finished orders go (KAFKA_BROKERS,
 	// KAFKA_TOPIC_PARTITIONS, KAFKA_REPLICATION_FACTOR). Orders never
-	// wait for it: the outbox keeps their events while it is down.
+	// wait for it: their events wait as River jobs while it is down.
 	Kafka kafka.Config
-	// KafkaTopic is the topic of order events, which the relay creates
-	// unless it exists.
+	// KafkaTopic is the topic of order events, created before the first
+	// publication unless it exists.
 	KafkaTopic string `env:"KAFKA_TOPIC, default=esim.orders.v1"`
-	// RelayInterval is how often the relay looks for events it was not
-	// woken for: another replica's, a crashed one's, or those an outage
-	// kept waiting.
+	// RelayInterval is how often River's queues look for jobs they were
+	// not notified of (an order's event is published at once, on the
+	// notification of its insert).
 	RelayInterval time.Duration `env:"RELAY_INTERVAL, default=1s"`
-	// OutboxRetention is how long published events stay in the outbox,
-	// for inspection, before the relay deletes them.
+	// OutboxRetention is how long finished jobs (published events) stay
+	// in river_job, for inspection, before River's cleaner deletes them.
 	OutboxRetention time.Duration `env:"OUTBOX_RETENTION, default=168h"`
 	Telemetry       telemetry.Config
 }
@@ -202,12 +203,14 @@ type SMDPConfig struct {
 	// ProfileTypes maps plans to the SM-DP+'s profile types:
 	// "*=<type>" for every plan, then "<plan id>=<type>" exceptions.
 	ProfileTypes string `env:"SMDP_PROFILE_TYPES"`
-	// CancelInterval is how often cancellations of failed orders' profiles
-	// that ended without an answer are tried again.
+	// CancelInterval is the wait before cancellations of failed orders'
+	// profiles that ended without an answer are tried again (the
+	// canceller's River job snoozes that long).
 	CancelInterval time.Duration `env:"SMDP_CANCEL_INTERVAL, default=30s"`
 	// CancelBudget bounds how long a failing order gives back its
-	// profiles itself; what is left goes to the canceller (every
-	// SMDP_CANCEL_INTERVAL), so a failed order is refunded promptly.
+	// profiles itself, and the canceller each order in turn; what is left
+	// goes to the canceller (every SMDP_CANCEL_INTERVAL), so a failed
+	// order is refunded promptly.
 	CancelBudget time.Duration `env:"SMDP_CANCEL_BUDGET, default=5s"`
 	// Address is the SM-DP+ address of activation codes when confirmOrder
 	// answers none (SGP.22 makes it optional); empty: SMDP_URL's host.

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering"
@@ -48,30 +46,4 @@ func newLiveProvider(cfg SMDPConfig, client *es2plus.Client, store *postgres.Sto
 		RetryBackoff: cfg.CancelInterval, CancelBudget: cfg.CancelBudget,
 		SMDPAddress: cfg.address(), ConfirmationCodes: codes,
 	}), nil
-}
-
-// cancelLoop gives back, every interval, the profiles of failed live
-// orders whose cancellation ended without an answer. Every replica runs
-// one; each cancellation is leased to one of them.
-func (s *Server) cancelLoop(ctx context.Context, live *es2plus.Provider, interval time.Duration) {
-	defer s.loops.Done()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		// A full batch means more are due: go on without waiting.
-		for {
-			n, err := live.CancelDue(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "cancellation pass failed", "err", err)
-			}
-			if err != nil || n < es2plus.CancelBatch || ctx.Err() != nil {
-				break
-			}
-		}
-	}
 }

@@ -32,71 +32,6 @@ func (q *Queries) AddES2PlusReservation(ctx context.Context, arg AddES2PlusReser
 	return result.RowsAffected(), nil
 }
 
-const claimES2PlusCancellations = `-- name: ClaimES2PlusCancellations :many
-UPDATE es2plus_reservations r
-SET next_attempt_at = now() + $1::bigint * interval '1 millisecond', updated_at = now()
-FROM (
-    SELECT order_id, position FROM es2plus_reservations
-    WHERE state = 'cancel_due' AND next_attempt_at <= now()
-    ORDER BY next_attempt_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-) due
-WHERE r.order_id = due.order_id AND r.position = due.position
-RETURNING r.order_id, r.position, r.iccid, r.state, r.matching_id, r.smdp_address, r.cancel_attempts, r.last_error, r.call_id, r.profile_type
-`
-
-type ClaimES2PlusCancellationsParams struct {
-	LeaseMs int64
-	MaxRows int32
-}
-
-type ClaimES2PlusCancellationsRow struct {
-	OrderID        uuid.UUID
-	Position       int32
-	Iccid          *string
-	State          string
-	MatchingID     *string
-	SmdpAddress    *string
-	CancelAttempts int32
-	LastError      *string
-	CallID         *string
-	ProfileType    *string
-}
-
-// Takes the due cancellations under a lease, so that replicas never send
-// one at once; a canceller that dies lets the lease run out.
-func (q *Queries) ClaimES2PlusCancellations(ctx context.Context, arg ClaimES2PlusCancellationsParams) ([]ClaimES2PlusCancellationsRow, error) {
-	rows, err := q.db.Query(ctx, claimES2PlusCancellations, arg.LeaseMs, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ClaimES2PlusCancellationsRow
-	for rows.Next() {
-		var i ClaimES2PlusCancellationsRow
-		if err := rows.Scan(
-			&i.OrderID,
-			&i.Position,
-			&i.Iccid,
-			&i.State,
-			&i.MatchingID,
-			&i.SmdpAddress,
-			&i.CancelAttempts,
-			&i.LastError,
-			&i.CallID,
-			&i.ProfileType,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const eS2PlusReservations = `-- name: ES2PlusReservations :many
 SELECT order_id, position, iccid, state, matching_id, smdp_address, cancel_attempts, last_error, call_id, profile_type
 FROM es2plus_reservations
@@ -151,7 +86,7 @@ func (q *Queries) ES2PlusReservations(ctx context.Context, orderID uuid.UUID) ([
 const finishES2PlusCancellation = `-- name: FinishES2PlusCancellation :execrows
 UPDATE es2plus_reservations
 SET state = $3, cancel_attempts = cancel_attempts + 1, last_error = $4,
-    next_attempt_at = NULL, updated_at = now()
+    updated_at = now()
 WHERE order_id = $1 AND position = $2 AND state = 'cancel_due'
 `
 
@@ -217,14 +152,13 @@ func (q *Queries) LearnES2PlusCancelICCID(ctx context.Context, arg LearnES2PlusC
 
 const markES2PlusCancelDue = `-- name: MarkES2PlusCancelDue :many
 UPDATE es2plus_reservations r
-SET state = 'cancel_due', next_attempt_at = now() + $1::bigint * interval '1 millisecond', last_error = $2::text, updated_at = now()
-WHERE r.order_id = $3 AND r.state IN ('requested', 'reserved', 'released')
+SET state = 'cancel_due', last_error = $1::text, updated_at = now()
+WHERE r.order_id = $2 AND r.state IN ('requested', 'reserved', 'released')
   AND (r.iccid IS NULL OR NOT EXISTS (SELECT 1 FROM esims e WHERE e.iccid = r.iccid))
 RETURNING r.order_id, r.position, r.iccid, r.state, r.matching_id, r.smdp_address, r.cancel_attempts, r.last_error, r.call_id, r.profile_type
 `
 
 type MarkES2PlusCancelDueParams struct {
-	LeaseMs int64
 	Reason  string
 	OrderID uuid.UUID
 }
@@ -244,10 +178,10 @@ type MarkES2PlusCancelDueRow struct {
 
 // Every profile the order holds, or may hold, is to be given back but one
 // another eSIM has (an SM-DP+ that issued an ICCID twice: it is that
-// eSIM's); the first attempt is the caller's, the canceller's only after
-// the lease.
+// eSIM's); the first attempt is the caller's, the canceller's job waits
+// for the order's lock.
 func (q *Queries) MarkES2PlusCancelDue(ctx context.Context, arg MarkES2PlusCancelDueParams) ([]MarkES2PlusCancelDueRow, error) {
-	rows, err := q.db.Query(ctx, markES2PlusCancelDue, arg.LeaseMs, arg.Reason, arg.OrderID)
+	rows, err := q.db.Query(ctx, markES2PlusCancelDue, arg.Reason, arg.OrderID)
 	if err != nil {
 		return nil, err
 	}
@@ -328,8 +262,7 @@ func (q *Queries) RequestES2PlusReservation(ctx context.Context, arg RequestES2P
 
 const retryES2PlusCancellation = `-- name: RetryES2PlusCancellation :execrows
 UPDATE es2plus_reservations
-SET cancel_attempts = cancel_attempts + 1, last_error = $3::text,
-    next_attempt_at = now() + $4::bigint * interval '1 millisecond', updated_at = now()
+SET cancel_attempts = cancel_attempts + 1, last_error = $3::text, updated_at = now()
 WHERE order_id = $1 AND position = $2 AND state = 'cancel_due'
 `
 
@@ -337,16 +270,10 @@ type RetryES2PlusCancellationParams struct {
 	OrderID   uuid.UUID
 	Position  int32
 	LastError string
-	BackoffMs int64
 }
 
 func (q *Queries) RetryES2PlusCancellation(ctx context.Context, arg RetryES2PlusCancellationParams) (int64, error) {
-	result, err := q.db.Exec(ctx, retryES2PlusCancellation,
-		arg.OrderID,
-		arg.Position,
-		arg.LastError,
-		arg.BackoffMs,
-	)
+	result, err := q.db.Exec(ctx, retryES2PlusCancellation, arg.OrderID, arg.Position, arg.LastError)
 	if err != nil {
 		return 0, err
 	}

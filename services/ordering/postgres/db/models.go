@@ -19,7 +19,6 @@ type Es2plusReservation struct {
 	SmdpAddress    *string
 	CancelAttempts int32
 	LastError      *string
-	NextAttemptAt  *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CallID         *string
@@ -71,16 +70,6 @@ type Order struct {
 	ErrorMessage      *string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
-}
-
-type Outbox struct {
-	Seq          int64
-	EventID      string
-	Type         string
-	OrderID      uuid.UUID
-	CreatedAt    time.Time
-	TraceContext []byte
-	SentAt       *time.Time
 }
 
 type SandboxProfile struct {

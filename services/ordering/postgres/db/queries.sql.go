@@ -56,53 +56,6 @@ func (q *Queries) ClaimInFlightSlot(ctx context.Context, arg ClaimInFlightSlotPa
 	return slot, err
 }
 
-const claimOutboxEvents = `-- name: ClaimOutboxEvents :many
-SELECT seq, event_id, type, order_id, created_at, trace_context FROM outbox
-WHERE sent_at IS NULL
-ORDER BY seq
-LIMIT $1::integer
-FOR UPDATE SKIP LOCKED
-`
-
-type ClaimOutboxEventsRow struct {
-	Seq          int64
-	EventID      string
-	Type         string
-	OrderID      uuid.UUID
-	CreatedAt    time.Time
-	TraceContext []byte
-}
-
-// Rows another relay has claimed are skipped, not waited for: replicas
-// relay side by side, each its own rows, and a row claimed and published
-// is marked sent before its lock goes, so no relay publishes it again.
-func (q *Queries) ClaimOutboxEvents(ctx context.Context, rowLimit int32) ([]ClaimOutboxEventsRow, error) {
-	rows, err := q.db.Query(ctx, claimOutboxEvents, rowLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ClaimOutboxEventsRow
-	for rows.Next() {
-		var i ClaimOutboxEventsRow
-		if err := rows.Scan(
-			&i.Seq,
-			&i.EventID,
-			&i.Type,
-			&i.OrderID,
-			&i.CreatedAt,
-			&i.TraceContext,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const completedOrderInScope = `-- name: CompletedOrderInScope :many
 SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at
 FROM orders o
@@ -282,35 +235,12 @@ func (q *Queries) CountOrdersInScope(ctx context.Context, arg CountOrdersInScope
 	return count, err
 }
 
-const countUnsentOutbox = `-- name: CountUnsentOutbox :one
-SELECT count(*) FROM outbox WHERE sent_at IS NULL
-`
-
-func (q *Queries) CountUnsentOutbox(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, countUnsentOutbox)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const deletePendingOrder = `-- name: DeletePendingOrder :execrows
 DELETE FROM orders WHERE id = $1 AND status = 'pending'
 `
 
 func (q *Queries) DeletePendingOrder(ctx context.Context, id uuid.UUID) (int64, error) {
 	result, err := q.db.Exec(ctx, deletePendingOrder, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const deleteSentOutbox = `-- name: DeleteSentOutbox :execrows
-DELETE FROM outbox WHERE sent_at < $1::timestamptz
-`
-
-func (q *Queries) DeleteSentOutbox(ctx context.Context, sentBefore time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteSentOutbox, sentBefore)
 	if err != nil {
 		return 0, err
 	}
@@ -819,34 +749,13 @@ func (q *Queries) ListOrdersInScope(ctx context.Context, arg ListOrdersInScopePa
 }
 
 const markOrderCompleted = `-- name: MarkOrderCompleted :execrows
-WITH completed AS (
-    UPDATE orders SET status = 'completed', updated_at = now()
-    WHERE id = $5 AND status = 'pending'
-    RETURNING id
-)
-INSERT INTO outbox (event_id, type, order_id, created_at, trace_context)
-SELECT $1::text, $2::text, completed.id, $3::timestamptz,
-       $4::jsonb
-FROM completed
+UPDATE orders SET status = 'completed', updated_at = now()
+WHERE id = $1 AND status = 'pending'
 `
 
-type MarkOrderCompletedParams struct {
-	EventID        string
-	EventType      string
-	EventCreatedAt time.Time
-	TraceContext   []byte
-	ID             uuid.UUID
-}
-
 // As MarkOrderFailed, within the transaction that inserts the eSIMs.
-func (q *Queries) MarkOrderCompleted(ctx context.Context, arg MarkOrderCompletedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markOrderCompleted,
-		arg.EventID,
-		arg.EventType,
-		arg.EventCreatedAt,
-		arg.TraceContext,
-		arg.ID,
-	)
+func (q *Queries) MarkOrderCompleted(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, markOrderCompleted, id)
 	if err != nil {
 		return 0, err
 	}
@@ -854,36 +763,14 @@ func (q *Queries) MarkOrderCompleted(ctx context.Context, arg MarkOrderCompleted
 }
 
 const markOrderFailed = `-- name: MarkOrderFailed :execrows
-WITH failed AS (
-    UPDATE orders SET status = 'failed', updated_at = now()
-    WHERE id = $5 AND status = 'failing'
-    RETURNING id
-)
-INSERT INTO outbox (event_id, type, order_id, created_at, trace_context)
-SELECT $1::text, $2::text, failed.id, $3::timestamptz,
-       $4::jsonb
-FROM failed
+UPDATE orders SET status = 'failed', updated_at = now()
+WHERE id = $1 AND status = 'failing'
 `
 
-type MarkOrderFailedParams struct {
-	EventID        string
-	EventType      string
-	EventCreatedAt time.Time
-	TraceContext   []byte
-	ID             uuid.UUID
-}
-
-// The status and the event in one statement, which is one transaction: no
-// moment shows the order failed without its event. No row (0) when the
-// order was not failing.
-func (q *Queries) MarkOrderFailed(ctx context.Context, arg MarkOrderFailedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markOrderFailed,
-		arg.EventID,
-		arg.EventType,
-		arg.EventCreatedAt,
-		arg.TraceContext,
-		arg.ID,
-	)
+// No row (0) when the order was not failing. Its event's publication is
+// inserted in the same transaction.
+func (q *Queries) MarkOrderFailed(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, markOrderFailed, id)
 	if err != nil {
 		return 0, err
 	}
@@ -905,20 +792,6 @@ type MarkOrderFailingParams struct {
 
 func (q *Queries) MarkOrderFailing(ctx context.Context, arg MarkOrderFailingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markOrderFailing, arg.ErrorCode, arg.ErrorMessage, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const markOutboxSent = `-- name: MarkOutboxSent :execrows
-UPDATE outbox SET sent_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
-`
-
-// clock_timestamp, not now(): the claim's transaction began before the
-// publication.
-func (q *Queries) MarkOutboxSent(ctx context.Context, seqs []int64) (int64, error) {
-	result, err := q.db.Exec(ctx, markOutboxSent, seqs)
 	if err != nil {
 		return 0, err
 	}
@@ -1052,55 +925,6 @@ func (q *Queries) OrderInScope(ctx context.Context, arg OrderInScopeParams) (Ord
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const ordersByIDs = `-- name: OrdersByIDs :many
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders WHERE id = ANY($1::uuid[])
-`
-
-func (q *Queries) OrdersByIDs(ctx context.Context, ids []uuid.UUID) ([]Order, error) {
-	rows, err := q.db.Query(ctx, ordersByIDs, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Order
-	for rows.Next() {
-		var i Order
-		if err := rows.Scan(
-			&i.ID,
-			&i.AccountID,
-			&i.Environment,
-			&i.IdempotencyKey,
-			&i.Fingerprint,
-			&i.PlanID,
-			&i.PlanName,
-			&i.PerDay,
-			&i.Unlimited,
-			&i.TotalBytes,
-			&i.ValidityDays,
-			&i.Quantity,
-			&i.Days,
-			&i.Currency,
-			&i.UnitMinor,
-			&i.TotalMinor,
-			&i.CustomerName,
-			&i.CustomerEmail,
-			&i.CustomerReference,
-			&i.Status,
-			&i.ErrorCode,
-			&i.ErrorMessage,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const unfinishedOrders = `-- name: UnfinishedOrders :many
