@@ -174,9 +174,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
 // account's every row, and a lookup by key can read them all. ANALYZE
 // samples, so it costs little even on large tables.
 func Open(ctx context.Context, databaseURL string, migrations fs.FS, opts ...Option) (*pgxpool.Pool, error) {
+	return open(ctx, databaseURL, migrations, false, opts)
+}
+
+func open(ctx context.Context, databaseURL string, migrations fs.FS, river bool, opts []Option) (*pgxpool.Pool, error) {
 	pool, err := Connect(ctx, databaseURL, opts...)
 	if err != nil {
 		return nil, err
+	}
+	if river {
+		if err := MigrateRiver(ctx, pool); err != nil {
+			_ = Close(pool)
+			return nil, err
+		}
 	}
 	if err := migrate(ctx, pool, migrations); err != nil {
 		_ = Close(pool) // the start failed: its error says why

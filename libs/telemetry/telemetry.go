@@ -345,3 +345,26 @@ func (h *contextHandler) WithGroup(name string) slog.Handler {
 func LogExit(w io.Writer, service string, err error) {
 	slog.New(slog.NewJSONHandler(w, nil)).Error("exiting", "service", service, "err", err.Error())
 }
+
+// AtLeast is log without its records below level: for a library that
+// logs every routine step at info (River), whose warnings still matter.
+func AtLeast(log *slog.Logger, level slog.Level) *slog.Logger {
+	return slog.New(atLeast{log.Handler(), level})
+}
+
+type atLeast struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(attrs), h.level}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.level}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
@@ -36,7 +37,7 @@ func newProviderRig(t *testing.T, vendors ...smdpsim.Vendor) *providerRig {
 	t.Helper()
 	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "esim-travel:20", Vendors: vendors})
 	pool := pgtest.New(t, postgres.Migrations)
-	if err := jobs.Migrate(context.Background(), pool); err != nil {
+	if err := libpostgres.MigrateRiver(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	store := postgres.NewStore(pool, 0)

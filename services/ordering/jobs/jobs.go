@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/esimplatform/esim/services/ordering"
@@ -141,39 +140,6 @@ func (i *Inserter) PublishEventTx(ctx context.Context, tx pgx.Tx, e ordering.Eve
 func (i *Inserter) CancelProfilesTx(ctx context.Context, tx pgx.Tx, orderID uuid.UUID) error {
 	if _, err := i.client.InsertTx(ctx, tx, CancelProfiles{OrderID: orderID}, nil); err != nil {
 		return fmt.Errorf("insert the cancellation of order %s's profiles: %w", orderID, err)
-	}
-	return nil
-}
-
-// migrateLock serialises River's migrations across replicas starting at
-// once: rivermigrate takes no lock of its own, and two replicas applying
-// one version would collide on its DDL.
-const migrateLock = "ordering/rivermigrate"
-
-// Migrate brings River's tables (river_job and the rest) up to the
-// version of the River this service is built with, each version in a
-// transaction of its own (a version may add an enum value a later one
-// uses), under a session advisory lock: a replica that waited finds them
-// current.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return fmt.Errorf("river migrator: %w", err)
-	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("river migrations: %w", err)
-	}
-	// The one statement of the package in Go rather than sqlc: River's
-	// schema is not in ordering's migrations, which sqlc compiles
-	// against. Ending the session (Hijack, Close) releases the lock
-	// whatever happened.
-	defer func() { _ = conn.Hijack().Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", migrateLock); err != nil {
-		return fmt.Errorf("lock river's migrations: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrations: %w", err)
 	}
 	return nil
 }

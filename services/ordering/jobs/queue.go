@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
 )
@@ -111,7 +112,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 		SoftStopTimeout:             softStop,
 		// River says what it does at Info (starting, electing, stopping);
 		// ordering's log keeps its warnings and errors.
-		Logger: slog.New(minLevel{cfg.Log.Handler(), slog.LevelWarn}).With("component", "river"),
+		Logger: telemetry.AtLeast(cfg.Log, slog.LevelWarn).With("component", "river"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
@@ -192,22 +193,4 @@ func eventMetrics(mp metric.MeterProvider) (metric.Int64Counter, metric.Int64Obs
 		return nil, nil, fmt.Errorf("waiting events gauge: %w", err)
 	}
 	return published, waiting, nil
-}
-
-// minLevel drops records below its level.
-type minLevel struct {
-	slog.Handler
-	level slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.level && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(attrs), h.level}
-}
-
-func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h.Handler.WithGroup(name), h.level}
 }

@@ -66,7 +66,7 @@ func TestTheOutboxAndDueCancellationsMoveToRiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := jobs.Migrate(ctx, pool); err != nil {
+	if err := libpostgres.MigrateRiver(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	s := postgres.NewStore(pool, 0)

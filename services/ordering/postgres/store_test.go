@@ -21,7 +21,6 @@ import (
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
-	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 	"github.com/esimplatform/esim/services/ordering/sandbox"
 )
@@ -35,7 +34,7 @@ func records(s *postgres.Store) func(ordering.Locked) sandbox.Store {
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, postgres.Migrations)
-	if err := jobs.Migrate(context.Background(), pool); err != nil {
+	if err := libpostgres.MigrateRiver(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	return postgres.NewStore(pool, 0), pool

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/webhook"
 )
 
@@ -127,7 +127,7 @@ func NewQueue(pool *pgxpool.Pool, d Deliverer, cfg QueueConfig) (*Queue, error) 
 		RescueStuckJobsAfter: cfg.AttemptTimeout + recordMargin + time.Second,
 		// A failed attempt is recorded, not logged: River's own news
 		// (errored jobs, start and stop) stays below warnings.
-		Logger: slog.New(atLeast{cfg.Log.Handler(), slog.LevelWarn}).With("component", "river"),
+		Logger: telemetry.AtLeast(cfg.Log, slog.LevelWarn).With("component", "river"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
@@ -219,67 +219,9 @@ func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	return time.Now().Add(webhook.RetryDelay(n))
 }
 
-// riverMigrationLock is the advisory lock key that serialises River's
-// migrations across replicas starting at once ("river" in ASCII).
-const riverMigrationLock = 0x7269766572
-
-// MigrateRiver brings River's tables up to date, one replica at a time.
-func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
-	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return fmt.Errorf("river migrator: %w", err)
-	}
-	// River's migrations cannot run in one transaction (one adds an enum
-	// value another uses), so a session lock on a connection of its own
-	// holds a second replica back until the first is done; it then finds
-	// nothing left to do.
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("lock river migrations: %w", err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(riverMigrationLock)); err != nil {
-		return fmt.Errorf("lock river migrations: %w", err)
-	}
-	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(riverMigrationLock))
-	}()
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrations: %w", err)
-	}
-	return nil
-}
-
 // Open connects to the webhook database and migrates it: River's tables
 // first, which the goose migrations move the old delivery queue into,
 // then the goose migrations.
 func Open(ctx context.Context, databaseURL string, opts ...libpostgres.Option) (*pgxpool.Pool, error) {
-	pool, err := libpostgres.Connect(ctx, databaseURL, opts...)
-	if err != nil {
-		return nil, err
-	}
-	err = MigrateRiver(ctx, pool)
-	pool.Close()
-	if err != nil {
-		return nil, err
-	}
-	return libpostgres.Open(ctx, databaseURL, Migrations, opts...)
-}
-
-// atLeast passes on the records of level min and above only.
-type atLeast struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return atLeast{h.Handler.WithAttrs(attrs), h.min}
-}
-
-func (h atLeast) WithGroup(name string) slog.Handler {
-	return atLeast{h.Handler.WithGroup(name), h.min}
+	return libpostgres.OpenWithRiver(ctx, databaseURL, Migrations, opts...)
 }
