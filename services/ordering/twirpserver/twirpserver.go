@@ -1,5 +1,6 @@
 // Package twirpserver serves the ordering Service over Twirp: it translates
-// between the protobuf contract in proto/ordering/v1 and the domain, and
+// between the protobuf contract in proto/ordering/v1 and the domain (orders
+// and eSIMs through orderingpb, which the Kafka publisher shares), and
 // nothing else.
 package twirpserver
 
