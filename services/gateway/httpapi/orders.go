@@ -63,8 +63,7 @@ func orderBounds(oapi *huma.OpenAPI, op *huma.Operation) {
 }
 
 // The partner API's order and eSIM documents are partnerapi's, which the
-// webhook service sends too. The aliases name the schemas of the OpenAPI
-// document as before.
+// webhook service sends too.
 type (
 	Order       = partnerapi.Order
 	OrderPrice  = partnerapi.OrderPrice
