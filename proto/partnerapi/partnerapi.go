@@ -9,6 +9,9 @@ package partnerapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/esimplatform/esim/libs/money"
@@ -92,12 +95,46 @@ type EsimInstall struct {
 	AndroidUniversalLink string `json:"android_universal_link" format:"uri"`
 }
 
-// OrderFromProto is o as the partner API shows it.
-func OrderFromProto(o *orderingv1.Order) Order {
+// An order's statuses, as Order.Status spells them.
+const (
+	OrderPending   = "pending"
+	OrderCompleted = "completed"
+	OrderFailed    = "failed"
+)
+
+// ErrUnknown is what OrderFromProto fails with on a status or environment
+// the partner API does not define (a newer ordering's): an order is not
+// shown to a partner with a value made up in its place.
+var ErrUnknown = errors.New("partnerapi: a value the partner API does not define")
+
+var (
+	statuses = map[orderingv1.OrderStatus]string{
+		orderingv1.OrderStatus_ORDER_STATUS_PENDING:   OrderPending,
+		orderingv1.OrderStatus_ORDER_STATUS_COMPLETED: OrderCompleted,
+		orderingv1.OrderStatus_ORDER_STATUS_FAILED:    OrderFailed,
+	}
+	environments = map[accountsv1.Environment]string{
+		accountsv1.Environment_ENVIRONMENT_SANDBOX: "sandbox",
+		accountsv1.Environment_ENVIRONMENT_LIVE:    "live",
+	}
+)
+
+// OrderFromProto is o as the partner API shows it: GET /v1/orders/{id}
+// and a webhook event's data alike. It fails with ErrUnknown rather than
+// show a status or environment the API does not define.
+func OrderFromProto(o *orderingv1.Order) (Order, error) {
+	status, ok := statuses[o.GetStatus()]
+	if !ok {
+		return Order{}, fmt.Errorf("%w: order %s has status %s", ErrUnknown, o.GetId(), o.GetStatus())
+	}
+	env, ok := environments[o.GetEnvironment()]
+	if !ok {
+		return Order{}, fmt.Errorf("%w: order %s has environment %s", ErrUnknown, o.GetId(), o.GetEnvironment())
+	}
 	out := Order{
 		ID:          o.GetId(),
-		Status:      status(o.GetStatus()),
-		Environment: environment(o.GetEnvironment()),
+		Status:      status,
+		Environment: env,
 		PlanID:      o.GetPlanId(),
 		Quantity:    int(o.GetQuantity()),
 		Price: OrderPrice{
@@ -113,13 +150,13 @@ func OrderFromProto(o *orderingv1.Order) Order {
 		days := int(o.GetDays())
 		out.Days = &days
 	}
-	if o.GetStatus() == orderingv1.OrderStatus_ORDER_STATUS_FAILED {
+	if status == OrderFailed {
 		out.Error = &OrderError{Code: o.GetError().GetCode(), Message: o.GetError().GetMessage()}
 	}
 	for i, e := range o.GetEsims() {
 		out.Esims[i] = EsimFromProto(e)
 	}
-	return out
+	return out, nil
 }
 
 // EsimFromProto is e as the partner API shows it.
@@ -151,24 +188,6 @@ func EsimFromProto(e *orderingv1.Esim) Esim {
 	return out
 }
 
-func status(s orderingv1.OrderStatus) string {
-	switch s {
-	case orderingv1.OrderStatus_ORDER_STATUS_COMPLETED:
-		return "completed"
-	case orderingv1.OrderStatus_ORDER_STATUS_FAILED:
-		return "failed"
-	default:
-		return "pending"
-	}
-}
-
-func environment(e accountsv1.Environment) string {
-	if e == accountsv1.Environment_ENVIRONMENT_LIVE {
-		return "live"
-	}
-	return "sandbox"
-}
-
 // orNull is s, or null when empty.
 func orNull(s string) *string {
 	if s == "" {
@@ -177,14 +196,21 @@ func orNull(s string) *string {
 	return &s
 }
 
-// Marshal is v's JSON as the gateway writes it: without escaping <, >
-// and & (install instructions hold them), so that a webhook's data and
-// GET /v1/orders/{id} are the same bytes.
+// Encode writes v's JSON and a newline to w without escaping <, > and &
+// (install instructions hold them). The gateway writes every answer with
+// it, so GET /v1/orders/{id}'s data and a webhook's (Marshal) are the
+// same bytes.
+func Encode(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// Marshal is v's JSON as Encode writes it, without the newline: a
+// webhook event's data.
 func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := Encode(&buf, v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/coalesce"
 	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/proto/partnerapi"
 	"github.com/esimplatform/esim/services/gateway"
 )
 
@@ -34,7 +36,7 @@ type Deps struct {
 	// Gate admits every request to an operation that needs a key.
 	Gate      gateway.Gate
 	Catalogue gateway.Catalogue
-	Orders    gateway.Orders
+	Orders    Orders
 	Wallet    gateway.Wallet
 	Events    gateway.Events
 	Log       *slog.Logger
@@ -90,8 +92,10 @@ func config() huma.Config {
 	// fault per attempt.
 	c.RejectUnknownQueryParameters = false
 	// JSON under its media type only: huma's extra "json" key would answer
-	// "Accept: json" with "Content-Type: json".
-	c.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat}
+	// "Accept: json" with "Content-Type: json". Written as partnerapi
+	// writes a webhook's data (huma's default writes the same), so that an
+	// order here and in a webhook are the same bytes by construction.
+	c.Formats = map[string]huma.Format{"application/json": {Marshal: partnerapi.Encode, Unmarshal: json.Unmarshal}}
 	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {Type: "http", Scheme: "bearer", BearerFormat: "sk_sandbox_... or sk_live_...", Description: "API key: sk_sandbox_... or sk_live_..."},
 	}

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/esimplatform/esim/proto/limits"
+	"github.com/esimplatform/esim/proto/partnerapi"
 	"github.com/esimplatform/esim/services/gateway"
 )
 
@@ -60,28 +61,30 @@ func (b *backends) GetPlan(_ context.Context, id, currency string) (gateway.Plan
 	return gateway.Plan{ID: id, Name: "Japan 1 GB", Type: gateway.Fixed, Scope: "country", Countries: []string{"JP"}, TotalBytes: 1 << 30, ValidityDays: 7, PriceMinor: 450, Currency: currency, Status: "active"}, nil
 }
 
-func (b *backends) CreateOrder(_ context.Context, _ gateway.Principal, in gateway.NewOrder) (gateway.Order, bool, error) {
+func (b *backends) CreateOrder(_ context.Context, _ gateway.Principal, in gateway.NewOrder) (Order, bool, error) {
 	b.calls++
 	b.order = &in
-	return gateway.Order{ID: "0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4c", Environment: gateway.Sandbox, PlanID: in.PlanID, Quantity: 1,
-		Status: gateway.OrderCompleted, Currency: "USD", Customer: in.Customer, CreatedAt: time.Unix(0, 0)}, false, nil
+	return Order{ID: "0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4c", Status: partnerapi.OrderCompleted, Environment: "sandbox", PlanID: in.PlanID, Quantity: 1,
+		Price:     OrderPrice{Currency: "USD"},
+		Customer:  Customer{Name: orNull(in.Customer.Name), Email: orNull(in.Customer.Email), Reference: orNull(in.Customer.Reference)},
+		CreatedAt: time.Unix(0, 0).UTC(), Esims: []Esim{}}, false, nil
 }
 
-func (b *backends) GetOrder(context.Context, gateway.Principal, string) (gateway.Order, error) {
-	return gateway.Order{}, gateway.ErrNotFound
+func (b *backends) GetOrder(context.Context, gateway.Principal, string) (Order, error) {
+	return Order{}, gateway.ErrNotFound
 }
 
-func (b *backends) ListOrders(_ context.Context, _ gateway.Principal, q gateway.OrderQuery) ([]gateway.Order, int, error) {
+func (b *backends) ListOrders(_ context.Context, _ gateway.Principal, q gateway.OrderQuery) ([]Order, int, error) {
 	b.calls++
 	b.query = q
 	return nil, 0, nil
 }
 
-func (b *backends) GetEsim(context.Context, gateway.Principal, string) (gateway.Esim, error) {
-	return gateway.Esim{}, gateway.ErrNotFound
+func (b *backends) GetEsim(context.Context, gateway.Principal, string) (Esim, error) {
+	return Esim{}, gateway.ErrNotFound
 }
 
-func (b *backends) ListEsims(_ context.Context, _ gateway.Principal, q gateway.EsimQuery) ([]gateway.Esim, int, error) {
+func (b *backends) ListEsims(_ context.Context, _ gateway.Principal, q gateway.EsimQuery) ([]Esim, int, error) {
 	b.calls++
 	b.query = q
 	return nil, 0, nil

@@ -74,6 +74,29 @@ type (
 	EsimInstall = partnerapi.EsimInstall
 )
 
+// Orders places and reads orders. Every call but ActivationCode is scoped
+// to the principal's account and environment: another's id is
+// gateway.ErrNotFound. Orders and eSIMs come rendered by
+// partnerapi.OrderFromProto and EsimFromProto, which render a webhook's
+// data too, and the API writes them with partnerapi.Encode: GET
+// /v1/orders/{id}'s data and an order.completed event's are one
+// rendering, the same bytes.
+type Orders interface {
+	// CreateOrder answers the order and whether an earlier request with
+	// the same idempotency key made it. A failed order is an answer, not
+	// an error; gateway.ErrInsufficientFunds, gateway.ErrNotFound (the
+	// plan) and a *gateway.ValidationError are the errors a partner can
+	// fix.
+	CreateOrder(ctx context.Context, p gateway.Principal, in gateway.NewOrder) (order Order, replayed bool, err error)
+	GetOrder(ctx context.Context, p gateway.Principal, id string) (Order, error)
+	ListOrders(ctx context.Context, p gateway.Principal, q gateway.OrderQuery) (orders []Order, total int, err error)
+	GetEsim(ctx context.Context, p gateway.Principal, id string) (Esim, error)
+	ListEsims(ctx context.Context, p gateway.Principal, q gateway.EsimQuery) (esims []Esim, total int, err error)
+	// ActivationCode is what the QR image of token encodes;
+	// gateway.ErrNotFound for a token no eSIM has.
+	ActivationCode(ctx context.Context, token string) (string, error)
+}
+
 // BalanceView is the prepaid balance of the key's account and environment.
 type BalanceView struct {
 	Amount      Amount `json:"amount"`
@@ -272,9 +295,9 @@ func (a *handlers) createOrder(ctx context.Context, in *createOrderInput) (*crea
 	if replayed {
 		replay = "true"
 	}
-	if order.Status == gateway.OrderFailed {
+	if order.Status == partnerapi.OrderFailed {
 		failure := fromDomain(ctx, withMessage(gateway.ErrProviderFailed, fmt.Sprintf(
-			"Issuing failed (%s); order %s was refunded in full. Place a new order with a new Idempotency-Key.", order.ErrorMessage, order.ID)))
+			"Issuing failed (%s); order %s was refunded in full. Place a new order with a new Idempotency-Key.", order.Error.Message, order.ID)))
 		if replayed {
 			return nil, huma.ErrorWithHeaders(failure, http.Header{"Idempotent-Replay": {replay}})
 		}
@@ -284,7 +307,7 @@ func (a *handlers) createOrder(ctx context.Context, in *createOrderInput) (*crea
 	if replayed {
 		status = http.StatusOK
 	}
-	return &createOrderOutput{Status: status, Location: basePath + "/orders/" + order.ID, Replay: replay, Body: Envelope[Order]{Data: toOrder(order)}}, nil
+	return &createOrderOutput{Status: status, Location: basePath + "/orders/" + order.ID, Replay: replay, Body: Envelope[Order]{Data: order}}, nil
 }
 
 func (a *handlers) listOrders(ctx context.Context, in *listOrdersInput) (*listOrdersOutput, error) {
@@ -295,16 +318,12 @@ func (a *handlers) listOrders(ctx context.Context, in *listOrdersInput) (*listOr
 	if err != nil {
 		return nil, a.problem(ctx, err)
 	}
-	out := &listOrdersOutput{Body: ListEnvelope[Order]{Data: make([]Order, len(orders)), Pagination: in.pagination(total)}}
-	for i, o := range orders {
-		out.Body.Data[i] = toOrder(o)
-	}
-	return out, nil
+	return &listOrdersOutput{Body: ListEnvelope[Order]{Data: orEmpty(orders), Pagination: in.pagination(total)}}, nil
 }
 
 func (a *handlers) getOrder(ctx context.Context, in *getOrderInput) (*getOrderOutput, error) {
 	id, ok := canonicalID(in.ID)
-	var order gateway.Order
+	var order Order
 	err := gateway.ErrNotFound
 	if ok {
 		order, err = a.Orders.GetOrder(ctx, principalFrom(ctx), id)
@@ -315,7 +334,7 @@ func (a *handlers) getOrder(ctx context.Context, in *getOrderInput) (*getOrderOu
 	if err != nil {
 		return nil, a.problem(ctx, err)
 	}
-	return &getOrderOutput{Body: Envelope[Order]{Data: toOrder(order)}}, nil
+	return &getOrderOutput{Body: Envelope[Order]{Data: order}}, nil
 }
 
 func (a *handlers) listEsims(ctx context.Context, in *listEsimsInput) (*listEsimsOutput, error) {
@@ -336,16 +355,12 @@ func (a *handlers) listEsims(ctx context.Context, in *listEsimsInput) (*listEsim
 	if err != nil {
 		return nil, a.problem(ctx, err)
 	}
-	out := &listEsimsOutput{Body: ListEnvelope[Esim]{Data: make([]Esim, len(esims)), Pagination: in.pagination(total)}}
-	for i, e := range esims {
-		out.Body.Data[i] = toEsim(e)
-	}
-	return out, nil
+	return &listEsimsOutput{Body: ListEnvelope[Esim]{Data: orEmpty(esims), Pagination: in.pagination(total)}}, nil
 }
 
 func (a *handlers) getEsim(ctx context.Context, in *getEsimInput) (*getEsimOutput, error) {
 	id, ok := canonicalID(in.ID)
-	var esim gateway.Esim
+	var esim Esim
 	err := gateway.ErrNotFound
 	if ok {
 		esim, err = a.Orders.GetEsim(ctx, principalFrom(ctx), id)
@@ -356,7 +371,7 @@ func (a *handlers) getEsim(ctx context.Context, in *getEsimInput) (*getEsimOutpu
 	if err != nil {
 		return nil, a.problem(ctx, err)
 	}
-	return &getEsimOutput{Body: Envelope[Esim]{Data: toEsim(esim)}}, nil
+	return &getEsimOutput{Body: Envelope[Esim]{Data: esim}}, nil
 }
 
 func (a *handlers) getBalance(ctx context.Context, _ *getBalanceInput) (*getBalanceOutput, error) {
@@ -384,49 +399,11 @@ func orNull(s string) *string {
 	return &s
 }
 
-func toOrder(o gateway.Order) Order {
-	out := Order{
-		ID:          o.ID,
-		Status:      string(o.Status),
-		Environment: string(o.Environment),
-		PlanID:      o.PlanID,
-		Quantity:    o.Quantity,
-		Days:        o.Days,
-		Price:       OrderPrice{Unit: Amount(o.UnitMinor), Total: Amount(o.TotalMinor), Currency: o.Currency},
-		Customer:    Customer{Name: orNull(o.Customer.Name), Email: orNull(o.Customer.Email), Reference: orNull(o.Customer.Reference)},
-		CreatedAt:   o.CreatedAt.UTC(),
-		Esims:       make([]Esim, len(o.Esims)),
+// orEmpty is s, or an empty slice for nil: an empty page's data is [],
+// not null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	if o.Status == gateway.OrderFailed {
-		out.Error = &OrderError{Code: o.ErrorCode, Message: o.ErrorMessage}
-	}
-	for i, e := range o.Esims {
-		out.Esims[i] = toEsim(e)
-	}
-	return out
-}
-
-func toEsim(e gateway.Esim) Esim {
-	out := Esim{
-		ID:             e.ID,
-		OrderID:        e.OrderID,
-		PlanName:       e.PlanName,
-		ICCID:          e.ICCID,
-		QRCodeURL:      e.QRCodeURL,
-		ActivationCode: e.ActivationCode,
-		SMDPAddress:    e.SMDPAddress,
-		Status:         e.Status,
-		ValidityDays:   e.ValidityDays,
-		Data:           EsimData{Unlimited: e.Unlimited, UsedBytes: e.UsedBytes, UpdatedAt: e.DataUpdatedAt.UTC()},
-		Install: EsimInstall{
-			Instructions:         e.InstallInstructions,
-			IOSUniversalLink:     e.IOSUniversalLink,
-			AndroidUniversalLink: e.AndroidUniversalLink,
-		},
-		CreatedAt: e.CreatedAt.UTC(),
-	}
-	if !e.Unlimited {
-		out.Data.TotalBytes = &e.TotalBytes
-	}
-	return out
+	return s
 }

@@ -9,11 +9,13 @@ import (
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	"github.com/esimplatform/esim/proto/partnerapi"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	"github.com/esimplatform/esim/services/gateway"
 )
 
-// Ordering places and reads orders with the ordering service.
+// Ordering places and reads orders with the ordering service, and answers
+// them as partnerapi renders them for partners (httpapi.Orders).
 type Ordering struct {
 	client orderingv1.Ordering
 	// orders is the client for CreateOrder, whose HTTP client waits as
@@ -49,8 +51,8 @@ func optional(n *int) *int32 {
 	return &v
 }
 
-// CreateOrder implements gateway.Orders.
-func (o *Ordering) CreateOrder(ctx context.Context, p gateway.Principal, in gateway.NewOrder) (gateway.Order, bool, error) {
+// CreateOrder implements httpapi.Orders.
+func (o *Ordering) CreateOrder(ctx context.Context, p gateway.Principal, in gateway.NewOrder) (partnerapi.Order, bool, error) {
 	res, err := o.orders.CreateOrder(ctx, &orderingv1.CreateOrderRequest{
 		Scope:          scope(p),
 		Currency:       p.Currency,
@@ -61,23 +63,23 @@ func (o *Ordering) CreateOrder(ctx context.Context, p gateway.Principal, in gate
 		Customer:       &orderingv1.Customer{Name: in.Customer.Name, Email: in.Customer.Email, Reference: in.Customer.Reference},
 	})
 	if err != nil {
-		return gateway.Order{}, false, translate("ordering", err)
+		return partnerapi.Order{}, false, translate("ordering", err)
 	}
 	order, err := orderFromProto(res.GetOrder())
 	return order, res.GetReplayed(), err
 }
 
-// GetOrder implements gateway.Orders.
-func (o *Ordering) GetOrder(ctx context.Context, p gateway.Principal, id string) (gateway.Order, error) {
+// GetOrder implements httpapi.Orders.
+func (o *Ordering) GetOrder(ctx context.Context, p gateway.Principal, id string) (partnerapi.Order, error) {
 	res, err := o.client.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: id, Scope: scope(p)})
 	if err != nil {
-		return gateway.Order{}, translate("ordering", err)
+		return partnerapi.Order{}, translate("ordering", err)
 	}
 	return orderFromProto(res)
 }
 
-// ListOrders implements gateway.Orders.
-func (o *Ordering) ListOrders(ctx context.Context, p gateway.Principal, q gateway.OrderQuery) ([]gateway.Order, int, error) {
+// ListOrders implements httpapi.Orders.
+func (o *Ordering) ListOrders(ctx context.Context, p gateway.Principal, q gateway.OrderQuery) ([]partnerapi.Order, int, error) {
 	status := orderingv1.OrderStatus_ORDER_STATUS_UNSPECIFIED
 	if q.Status != "" {
 		status = orderingv1.OrderStatus(orderingv1.OrderStatus_value["ORDER_STATUS_"+strings.ToUpper(string(q.Status))])
@@ -88,7 +90,7 @@ func (o *Ordering) ListOrders(ctx context.Context, p gateway.Principal, q gatewa
 	if err != nil {
 		return nil, 0, translate("ordering", err)
 	}
-	orders := make([]gateway.Order, len(res.GetOrders()))
+	orders := make([]partnerapi.Order, len(res.GetOrders()))
 	for i, po := range res.GetOrders() {
 		if orders[i], err = orderFromProto(po); err != nil {
 			return nil, 0, err
@@ -97,31 +99,31 @@ func (o *Ordering) ListOrders(ctx context.Context, p gateway.Principal, q gatewa
 	return orders, int(res.GetTotal()), nil
 }
 
-// GetEsim implements gateway.Orders.
-func (o *Ordering) GetEsim(ctx context.Context, p gateway.Principal, id string) (gateway.Esim, error) {
+// GetEsim implements httpapi.Orders.
+func (o *Ordering) GetEsim(ctx context.Context, p gateway.Principal, id string) (partnerapi.Esim, error) {
 	res, err := o.client.GetEsim(ctx, &orderingv1.GetEsimRequest{Id: id, Scope: scope(p)})
 	if err != nil {
-		return gateway.Esim{}, translate("ordering", err)
+		return partnerapi.Esim{}, translate("ordering", err)
 	}
-	return esimFromProto(res), nil
+	return partnerapi.EsimFromProto(res), nil
 }
 
-// ListEsims implements gateway.Orders.
-func (o *Ordering) ListEsims(ctx context.Context, p gateway.Principal, q gateway.EsimQuery) ([]gateway.Esim, int, error) {
+// ListEsims implements httpapi.Orders.
+func (o *Ordering) ListEsims(ctx context.Context, p gateway.Principal, q gateway.EsimQuery) ([]partnerapi.Esim, int, error) {
 	res, err := o.client.ListEsims(ctx, &orderingv1.ListEsimsRequest{
 		Scope: scope(p), Page: int32(q.Page), Limit: int32(q.Limit), OrderId: q.OrderID, Iccid: q.ICCID,
 	})
 	if err != nil {
 		return nil, 0, translate("ordering", err)
 	}
-	esims := make([]gateway.Esim, len(res.GetEsims()))
+	esims := make([]partnerapi.Esim, len(res.GetEsims()))
 	for i, e := range res.GetEsims() {
-		esims[i] = esimFromProto(e)
+		esims[i] = partnerapi.EsimFromProto(e)
 	}
 	return esims, int(res.GetTotal()), nil
 }
 
-// ActivationCode implements gateway.Orders.
+// ActivationCode implements httpapi.Orders.
 func (o *Ordering) ActivationCode(ctx context.Context, token string) (string, error) {
 	res, err := o.client.GetActivationCode(ctx, &orderingv1.GetActivationCodeRequest{QrToken: token})
 	if err != nil {
@@ -130,65 +132,15 @@ func (o *Ordering) ActivationCode(ctx context.Context, token string) (string, er
 	return res.GetActivationCode(), nil
 }
 
-var orderStatuses = map[orderingv1.OrderStatus]gateway.OrderStatus{
-	orderingv1.OrderStatus_ORDER_STATUS_PENDING:   gateway.OrderPending,
-	orderingv1.OrderStatus_ORDER_STATUS_COMPLETED: gateway.OrderCompleted,
-	orderingv1.OrderStatus_ORDER_STATUS_FAILED:    gateway.OrderFailed,
-}
-
-// orderFromProto refuses what this gateway's contract does not define (a
-// newer ordering's status), as knownEnums does for plans.
-func orderFromProto(o *orderingv1.Order) (gateway.Order, error) {
-	status, ok := orderStatuses[o.GetStatus()]
-	if !ok {
-		return gateway.Order{}, fmt.Errorf("ordering: order %s has status %s, which this gateway does not know", o.GetId(), o.GetStatus())
+// orderFromProto is o as the partner API shows it, or an internal error
+// for a status or environment this gateway's contract does not define
+// (a newer ordering's), as knownEnums does for plans.
+func orderFromProto(o *orderingv1.Order) (partnerapi.Order, error) {
+	order, err := partnerapi.OrderFromProto(o)
+	if err != nil {
+		return partnerapi.Order{}, fmt.Errorf("ordering: %w", err)
 	}
-	env := gateway.Environment(o.GetEnvironment().ShortName())
-	out := gateway.Order{
-		ID:           o.GetId(),
-		Environment:  env,
-		PlanID:       o.GetPlanId(),
-		Quantity:     int(o.GetQuantity()),
-		Status:       status,
-		UnitMinor:    o.GetPrice().GetUnitMinor(),
-		TotalMinor:   o.GetPrice().GetTotalMinor(),
-		Currency:     o.GetPrice().GetCurrency(),
-		Customer:     gateway.Customer{Name: o.GetCustomer().GetName(), Email: o.GetCustomer().GetEmail(), Reference: o.GetCustomer().GetReference()},
-		ErrorCode:    o.GetError().GetCode(),
-		ErrorMessage: o.GetError().GetMessage(),
-		CreatedAt:    o.GetCreatedAt().AsTime(),
-		Esims:        make([]gateway.Esim, len(o.GetEsims())),
-	}
-	if o.GetPerDay() {
-		days := int(o.GetDays())
-		out.Days = &days
-	}
-	for i, e := range o.GetEsims() {
-		out.Esims[i] = esimFromProto(e)
-	}
-	return out, nil
-}
-
-func esimFromProto(e *orderingv1.Esim) gateway.Esim {
-	return gateway.Esim{
-		ID:                   e.GetId(),
-		OrderID:              e.GetOrderId(),
-		PlanName:             e.GetPlanName(),
-		ICCID:                e.GetIccid(),
-		QRCodeURL:            e.GetQrCodeUrl(),
-		ActivationCode:       e.GetActivationCode(),
-		SMDPAddress:          e.GetSmdpAddress(),
-		Status:               e.GetStatus(),
-		ValidityDays:         int(e.GetValidityDays()),
-		Unlimited:            e.GetData().GetUnlimited(),
-		TotalBytes:           e.GetData().GetTotalBytes(),
-		UsedBytes:            e.GetData().GetUsedBytes(),
-		DataUpdatedAt:        e.GetData().GetUpdatedAt().AsTime(),
-		InstallInstructions:  e.GetInstall().GetInstructions(),
-		IOSUniversalLink:     e.GetInstall().GetIosUniversalLink(),
-		AndroidUniversalLink: e.GetInstall().GetAndroidUniversalLink(),
-		CreatedAt:            e.GetCreatedAt().AsTime(),
-	}
+	return order, nil
 }
 
 // Wallet reads balances from the wallet service.

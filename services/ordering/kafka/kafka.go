@@ -20,7 +20,7 @@ import (
 	libkafka "github.com/esimplatform/esim/libs/kafka"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	"github.com/esimplatform/esim/services/ordering"
-	"github.com/esimplatform/esim/services/ordering/twirpserver"
+	"github.com/esimplatform/esim/services/ordering/orderingpb"
 )
 
 // Publisher writes each event to one topic as an orderingv1.OrderEvent
@@ -80,7 +80,7 @@ func (p *Publisher) Publish(ctx context.Context, ps []ordering.Publication) erro
 			Id:        pub.Event.ID,
 			Type:      string(pub.Event.Type),
 			CreatedAt: timestamppb.New(pub.Event.CreatedAt),
-			Order:     twirpserver.OrderToProto(pub.Order),
+			Order:     orderingpb.Order(pub.Order),
 		})
 		if err != nil {
 			return fmt.Errorf("event %s: %w", pub.Event.ID, err)

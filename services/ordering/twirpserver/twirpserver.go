@@ -1,5 +1,6 @@
 // Package twirpserver serves the ordering Service over Twirp: it translates
-// between the protobuf contract in proto/ordering/v1 and the domain, and
+// between the protobuf contract in proto/ordering/v1 and the domain (orders
+// and eSIMs through orderingpb, which the Kafka publisher shares), and
 // nothing else.
 package twirpserver
 
@@ -11,13 +12,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/twitchtv/twirp"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/twirperr"
-	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/orderingpb"
 )
 
 // Server implements orderingv1.Ordering.
@@ -65,7 +65,7 @@ func (s *Server) CreateOrder(ctx context.Context, req *orderingv1.CreateOrderReq
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	return &orderingv1.CreateOrderResponse{Order: OrderToProto(created.Order), Replayed: created.Replayed}, nil
+	return &orderingv1.CreateOrderResponse{Order: orderingpb.Order(created.Order), Replayed: created.Replayed}, nil
 }
 
 // GetOrder implements orderingv1.Ordering.
@@ -82,7 +82,7 @@ func (s *Server) GetOrder(ctx context.Context, req *orderingv1.GetOrderRequest) 
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	return OrderToProto(o), nil
+	return orderingpb.Order(o), nil
 }
 
 // ListOrders implements orderingv1.Ordering.
@@ -91,16 +91,8 @@ func (s *Server) ListOrders(ctx context.Context, req *orderingv1.ListOrdersReque
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	var status ordering.Status
-	switch req.GetStatus() {
-	case orderingv1.OrderStatus_ORDER_STATUS_UNSPECIFIED:
-	case orderingv1.OrderStatus_ORDER_STATUS_PENDING:
-		status = ordering.StatusPending
-	case orderingv1.OrderStatus_ORDER_STATUS_COMPLETED:
-		status = ordering.StatusCompleted
-	case orderingv1.OrderStatus_ORDER_STATUS_FAILED:
-		status = ordering.StatusFailed
-	default:
+	status, ok := orderingpb.StatusFromProto(req.GetStatus())
+	if !ok {
 		return nil, toTwirp(&ordering.ValidationError{Field: "status", Reason: "must be pending, completed or failed"})
 	}
 	page, err := s.svc.ListOrders(ctx, ordering.OrderFilter{
@@ -115,7 +107,7 @@ func (s *Server) ListOrders(ctx context.Context, req *orderingv1.ListOrdersReque
 		Total: int32(min(page.Total, math.MaxInt32)),
 	}
 	for i, o := range page.Orders {
-		resp.Orders[i] = OrderToProto(o)
+		resp.Orders[i] = orderingpb.Order(o)
 	}
 	return resp, nil
 }
@@ -134,7 +126,7 @@ func (s *Server) GetEsim(ctx context.Context, req *orderingv1.GetEsimRequest) (*
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	return esimToProto(e), nil
+	return orderingpb.Esim(e), nil
 }
 
 // ListEsims implements orderingv1.Ordering.
@@ -162,7 +154,7 @@ func (s *Server) ListEsims(ctx context.Context, req *orderingv1.ListEsimsRequest
 		Total: int32(min(page.Total, math.MaxInt32)),
 	}
 	for i, e := range page.Esims {
-		resp.Esims[i] = esimToProto(e)
+		resp.Esims[i] = orderingpb.Esim(e)
 	}
 	return resp, nil
 }
@@ -178,7 +170,7 @@ func (s *Server) GetActivationCode(ctx context.Context, req *orderingv1.GetActiv
 
 // CheckProvider implements orderingv1.Ordering.
 func (s *Server) CheckProvider(ctx context.Context, req *orderingv1.CheckProviderRequest) (*orderingv1.CheckProviderResponse, error) {
-	c, err := s.svc.CheckProvider(ctx, environmentFromProto(req.GetEnvironment()))
+	c, err := s.svc.CheckProvider(ctx, orderingpb.EnvironmentFromProto(req.GetEnvironment()))
 	if err != nil {
 		return nil, toTwirp(err)
 	}
@@ -205,7 +197,7 @@ func scopeFromProto(s *orderingv1.Scope) (*ordering.Scope, error) {
 	if err != nil || len(s.GetAccountId()) != 36 {
 		return nil, &ordering.ValidationError{Field: "scope.account_id", Reason: "must be a UUID"}
 	}
-	return &ordering.Scope{AccountID: id, Environment: environmentFromProto(s.GetEnvironment())}, nil
+	return &ordering.Scope{AccountID: id, Environment: orderingpb.EnvironmentFromProto(s.GetEnvironment())}, nil
 }
 
 // lookupID parses the id of something that must already exist. A
@@ -217,84 +209,4 @@ func lookupID(s string) (uuid.UUID, error) {
 		return uuid.Nil, ordering.ErrNotFound
 	}
 	return id, nil
-}
-
-// OrderToProto is o as the API shows it; the events ordering publishes
-// carry it too, so that a consumer sees an order as GetOrder answers it.
-func OrderToProto(o ordering.Order) *orderingv1.Order {
-	po := &orderingv1.Order{
-		Id:          o.ID.String(),
-		AccountId:   o.Scope.AccountID.String(),
-		Environment: environmentToProto(o.Scope.Environment),
-		PlanId:      o.PlanID.String(),
-		Quantity:    o.Quantity,
-		Days:        o.Days,
-		Status:      statusToProto(o.Status),
-		Price:       &orderingv1.Price{UnitMinor: o.UnitMinor, TotalMinor: o.TotalMinor, Currency: string(o.Currency)},
-		Customer:    &orderingv1.Customer{Name: o.Customer.Name, Email: o.Customer.Email, Reference: o.Customer.Reference},
-		CreatedAt:   timestamppb.New(o.CreatedAt),
-		Esims:       make([]*orderingv1.Esim, len(o.Esims)),
-		PerDay:      o.PerDay,
-	}
-	// A failing order is still being refunded: PENDING, without its error
-	// until the refund is done.
-	if o.Status == ordering.StatusFailed && o.Error != nil {
-		po.Error = &orderingv1.OrderError{Code: o.Error.Code, Message: o.Error.Message}
-	}
-	for i, e := range o.Esims {
-		po.Esims[i] = esimToProto(e)
-	}
-	return po
-}
-
-func esimToProto(e ordering.Esim) *orderingv1.Esim {
-	return &orderingv1.Esim{
-		Id:             e.ID.String(),
-		OrderId:        e.OrderID.String(),
-		PlanName:       e.PlanName,
-		Iccid:          e.ICCID,
-		QrCodeUrl:      e.QRCodeURL,
-		ActivationCode: e.ActivationCode,
-		SmdpAddress:    e.SMDPAddress,
-		MatchingId:     e.MatchingID,
-		Status:         e.Status,
-		ValidityDays:   e.ValidityDays,
-		Data: &orderingv1.EsimData{
-			Unlimited:  e.Data.Unlimited,
-			TotalBytes: e.Data.TotalBytes,
-			UsedBytes:  e.Data.UsedBytes,
-			UpdatedAt:  timestamppb.New(e.Data.UpdatedAt),
-		},
-		Install: &orderingv1.Install{
-			Instructions:         e.Install.Instructions,
-			IosUniversalLink:     e.Install.IOSUniversalLink,
-			AndroidUniversalLink: e.Install.AndroidUniversalLink,
-		},
-		CreatedAt: timestamppb.New(e.CreatedAt),
-	}
-}
-
-func statusToProto(s ordering.Status) orderingv1.OrderStatus {
-	switch s {
-	case ordering.StatusPending, ordering.StatusFailing:
-		return orderingv1.OrderStatus_ORDER_STATUS_PENDING
-	case ordering.StatusCompleted:
-		return orderingv1.OrderStatus_ORDER_STATUS_COMPLETED
-	case ordering.StatusFailed:
-		return orderingv1.OrderStatus_ORDER_STATUS_FAILED
-	}
-	return orderingv1.OrderStatus_ORDER_STATUS_UNSPECIFIED
-}
-
-// environmentFromProto maps unknown enum values to "", which the domain
-// rejects as a validation error on scope.environment.
-// environmentFromProto spells e as the domain does ("sandbox", "live");
-// the zero value, or a newer one, becomes a name the domain refuses.
-func environmentFromProto(e accountsv1.Environment) ordering.Environment {
-	return ordering.Environment(e.ShortName())
-}
-
-func environmentToProto(e ordering.Environment) accountsv1.Environment {
-	pe, _ := accountsv1.EnvironmentByShortName(string(e))
-	return pe
 }

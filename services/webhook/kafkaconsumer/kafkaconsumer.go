@@ -213,6 +213,9 @@ func (c *Consumer) handle(ctx context.Context, m kafkago.Message) bool {
 		return true
 	}
 	in, err := incoming(&pb)
+	if errors.Is(err, partnerapi.ErrUnknown) {
+		return c.hold(ctx, at, err)
+	}
 	if err != nil {
 		c.poison(ctx, at, err)
 		return true
@@ -253,6 +256,28 @@ func (c *Consumer) poison(ctx context.Context, at []any, err error) {
 	c.o.Log.ErrorContext(ctx, "skipping a Kafka message that is no order event", append(at, "err", err.Error())...)
 }
 
+// hold keeps an event whose order this service cannot render (a status
+// or environment the partner API does not define: ordering is newer than
+// this service) until ctx ends, and reports false. Skipping it would lose
+// an event a partner is owed, and rendering another value would tell the
+// partner something untrue; held, it is not committed, and a replica
+// that can render it delivers it. Meanwhile this replica's partitions
+// wait: deploy the webhook service before an ordering that sends a new
+// value.
+func (c *Consumer) hold(ctx context.Context, at []any, err error) bool {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetStatus(codes.Error, "held: "+err.Error())
+	}
+	wait := minBackoff
+	for {
+		c.o.Log.ErrorContext(ctx, "holding an event whose order this service cannot render; a newer webhook service can", append(at, "in", wait.String(), "err", err.Error())...)
+		if !sleep(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
 // incoming is pb as the domain takes it, its order rendered as the
 // partner API shows orders.
 func incoming(pb *orderingv1.OrderEvent) (webhook.IncomingEvent, error) {
@@ -268,7 +293,11 @@ func incoming(pb *orderingv1.OrderEvent) (webhook.IncomingEvent, error) {
 	if err != nil {
 		return webhook.IncomingEvent{}, fmt.Errorf("order id %q: %w", o.GetId(), err)
 	}
-	data, err := partnerapi.Marshal(partnerapi.OrderFromProto(o))
+	order, err := partnerapi.OrderFromProto(o)
+	if err != nil {
+		return webhook.IncomingEvent{}, err
+	}
+	data, err := partnerapi.Marshal(order)
 	if err != nil {
 		return webhook.IncomingEvent{}, fmt.Errorf("render order %s: %w", o.GetId(), err)
 	}

@@ -16,8 +16,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/esimplatform/esim/libs/internalauth"
+	"github.com/esimplatform/esim/libs/kafka"
 	"github.com/esimplatform/esim/libs/kafka/kafkatest"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
@@ -177,7 +179,11 @@ func TestDeliversEachEventToItsScopesURL(t *testing.T) {
 			if !d.VerifiedBy(secret) || d.VerifiedBy(otherSecret) {
 				t.Errorf("%s delivery %s: verified by its scope's secret %v (%v), by the other scope's %v; want true, false", env, b.ID, d.VerifiedBy(secret), d.Checks[secret], d.VerifiedBy(otherSecret))
 			}
-			wantData, err := partnerapi.Marshal(partnerapi.OrderFromProto(src.GetOrder()))
+			order, err := partnerapi.OrderFromProto(src.GetOrder())
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantData, err := partnerapi.Marshal(order)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -587,6 +593,65 @@ func TestAPoisonMessageDoesNotBlockItsPartition(t *testing.T) {
 	}
 	if _, err := s.operator.GetEvent(context.Background(), &webhookv1.GetEventRequest{Id: bad.GetId()}); err == nil {
 		t.Error("the event of an unknown type was stored")
+	}
+}
+
+// An event whose order has a status the partner API does not define (a
+// newer ordering's) is neither skipped nor sent with another status: it
+// is held, uncommitted, with an error logged, and so is what follows it
+// on its partition. A consumer that reads the group's offsets next reads
+// it first: it was not lost.
+func TestAnOrderItCannotRenderIsHeldNotLost(t *testing.T) {
+	t.Parallel()
+	hooks := webhooktest.NewReceiver(t)
+	s := &service{cfg: webhooktest.Config(t, kafkatest.New(t)), logs: &telemetrytest.LogBuffer{}}
+	tel, err := telemetry.Setup(context.Background(), "webhook", telemetry.Config{LogLevel: "info"}, s.logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	srv, url := webhooktest.StartServer(t, s.cfg, tel)
+	s.operator = webhooktest.Client(url, internalauth.Operator)
+	scope, secret := s.endpoint(t, sandbox, hooks.URL)
+	hooks.Trust(secret)
+
+	// One order's events, so one partition: the first goes through and
+	// is committed, the newer status is held, the last waits behind it.
+	first := event(scope, "order.completed")
+	newer := event(scope, "order.completed")
+	newer.Order = proto.Clone(first.GetOrder()).(*orderingv1.Order)
+	newer.Order.Status = 7
+	last := event(scope, "order.completed")
+	last.Order = first.GetOrder()
+	s.publish(t, first)
+	s.wait(t, first.GetId(), delivered, 30*time.Second)
+	s.publish(t, newer, last)
+	const held = "holding an event whose order this service cannot render"
+	if !waitForLog(s, held, 30*time.Second) || !waitForLog(s, "has status 7", time.Second) {
+		t.Fatalf("no hold logged:\n%s", s.logs)
+	}
+	time.Sleep(time.Second)
+	for _, e := range []*orderingv1.OrderEvent{newer, last} {
+		if _, err := s.operator.GetEvent(context.Background(), &webhookv1.GetEventRequest{Id: e.GetId()}); err == nil {
+			t.Errorf("event %s was stored past the held one", e.GetId())
+		}
+	}
+	if n := len(hooks.Deliveries()); n != 1 {
+		t.Errorf("%d deliveries; want the first event's alone", n)
+	}
+	srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := kafka.NewReader(s.cfg.Kafka, s.cfg.Topic, s.cfg.Group)
+	defer r.Close()
+	m, err := r.FetchMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got orderingv1.OrderEvent
+	if err := proto.Unmarshal(m.Value, &got); err != nil || got.GetId() != newer.GetId() {
+		t.Errorf("the group reads %s (%v) next; want the held event %s", got.GetId(), err, newer.GetId())
 	}
 }
 
