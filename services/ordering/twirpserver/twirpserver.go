@@ -11,10 +11,9 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/internalauth"
-	"github.com/esimplatform/esim/libs/twirperr"
+	"github.com/esimplatform/esim/libs/service"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/orderingpb"
@@ -37,8 +36,7 @@ func New(svc *ordering.Service) *Server {
 // only the callers Policy admits. Its hooks log internal errors and calls
 // cut short, whose causes callers never see.
 func Handler(svc *ordering.Service, log *slog.Logger, callers internalauth.Callers) http.Handler {
-	twirpHandler := orderingv1.NewOrderingServer(New(svc), twirp.WithServerHooks(twirperr.ServerHooks(log)))
-	return internalauth.Protect(twirpHandler, callers, Policy, log)
+	return service.Twirp(orderingv1.NewOrderingServer, orderingv1.Ordering(New(svc)), log, callers, Policy)
 }
 
 // CreateOrder implements orderingv1.Ordering.
