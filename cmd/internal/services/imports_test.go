@@ -2,11 +2,8 @@ package services_test
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/esimplatform/esim/cmd/internal/services"
 )
 
 const module = "github.com/esimplatform/esim"
@@ -18,15 +15,7 @@ const module = "github.com/esimplatform/esim"
 // checks from proto/limits). Test helpers (packages named *test) may:
 // they start other services for tests.
 func TestImportRules(t *testing.T) {
-	path, err := services.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(path)
-	p, err := services.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, p := load(t)
 	// forbidden(owner) reports the imports owner's code may not make:
 	// another service, and cmd/ unless owner is cmd itself.
 	forbidden := func(owner string) func(dep string) bool {

@@ -14,15 +14,7 @@ import (
 // checklist of docs/conventions.md honest: every service folder has an
 // entry and a chart, every entry has a folder, a main package and a chart.
 func TestTheRepositoryFollowsTheDeclaration(t *testing.T) {
-	path, err := services.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(path)
-	p, err := services.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, p := load(t)
 	folders, err := os.ReadDir(filepath.Join(root, "services"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,4 +95,19 @@ func TestStartOrderPutsCalleesFirst(t *testing.T) {
 	if s, _ := p.Get("catalogue"); s.URLVar() != "CATALOGUE_URL" {
 		t.Errorf("URLVar = %s", s.URLVar())
 	}
+}
+
+// load reads services.yaml, found from here, and says where the
+// repository's root is.
+func load(t *testing.T) (root string, p services.Platform) {
+	t.Helper()
+	path, err := services.Find(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = services.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(path), p
 }

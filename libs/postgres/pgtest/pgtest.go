@@ -184,3 +184,24 @@ func WithMaxConns(t testing.TB, dbURL string, n int) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// CheckReplicasStartTogether opens a new database with open from replicas
+// starting at once, as a rollout does, and fails the test unless every
+// one comes up: migrations that take no lock of their own (River's)
+// would collide on their DDL.
+func CheckReplicasStartTogether(t testing.TB, replicas int, open func(ctx context.Context, databaseURL string) (*pgxpool.Pool, error)) {
+	t.Helper()
+	dbURL := NewDatabase(t)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() {
+			pool, err := open(context.Background(), dbURL)
+			if err != nil {
+				t.Errorf("replica %d: %v", i, err)
+				return
+			}
+			pool.Close()
+		})
+	}
+	wg.Wait()
+}

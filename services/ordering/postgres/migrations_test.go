@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"io/fs"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
@@ -22,24 +22,9 @@ import (
 // migrations, which take no lock of their own, wait for each other, as
 // goose's do.
 func TestReplicasStartingAtOnceBothMigrate(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := range errs {
-		wg.Go(func() {
-			pool, err := postgres.Open(context.Background(), dbURL)
-			if err == nil {
-				pool.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("replica %d: %v", i, err)
-		}
-	}
+	pgtest.CheckReplicasStartTogether(t, 3, func(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
+		return postgres.Open(ctx, dbURL)
+	})
 }
 
 // A database an older version left with events in its outbox and

@@ -2,11 +2,11 @@ package postgres_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
@@ -19,19 +19,9 @@ import (
 // Two replicas starting at once on a new database both come up: River's
 // migrations and goose's each run once.
 func TestTwoReplicasStartAtOnce(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			pool, err := postgres.Open(context.Background(), url)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			pool.Close()
-		})
-	}
-	wg.Wait()
+	pgtest.CheckReplicasStartTogether(t, 2, func(ctx context.Context, url string) (*pgxpool.Pool, error) {
+		return postgres.Open(ctx, url)
+	})
 }
 
 // A database of the hand-built queue keeps its pending deliveries: the
