@@ -150,7 +150,7 @@ test: helm npm-tools ## run every test, with the race detector, against the loca
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"
-	@awk '$$1 == "ok" && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%8.1fs  %s\n", t, $$2 }' .run/test.log | sort -rn | head -15
+	@awk '$$1 == "ok" && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%8.1fs  %s\n", t, $$2 }' .run/test.log | sort -rn | awk 'NR <= 15'
 	@echo "==> fuzzing every fuzz target for $(TEST_FUZZ_TIME) (make fuzz runs each a million times)"
 	tools/fuzz.sh $(TEST_FUZZ_TIME) $(MODULES)
 
