@@ -12,7 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/esimplatform/esim/libs/money"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -73,19 +76,42 @@ type Esim struct {
 	QRCodeURL      string      `json:"qr_code_url" format:"uri" doc:"A PNG of a QR code that encodes activation_code. Public and unguessable: share it with the traveller only."`
 	ActivationCode string      `json:"activation_code" doc:"LPA:1$<smdp_address>$<matching id>."`
 	SMDPAddress    string      `json:"smdp_address"`
-	Status         string      `json:"status" doc:"ALLOCATED on a fresh order."`
-	ValidityDays   int         `json:"validity_days"`
+	Status         string      `json:"status" enum:"ALLOCATED,INSTALLED,ACTIVE,DEPLETED,EXPIRED" doc:"Moves only forward: ALLOCATED (issued) -> INSTALLED (downloaded and installed on a device) -> ACTIVE (first network attach; the validity clock starts) -> DEPLETED (a fixed plan's data used up; a top-up makes it ACTIVE again) or EXPIRED (validity over; final)."`
+	ValidityDays   int         `json:"validity_days" doc:"Days of validity from activation, top-ups included."`
 	Data           EsimData    `json:"data"`
 	Install        EsimInstall `json:"install"`
+	InstalledAt    *time.Time  `json:"installed_at" nullable:"true" doc:"When the profile was installed on a device; null before."`
+	ActivatedAt    *time.Time  `json:"activated_at" nullable:"true" doc:"When the eSIM first attached to a network; null before."`
+	ExpiresAt      *time.Time  `json:"expires_at" nullable:"true" doc:"activated_at plus the validity, extended by top-ups; null until ACTIVE."`
+	TopUps         []TopUp     `json:"topups" doc:"Every top-up bought for the eSIM, oldest first."`
 	CreatedAt      time.Time   `json:"created_at"`
+}
+
+// TopUp is a purchase of more data or days for an eSIM.
+type TopUp struct {
+	ID        string      `json:"id" format:"uuid"`
+	EsimID    string      `json:"esim_id" format:"uuid"`
+	PlanID    string      `json:"plan_id" format:"uuid"`
+	Days      int         `json:"days" doc:"Days added: those bought on per-day plans, the plan's validity on fixed ones."`
+	Price     TopUpPrice  `json:"price"`
+	Status    string      `json:"status" enum:"pending,completed,failed" doc:"completed: applied to the eSIM; failed: the provider refused it and it was refunded in full; pending: still being applied."`
+	Error     *OrderError `json:"error" doc:"null unless the top-up failed."`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// TopUpPrice is what a top-up debited.
+type TopUpPrice struct {
+	Amount   Amount `json:"amount" doc:"The plan's price, times the days on per-day plans: what was debited from the balance."`
+	Currency string `json:"currency" enum:"USD,EUR,GBP"`
 }
 
 // EsimData is the data allowance and its use.
 type EsimData struct {
 	Unlimited  bool      `json:"unlimited"`
-	TotalBytes *int64    `json:"total_bytes" nullable:"true" doc:"null when unlimited."`
-	UsedBytes  int64     `json:"used_bytes"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	TotalBytes     *int64    `json:"total_bytes" nullable:"true" doc:"null when unlimited; grows with top-ups."`
+	UsedBytes      int64     `json:"used_bytes"`
+	RemainingBytes *int64    `json:"remaining_bytes" nullable:"true" doc:"total_bytes - used_bytes; null when unlimited."`
+	UpdatedAt      time.Time `json:"updated_at" doc:"When usage was last read from the network."`
 }
 
 // EsimInstall is how a traveller installs the eSIM.
@@ -94,6 +120,18 @@ type EsimInstall struct {
 	IOSUniversalLink     string `json:"ios_universal_link" format:"uri"`
 	AndroidUniversalLink string `json:"android_universal_link" format:"uri"`
 }
+
+// An eSIM's statuses, as Esim.Status spells them.
+const (
+	EsimAllocated = "ALLOCATED"
+	EsimInstalled = "INSTALLED"
+	EsimActive    = "ACTIVE"
+	EsimDepleted  = "DEPLETED"
+	EsimExpired   = "EXPIRED"
+)
+
+// EsimStatuses lists them in their order.
+var EsimStatuses = []string{EsimAllocated, EsimInstalled, EsimActive, EsimDepleted, EsimExpired}
 
 // An order's statuses, as Order.Status spells them.
 const (
@@ -154,13 +192,19 @@ func OrderFromProto(o *orderingv1.Order) (Order, error) {
 		out.Error = &OrderError{Code: o.GetError().GetCode(), Message: o.GetError().GetMessage()}
 	}
 	for i, e := range o.GetEsims() {
-		out.Esims[i] = EsimFromProto(e)
+		var err error
+		if out.Esims[i], err = EsimFromProto(e); err != nil {
+			return Order{}, err
+		}
 	}
 	return out, nil
 }
 
 // EsimFromProto is e as the partner API shows it.
-func EsimFromProto(e *orderingv1.Esim) Esim {
+func EsimFromProto(e *orderingv1.Esim) (Esim, error) {
+	if !slices.Contains(EsimStatuses, e.GetStatus()) {
+		return Esim{}, fmt.Errorf("%w: eSIM %s has status %q", ErrUnknown, e.GetId(), e.GetStatus())
+	}
 	out := Esim{
 		ID:             e.GetId(),
 		OrderID:        e.GetOrderId(),
@@ -179,13 +223,55 @@ func EsimFromProto(e *orderingv1.Esim) Esim {
 			IOSUniversalLink:     e.GetInstall().GetIosUniversalLink(),
 			AndroidUniversalLink: e.GetInstall().GetAndroidUniversalLink(),
 		},
-		CreatedAt: e.GetCreatedAt().AsTime().UTC(),
+		InstalledAt: timeOrNull(e.GetInstalledAt()),
+		ActivatedAt: timeOrNull(e.GetActivatedAt()),
+		ExpiresAt:   timeOrNull(e.GetExpiresAt()),
+		TopUps:      make([]TopUp, len(e.GetTopups())),
+		CreatedAt:   e.GetCreatedAt().AsTime().UTC(),
 	}
 	if !out.Data.Unlimited {
-		total := e.GetData().GetTotalBytes()
-		out.Data.TotalBytes = &total
+		total, used := e.GetData().GetTotalBytes(), e.GetData().GetUsedBytes()
+		remaining := max(total-used, 0)
+		out.Data.TotalBytes, out.Data.RemainingBytes = &total, &remaining
 	}
-	return out
+	for i, t := range e.GetTopups() {
+		var err error
+		if out.TopUps[i], err = TopUpFromProto(t); err != nil {
+			return Esim{}, err
+		}
+	}
+	return out, nil
+}
+
+// TopUpFromProto is t as the partner API shows it: POST
+// /v1/esims/{id}/topups, an eSIM's topups and a topup.* event's data.
+func TopUpFromProto(t *orderingv1.TopUp) (TopUp, error) {
+	status, ok := statuses[t.GetStatus()]
+	if !ok {
+		return TopUp{}, fmt.Errorf("%w: top-up %s has status %s", ErrUnknown, t.GetId(), t.GetStatus())
+	}
+	out := TopUp{
+		ID:        t.GetId(),
+		EsimID:    t.GetEsimId(),
+		PlanID:    t.GetPlanId(),
+		Days:      int(t.GetDays()),
+		Price:     TopUpPrice{Amount: Amount(t.GetPrice().GetTotalMinor()), Currency: t.GetPrice().GetCurrency()},
+		Status:    status,
+		CreatedAt: t.GetCreatedAt().AsTime().UTC(),
+	}
+	if status == OrderFailed {
+		out.Error = &OrderError{Code: t.GetError().GetCode(), Message: t.GetError().GetMessage()}
+	}
+	return out, nil
+}
+
+// timeOrNull is t in UTC, or null when unset.
+func timeOrNull(t *timestamppb.Timestamp) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.AsTime().UTC()
+	return &v
 }
 
 // orNull is s, or null when empty.

@@ -60,6 +60,17 @@ func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error)
 	if err != nil {
 		return Created{}, err
 	}
+	return s.purchase(ctx, in.Scope, in.IdempotencyKey, req.fingerprint, func(ctx context.Context, id uuid.UUID) (Order, error) {
+		return s.newOrder(ctx, id, req)
+	})
+}
+
+// purchase is what every purchase (an order of eSIMs, a top-up) goes
+// through: under the lock of its idempotency key, the replay of a
+// finished purchase with the same key, the resumption of one cut short,
+// or a new one, priced by price, stored pending and taken to its end by
+// resume. fingerprint is what a replay must match.
+func (s *Service) purchase(ctx context.Context, scope Scope, key string, fingerprint []byte, price func(context.Context, uuid.UUID) (Order, error)) (Created, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Created{}, fmt.Errorf("new order id: %w", err)
@@ -69,17 +80,17 @@ func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error)
 	// the processing, once the lock is held, by orderTimeout.
 	waitCtx, cancelWait := context.WithTimeout(ctx, s.lockWait)
 	defer cancelWait()
-	err = s.store.WithLock(waitCtx, lockKey(in.Scope, in.IdempotencyKey, id), func(ctx context.Context, tx Locked) error {
+	err = s.store.WithLock(waitCtx, lockKey(scope, key, id), func(ctx context.Context, tx Locked) error {
 		// From here on the order is processed to its end whatever the
 		// caller does: a caller hanging up between the debit and the
 		// completion must not leave the work half done.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.orderTimeout)
 		defer cancel()
-		if in.IdempotencyKey != "" {
-			o, err := tx.OrderByKey(ctx, in.Scope, in.IdempotencyKey)
+		if key != "" {
+			o, err := tx.OrderByKey(ctx, scope, key)
 			switch {
 			case err == nil:
-				if !bytes.Equal(o.Fingerprint, req.fingerprint) {
+				if !bytes.Equal(o.Fingerprint, fingerprint) {
 					return ErrIdempotencyMismatch
 				}
 				if o.Status.Finished() {
@@ -87,7 +98,7 @@ func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error)
 					return nil
 				}
 				// An earlier call was cut short: finish its order.
-				if err := tx.ClaimInFlight(ctx, in.Scope, s.maxInFlight); err != nil {
+				if err := tx.ClaimInFlight(ctx, scope, s.maxInFlight); err != nil {
 					return err
 				}
 				o, err = s.resume(ctx, tx, o)
@@ -97,10 +108,10 @@ func (s *Service) CreateOrder(ctx context.Context, in NewOrder) (Created, error)
 				return fmt.Errorf("look up idempotency key: %w", err)
 			}
 		}
-		if err := tx.ClaimInFlight(ctx, in.Scope, s.maxInFlight); err != nil {
+		if err := tx.ClaimInFlight(ctx, scope, s.maxInFlight); err != nil {
 			return err
 		}
-		o, err := s.newOrder(ctx, id, req)
+		o, err := price(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -129,6 +140,7 @@ func (s *Service) newOrder(ctx context.Context, id uuid.UUID, req request) (Orde
 	}
 	o := Order{
 		ID:             id,
+		Kind:           KindEsims,
 		Scope:          req.Scope,
 		IdempotencyKey: req.IdempotencyKey,
 		Fingerprint:    req.fingerprint,
@@ -137,6 +149,7 @@ func (s *Service) newOrder(ctx context.Context, id uuid.UUID, req request) (Orde
 		PerDay:         plan.Type == PlanPerDay,
 		Unlimited:      plan.Unlimited,
 		TotalBytes:     plan.TotalBytes,
+		Countries:      plan.Countries,
 		Quantity:       req.quantity,
 		Currency:       req.Currency,
 		Customer:       req.Customer,
@@ -209,7 +222,7 @@ func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error)
 	if o.Status != StatusFailing {
 		return Order{}, fmt.Errorf("order %s: cannot resume an order that is %s", o.ID, o.Status)
 	}
-	if r, ok := s.providers[o.Scope.Environment].(Releaser); ok {
+	if r, ok := s.providers[o.Scope.Environment].(Releaser); ok && o.Kind != KindTopUp {
 		if err := r.Release(ctx, tx, o.ID); err != nil {
 			return Order{}, fmt.Errorf("order %s: give back its profiles: %w", o.ID, err)
 		}
@@ -217,7 +230,11 @@ func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error)
 	if err := s.wallet.Refund(ctx, o.Scope, o.ID.String()); err != nil {
 		return Order{}, fmt.Errorf("order %s: refund: %w", o.ID, err)
 	}
-	e, err := s.newEvent(EventOrderFailed, o.ID)
+	failed := EventOrderFailed
+	if o.Kind == KindTopUp {
+		failed = EventTopUpFailed
+	}
+	e, err := s.newEvent(failed, o.ID)
 	if err != nil {
 		return Order{}, err
 	}
@@ -246,6 +263,9 @@ func (s *Service) debitAndIssue(ctx context.Context, tx Locked, o Order) (Order,
 	}
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: debit: %w", o.ID, err)
+	}
+	if o.Kind == KindTopUp {
+		return s.applyTopUp(ctx, tx, o)
 	}
 
 	issueCtx, cancel := context.WithTimeout(ctx, s.providerTimeout)
@@ -331,6 +351,10 @@ func (s *Service) issue(ctx context.Context, tx Locked, o Order) ([]Esim, error)
 		esims[i] = Esim{
 			ID:           id,
 			OrderID:      o.ID,
+			Scope:        o.Scope,
+			PlanID:       o.PlanID,
+			PerDay:       o.PerDay,
+			Countries:    o.Countries,
 			Position:     int32(i),
 			PlanName:     o.PlanName,
 			ICCID:        p.ICCID,

@@ -37,6 +37,9 @@ var (
 	// flight in this environment as it may (MaxInFlight). Nothing was
 	// charged and nothing stored; the same key goes through later.
 	ErrTooManyInFlight = errors.New("too many orders of this account are in flight in this environment; retry shortly")
+	// ErrEsimExpired: a top-up's eSIM expired between its purchase and
+	// its completion. The top-up fails and is refunded.
+	ErrEsimExpired = errors.New("the eSIM expired before the top-up could be applied")
 	// ErrConflict: a store found the idempotency key taken by another
 	// order. Under the key's lock it cannot happen; it is an internal
 	// failure if it does.

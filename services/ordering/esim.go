@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -109,7 +110,9 @@ type EsimFilter struct {
 	// OrderID uuid.Nil is any.
 	OrderID uuid.UUID
 	// ICCID "" is any.
-	ICCID       string
+	ICCID string
+	// Status "" is any, else one of EsimStatuses.
+	Status      string
 	Page, Limit int32
 }
 
@@ -130,11 +133,14 @@ func (s *Service) ListEsims(ctx context.Context, f EsimFilter) (EsimPage, error)
 	if f.ICCID != "" && (len(f.ICCID) > maxICCIDLength || strings.ContainsFunc(f.ICCID, func(r rune) bool { return r < '0' || r > '9' })) {
 		return EsimPage{}, invalid("iccid", fmt.Sprintf("must be an ICCID: up to %d digits", maxICCIDLength))
 	}
+	if f.Status != "" && !slices.Contains(EsimStatuses, f.Status) {
+		return EsimPage{}, invalid("status", "must be ALLOCATED, INSTALLED, ACTIVE, DEPLETED or EXPIRED")
+	}
 	limit, offset, err := paging(f.Page, f.Limit)
 	if err != nil {
 		return EsimPage{}, err
 	}
-	esims, total, err := s.store.ListEsims(ctx, EsimQuery{Scope: f.Scope, OrderID: f.OrderID, ICCID: f.ICCID, Limit: limit, Offset: offset})
+	esims, total, err := s.store.ListEsims(ctx, EsimQuery{Scope: f.Scope, OrderID: f.OrderID, ICCID: f.ICCID, Status: f.Status, Limit: limit, Offset: offset})
 	if err != nil {
 		return EsimPage{}, fmt.Errorf("list eSIMs: %w", err)
 	}

@@ -14,6 +14,9 @@ func (s *Service) GetOrder(ctx context.Context, scope *Scope, id uuid.UUID) (Ord
 		return Order{}, err
 	}
 	o, err := s.store.Order(ctx, scope, id)
+	if err == nil && o.Kind == KindTopUp {
+		err = ErrNotFound // a top-up is shown with its eSIM
+	}
 	if err != nil {
 		return Order{}, fmt.Errorf("get order %s: %w", id, err)
 	}

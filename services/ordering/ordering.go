@@ -104,6 +104,8 @@ type Plan struct {
 	// Price is in minor units of the currency asked for; per day on
 	// per-day plans.
 	Price int64
+	// Countries are the ISO 3166-1 alpha-2 codes the plan covers.
+	Countries []string
 }
 
 // Customer is the traveller an order is for, stored for the partner's
@@ -123,13 +125,27 @@ type OrderError struct {
 // ErrorCodeProvider is the code of an order whose provider failed.
 const ErrorCodeProvider = "provider_error"
 
+// OrderKind is what an order buys.
+type OrderKind string
+
+// An order buys eSIMs, or a top-up buys more of the same for one eSIM: a
+// top-up is an order of its own kind, so that it is priced, debited,
+// provisioned, refunded, replayed and recovered by the same machinery.
+const (
+	KindEsims OrderKind = "esims"
+	KindTopUp OrderKind = "topup"
+)
+
 // Order is a purchase of Quantity eSIMs of one plan. The plan's name and
 // data are copied onto it when it is priced, so that finishing the order
 // never needs the catalogue: a plan retired after the debit must not keep
 // an order from completing or failing.
 type Order struct {
 	ID    uuid.UUID
+	Kind  OrderKind
 	Scope Scope
+	// EsimID is the eSIM a top-up is for; uuid.Nil on orders of eSIMs.
+	EsimID uuid.UUID
 	// IdempotencyKey is "" for an order placed without one.
 	IdempotencyKey string
 	// Fingerprint is the SHA-256 of the request (see fingerprint), which
@@ -139,10 +155,14 @@ type Order struct {
 	PlanName    string
 	PerDay      bool
 	Unlimited   bool
-	TotalBytes  int64
-	// ValidityDays is each eSIM's: the plan's on fixed plans, the days
-	// ordered on per-day plans.
+	// TotalBytes is each eSIM's, or what a top-up adds.
+	TotalBytes int64
+	// ValidityDays is each eSIM's (or what a top-up adds): the plan's on
+	// fixed plans, the days ordered on per-day plans.
 	ValidityDays int32
+	// Countries the plan covered when the order was priced: what a
+	// top-up of its eSIMs must cover.
+	Countries []string
 	Quantity     int32
 	// Days is 0 on fixed plans.
 	Days       int32
@@ -174,6 +194,12 @@ type Profile struct {
 type Esim struct {
 	ID      uuid.UUID
 	OrderID uuid.UUID
+	Scope   Scope
+	// PlanID, PerDay and Countries are the order's plan's: what a top-up
+	// must match.
+	PlanID    uuid.UUID
+	PerDay    bool
+	Countries []string
 	// Position is the eSIM's place in its order, 0 to Quantity-1.
 	Position     int32
 	PlanName     string
@@ -185,6 +211,18 @@ type Esim struct {
 	ValidityDays int32
 	Data         EsimData
 	CreatedAt    time.Time
+	// InstalledAt, ActivatedAt and ExpiresAt are zero until the eSIM
+	// reached the status that sets them; ExpiresAt moves with top-ups.
+	InstalledAt time.Time
+	ActivatedAt time.Time
+	ExpiresAt   time.Time
+	// UsageNotified is the highest of UsageThresholds told (0: none);
+	// ExpiringNotified, whether esim.expiring was.
+	UsageNotified    int32
+	ExpiringNotified bool
+	// TopUps are the eSIM's, oldest first (read with the eSIM, not
+	// stored with it).
+	TopUps []TopUp
 
 	ActivationCode string
 	QRCodeURL      string
@@ -197,6 +235,38 @@ type EsimData struct {
 	TotalBytes int64 // 0 when unlimited
 	UsedBytes  int64
 	UpdatedAt  time.Time
+}
+
+// TopUp is a top-up as the API shows it: an order of KindTopUp.
+type TopUp struct {
+	ID     uuid.UUID
+	EsimID uuid.UUID
+	// EsimOrderID is the order that issued the eSIM.
+	EsimOrderID uuid.UUID
+	Scope       Scope
+	PlanID      uuid.UUID
+	// Days added; Bytes added (0 on unlimited plans).
+	Days        int32
+	Bytes       int64
+	Currency    Currency
+	AmountMinor int64
+	Status      Status
+	Error       *OrderError
+	CreatedAt   time.Time
+}
+
+// TopUpOf is the top-up an order of KindTopUp is, for the eSIM of order
+// esimOrderID.
+func TopUpOf(o Order, esimOrderID uuid.UUID) TopUp {
+	status := o.Status
+	if status == StatusFailing {
+		status = StatusPending // failing is pending until refunded, as for orders
+	}
+	return TopUp{
+		ID: o.ID, EsimID: o.EsimID, EsimOrderID: esimOrderID, Scope: o.Scope, PlanID: o.PlanID,
+		Days: o.ValidityDays, Bytes: o.TotalBytes, Currency: o.Currency, AmountMinor: o.TotalMinor,
+		Status: status, Error: o.Error, CreatedAt: o.CreatedAt,
+	}
 }
 
 // Install is how a traveller installs an eSIM.
@@ -278,6 +348,13 @@ type Deps struct {
 	// Publisher publishes the events of finished orders (PublishEvent);
 	// without it orders still write their events, which wait.
 	Publisher Publisher
+	// Networks are the mobile networks behind each environment's
+	// provider: usage feeds and bundles. An environment without one
+	// (the sandbox) moves its eSIMs by simulation and applies top-ups at
+	// once.
+	Networks map[Environment]Network
+	// Now is the clock, time.Now when nil: tests move it.
+	Now func() time.Time
 }
 
 // Service holds the ordering use cases.
@@ -293,6 +370,7 @@ type Service struct {
 	lockWait        time.Duration
 	maxInFlight     int
 	publisher       Publisher
+	networks        map[Environment]Network
 	now             func() time.Time
 }
 
@@ -303,6 +381,10 @@ func NewService(d Deps) *Service {
 			return def
 		}
 		return v
+	}
+	now := d.Now
+	if now == nil {
+		now = time.Now
 	}
 	maxInFlight := d.MaxInFlight
 	if maxInFlight <= 0 {
@@ -319,6 +401,7 @@ func NewService(d Deps) *Service {
 		lockWait:        or(d.LockWait, DefaultLockWait),
 		maxInFlight:     maxInFlight,
 		publisher:       d.Publisher,
-		now:             time.Now,
+		networks:        d.Networks,
+		now:             now,
 	}
 }

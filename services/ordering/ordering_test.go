@@ -1305,3 +1305,23 @@ func (s ctxStore) WithLock(ctx context.Context, key string, fn func(context.Cont
 		}
 	}
 }
+
+// The in-memory store keeps orders only: eSIMs after their order and
+// top-ups are tested against Postgres (postgres, server).
+var errNotInMemory = errors.New("not kept by the in-memory store")
+
+func (m *memStore) CompleteTopUp(context.Context, uuid.UUID, uuid.UUID, func(*Esim) error, Event) error {
+	return errNotInMemory
+}
+
+func (m *memStore) ChangeEsims(context.Context, EsimSelection, func(*Esim) (bool, []Event, error)) ([]Esim, error) {
+	return nil, errNotInMemory
+}
+
+func (m *memStore) EsimsInUse(context.Context, Environment, uuid.UUID, int32) ([]EsimRef, error) {
+	return nil, errNotInMemory
+}
+
+func (m *memStore) DueEsims(context.Context, time.Time, time.Duration, int32) ([]uuid.UUID, error) {
+	return nil, errNotInMemory
+}

@@ -18,11 +18,15 @@ type OutboxEvent struct {
 	TraceContext map[string]string
 }
 
-// Publication is an event with its order as GetOrder answers it. Both are
-// final: publishing it again later says the same.
+// Publication is an event with what it is about: an order's with the
+// order as GetOrder answers it, a top-up's with the top-up, both final; an
+// eSIM's with the eSIM as the event left it (and its top-ups as they are
+// when published). Publishing it again later says the same.
 type Publication struct {
 	Event OutboxEvent
 	Order Order
+	TopUp *TopUp
+	Esim  *Esim
 }
 
 // Publisher hands events to the platform.
@@ -42,13 +46,40 @@ func (s *Service) PublishEvent(ctx context.Context, e OutboxEvent) error {
 	if s.publisher == nil {
 		return errNoPublisher
 	}
-	o, err := s.store.Order(ctx, nil, e.OrderID)
+	p, err := s.publication(ctx, e)
 	if err != nil {
-		return fmt.Errorf("publish event %s: read order %s: %w", e.ID, e.OrderID, err)
+		return fmt.Errorf("publish event %s: %w", e.ID, err)
 	}
-	s.present(&o)
-	if err := s.publisher.Publish(ctx, []Publication{{Event: e, Order: o}}); err != nil {
+	if err := s.publisher.Publish(ctx, []Publication{p}); err != nil {
 		return fmt.Errorf("publish event %s: %w", e.ID, err)
 	}
 	return nil
+}
+
+// publication reads what e is about.
+func (s *Service) publication(ctx context.Context, e OutboxEvent) (Publication, error) {
+	if e.Esim != nil {
+		snapshot := *e.Esim
+		current, err := s.store.Esim(ctx, nil, snapshot.ID)
+		if err != nil {
+			return Publication{}, fmt.Errorf("read eSIM %s: %w", snapshot.ID, err)
+		}
+		snapshot.TopUps = current.TopUps
+		s.presentEsim(&snapshot)
+		return Publication{Event: e, Esim: &snapshot}, nil
+	}
+	o, err := s.store.Order(ctx, nil, e.OrderID)
+	if err != nil {
+		return Publication{}, fmt.Errorf("read order %s: %w", e.OrderID, err)
+	}
+	if o.Kind == KindTopUp {
+		esim, err := s.store.Esim(ctx, nil, o.EsimID)
+		if err != nil {
+			return Publication{}, fmt.Errorf("read eSIM %s of top-up %s: %w", o.EsimID, o.ID, err)
+		}
+		t := TopUpOf(o, esim.OrderID)
+		return Publication{Event: e, TopUp: &t}, nil
+	}
+	s.present(&o)
+	return Publication{Event: e, Order: o}, nil
 }

@@ -25,7 +25,9 @@ type EsimQuery struct {
 	// OrderID uuid.Nil is any.
 	OrderID uuid.UUID
 	// ICCID "" is any.
-	ICCID  string
+	ICCID string
+	// Status "" is any.
+	Status string
 	Limit  int32
 	Offset int64
 }
@@ -34,6 +36,7 @@ type EsimQuery struct {
 // order. Implementations return ErrNotFound as documented and wrap every
 // other failure.
 type Store interface {
+	LifecycleStore
 	// WithLock runs fn holding the lock named key, waiting for it as long
 	// as ctx allows, and releases it when fn returns. Waiting holds no
 	// database connection: one order's retries queue at no cost to other
@@ -46,16 +49,17 @@ type Store interface {
 	// WithTryLock is WithLock without waiting: false, fn not run, when
 	// someone else holds the lock or every holder's place is taken.
 	WithTryLock(ctx context.Context, key string, fn func(context.Context, Locked) error) (bool, error)
-	// Order returns the order with its eSIMs; ErrNotFound outside scope
-	// (nil scope: any).
+	// Order returns the order with its eSIMs, or the top-up; ErrNotFound
+	// outside scope (nil scope: any).
 	Order(ctx context.Context, scope *Scope, id uuid.UUID) (Order, error)
-	// ListOrders returns a page of orders, each with its eSIMs, newest
+	// ListOrders returns a page of orders of eSIMs (no top-ups), each with its eSIMs, newest
 	// first (ties by id), and the total count, in one snapshot.
 	ListOrders(ctx context.Context, q OrderQuery) ([]Order, int64, error)
-	// Esim returns ErrNotFound outside scope (nil scope: any).
+	// Esim returns the eSIM with its top-ups; ErrNotFound outside scope
+	// (nil scope: any).
 	Esim(ctx context.Context, scope *Scope, id uuid.UUID) (Esim, error)
-	// ListEsims returns a page of eSIMs, newest first (ties by id), and
-	// the total count, in one snapshot.
+	// ListEsims returns a page of eSIMs with their top-ups, newest first
+	// (ties by id), and the total count, in one snapshot.
 	ListEsims(ctx context.Context, q EsimQuery) ([]Esim, int64, error)
 	// EsimByQRToken returns ErrNotFound for an unknown token.
 	EsimByQRToken(ctx context.Context, token string) (Esim, error)
@@ -86,4 +90,9 @@ type Locked interface {
 	// Complete stores the eSIMs, moves the pending order to completed and
 	// writes its event's publication, in one transaction.
 	Complete(ctx context.Context, id uuid.UUID, esims []Esim, e Event) error
+	// CompleteTopUp moves the pending top-up to completed, applies it to
+	// its eSIM (apply, under the eSIM's row lock) and writes its event's
+	// publication, in one transaction; apply's error rolls it back and
+	// is returned.
+	CompleteTopUp(ctx context.Context, id, esimID uuid.UUID, apply func(*Esim) error, e Event) error
 }

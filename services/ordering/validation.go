@@ -24,18 +24,11 @@ func validateNewOrder(in NewOrder) (request, error) {
 		return request{}, invalid("currency", "must be one of USD, EUR, GBP")
 	}
 	req := request{NewOrder: in, quantity: 1}
-	switch {
-	case in.PlanID == "":
-		return request{}, invalid("plan_id", "is required")
-	case len(in.PlanID) != 36:
-		return request{}, invalid("plan_id", "must be a UUID such as 0195f0c4-1c2d-7abc-8def-0123456789ab")
-	default:
-		id, err := uuid.Parse(in.PlanID)
-		if err != nil {
-			return request{}, invalid("plan_id", "must be a UUID such as 0195f0c4-1c2d-7abc-8def-0123456789ab")
-		}
-		req.planID = id
+	id, err := parsePlanID(in.PlanID)
+	if err != nil {
+		return request{}, err
 	}
+	req.planID = id
 	if in.Quantity != nil {
 		if *in.Quantity < 1 || *in.Quantity > MaxQuantity {
 			return request{}, invalid("quantity", fmt.Sprintf("must be between 1 and %d", MaxQuantity))

@@ -384,7 +384,10 @@ type ListPlansRequest struct {
 	// 1..100; defaults to 20.
 	Limit int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Only plans priced in this currency, when set.
-	Currency      string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	Currency string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Only plans covering every one of these countries (ISO 3166-1
+	// alpha-2): the plans that may top up an eSIM of a plan covering them.
+	Covers        []string `protobuf:"bytes,6,rep,name=covers,proto3" json:"covers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +455,13 @@ func (x *ListPlansRequest) GetCurrency() string {
 		return x.Currency
 	}
 	return ""
+}
+
+func (x *ListPlansRequest) GetCovers() []string {
+	if x != nil {
+		return x.Covers
+	}
+	return nil
 }
 
 type ListPlansResponse struct {
@@ -839,13 +849,14 @@ const file_catalogue_v1_catalogue_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xa3\x01\n" +
+	"updated_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xbb\x01\n" +
 	"\x10ListPlansRequest\x12\x18\n" +
 	"\acountry\x18\x01 \x01(\tR\acountry\x12/\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1b.esim.catalogue.v1.PlanTypeR\x04type\x12\x12\n" +
 	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x1a\n" +
-	"\bcurrency\x18\x05 \x01(\tR\bcurrency\"X\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x16\n" +
+	"\x06covers\x18\x06 \x03(\tR\x06covers\"X\n" +
 	"\x11ListPlansResponse\x12-\n" +
 	"\x05plans\x18\x01 \x03(\v2\x17.esim.catalogue.v1.PlanR\x05plans\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x05R\x05total\"I\n" +

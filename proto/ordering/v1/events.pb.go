@@ -7,6 +7,7 @@
 package orderingv1
 
 import (
+	v1 "github.com/esimplatform/esim/proto/accounts/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -22,21 +23,36 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// OrderEvent is the fact ordering publishes on the Kafka topic
-// esim.orders.v1 when an order reaches a final status, keyed by the
-// order id, with the W3C trace context of the order in the message
+// OrderEvent is a fact ordering publishes on the Kafka topic
+// esim.orders.v1: an order reached a final status (order.*), a top-up did
+// (topup.*: topup set), or an eSIM moved (esim.*: esim set, as it was
+// then). Keyed by order_id (the eSIM's order for esim.* and topup.*), so
+// that one order's facts keep their order, with the W3C trace context of the order in the message
 // headers (traceparent, tracestate). Delivery is at least once: a
 // consumer dedupes on id.
 type OrderEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// evt_ and 32 hex digits; the same on every publication of the event.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// order.completed or order.failed.
+	// order.completed, order.failed, topup.completed, topup.failed,
+	// esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired.
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	// When the order reached its final status.
+	// When it happened.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// The order as GetOrder answers it at that moment, with its eSIMs.
-	Order         *Order `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
+	// order.*: the order as GetOrder answers it at that moment, with its eSIMs.
+	Order *Order `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
+	// esim.*: the eSIM as it was when the event happened.
+	Esim *Esim `protobuf:"bytes,5,opt,name=esim,proto3" json:"esim,omitempty"`
+	// topup.*: the top-up in its final status.
+	Topup *TopUp `protobuf:"bytes,6,opt,name=topup,proto3" json:"topup,omitempty"`
+	// esim.usage: the threshold crossed, 50, 80 or 100 (percent of the
+	// eSIM's total bytes).
+	ThresholdPercent int32 `protobuf:"varint,7,opt,name=threshold_percent,json=thresholdPercent,proto3" json:"threshold_percent,omitempty"`
+	// Whose event it is, on every event.
+	AccountId   string         `protobuf:"bytes,8,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	Environment v1.Environment `protobuf:"varint,9,opt,name=environment,proto3,enum=esim.accounts.v1.Environment" json:"environment,omitempty"`
+	// The order the event is about: the order's, or the eSIM's order.
+	OrderId       string `protobuf:"bytes,10,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -99,18 +115,68 @@ func (x *OrderEvent) GetOrder() *Order {
 	return nil
 }
 
+func (x *OrderEvent) GetEsim() *Esim {
+	if x != nil {
+		return x.Esim
+	}
+	return nil
+}
+
+func (x *OrderEvent) GetTopup() *TopUp {
+	if x != nil {
+		return x.Topup
+	}
+	return nil
+}
+
+func (x *OrderEvent) GetThresholdPercent() int32 {
+	if x != nil {
+		return x.ThresholdPercent
+	}
+	return 0
+}
+
+func (x *OrderEvent) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *OrderEvent) GetEnvironment() v1.Environment {
+	if x != nil {
+		return x.Environment
+	}
+	return v1.Environment(0)
+}
+
+func (x *OrderEvent) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
 var File_ordering_v1_events_proto protoreflect.FileDescriptor
 
 const file_ordering_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x18ordering/v1/events.proto\x12\x10esim.ordering.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1aordering/v1/ordering.proto\"\x9a\x01\n" +
+	"\x18ordering/v1/events.proto\x12\x10esim.ordering.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1aaccounts/v1/accounts.proto\x1a\x1aordering/v1/ordering.proto\"\x9d\x03\n" +
 	"\n" +
 	"OrderEvent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x129\n" +
 	"\n" +
 	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12-\n" +
-	"\x05order\x18\x04 \x01(\v2\x17.esim.ordering.v1.OrderR\x05orderB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
+	"\x05order\x18\x04 \x01(\v2\x17.esim.ordering.v1.OrderR\x05order\x12*\n" +
+	"\x04esim\x18\x05 \x01(\v2\x16.esim.ordering.v1.EsimR\x04esim\x12-\n" +
+	"\x05topup\x18\x06 \x01(\v2\x17.esim.ordering.v1.TopUpR\x05topup\x12+\n" +
+	"\x11threshold_percent\x18\a \x01(\x05R\x10thresholdPercent\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\b \x01(\tR\taccountId\x12?\n" +
+	"\venvironment\x18\t \x01(\x0e2\x1d.esim.accounts.v1.EnvironmentR\venvironment\x12\x19\n" +
+	"\border_id\x18\n" +
+	" \x01(\tR\aorderIdB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
 
 var (
 	file_ordering_v1_events_proto_rawDescOnce sync.Once
@@ -129,15 +195,21 @@ var file_ordering_v1_events_proto_goTypes = []any{
 	(*OrderEvent)(nil),            // 0: esim.ordering.v1.OrderEvent
 	(*timestamppb.Timestamp)(nil), // 1: google.protobuf.Timestamp
 	(*Order)(nil),                 // 2: esim.ordering.v1.Order
+	(*Esim)(nil),                  // 3: esim.ordering.v1.Esim
+	(*TopUp)(nil),                 // 4: esim.ordering.v1.TopUp
+	(v1.Environment)(0),           // 5: esim.accounts.v1.Environment
 }
 var file_ordering_v1_events_proto_depIdxs = []int32{
 	1, // 0: esim.ordering.v1.OrderEvent.created_at:type_name -> google.protobuf.Timestamp
 	2, // 1: esim.ordering.v1.OrderEvent.order:type_name -> esim.ordering.v1.Order
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	3, // 2: esim.ordering.v1.OrderEvent.esim:type_name -> esim.ordering.v1.Esim
+	4, // 3: esim.ordering.v1.OrderEvent.topup:type_name -> esim.ordering.v1.TopUp
+	5, // 4: esim.ordering.v1.OrderEvent.environment:type_name -> esim.accounts.v1.Environment
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_ordering_v1_events_proto_init() }

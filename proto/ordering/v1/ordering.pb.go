@@ -584,6 +584,8 @@ func (x *Install) GetAndroidUniversalLink() string {
 	return ""
 }
 
+// EsimStatus values, as Esim.status spells them: ALLOCATED -> INSTALLED
+// -> ACTIVE -> DEPLETED (a top-up makes it ACTIVE again) or EXPIRED (final).
 type Esim struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -598,11 +600,24 @@ type Esim struct {
 	SmdpAddress    string `protobuf:"bytes,7,opt,name=smdp_address,json=smdpAddress,proto3" json:"smdp_address,omitempty"`
 	MatchingId     string `protobuf:"bytes,8,opt,name=matching_id,json=matchingId,proto3" json:"matching_id,omitempty"`
 	// ALLOCATED on a fresh order.
-	Status        string                 `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
-	ValidityDays  int32                  `protobuf:"varint,10,opt,name=validity_days,json=validityDays,proto3" json:"validity_days,omitempty"`
-	Data          *EsimData              `protobuf:"bytes,11,opt,name=data,proto3" json:"data,omitempty"`
-	Install       *Install               `protobuf:"bytes,12,opt,name=install,proto3" json:"install,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Status       string                 `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	ValidityDays int32                  `protobuf:"varint,10,opt,name=validity_days,json=validityDays,proto3" json:"validity_days,omitempty"`
+	Data         *EsimData              `protobuf:"bytes,11,opt,name=data,proto3" json:"data,omitempty"`
+	Install      *Install               `protobuf:"bytes,12,opt,name=install,proto3" json:"install,omitempty"`
+	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The plan the eSIM was ordered with, its type, and the countries it
+	// covered then: what a top-up must match.
+	PlanId    string   `protobuf:"bytes,14,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	PerDay    bool     `protobuf:"varint,15,opt,name=per_day,json=perDay,proto3" json:"per_day,omitempty"`
+	Countries []string `protobuf:"bytes,16,rep,name=countries,proto3" json:"countries,omitempty"`
+	// Unset until the eSIM reached the status that sets them.
+	InstalledAt *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=installed_at,json=installedAt,proto3" json:"installed_at,omitempty"`
+	ActivatedAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=activated_at,json=activatedAt,proto3" json:"activated_at,omitempty"`
+	ExpiresAt   *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// Oldest first.
+	Topups        []*TopUp       `protobuf:"bytes,20,rep,name=topups,proto3" json:"topups,omitempty"`
+	AccountId     string         `protobuf:"bytes,21,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	Environment   v1.Environment `protobuf:"varint,22,opt,name=environment,proto3,enum=esim.accounts.v1.Environment" json:"environment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -728,6 +743,413 @@ func (x *Esim) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Esim) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *Esim) GetPerDay() bool {
+	if x != nil {
+		return x.PerDay
+	}
+	return false
+}
+
+func (x *Esim) GetCountries() []string {
+	if x != nil {
+		return x.Countries
+	}
+	return nil
+}
+
+func (x *Esim) GetInstalledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.InstalledAt
+	}
+	return nil
+}
+
+func (x *Esim) GetActivatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ActivatedAt
+	}
+	return nil
+}
+
+func (x *Esim) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Esim) GetTopups() []*TopUp {
+	if x != nil {
+		return x.Topups
+	}
+	return nil
+}
+
+func (x *Esim) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *Esim) GetEnvironment() v1.Environment {
+	if x != nil {
+		return x.Environment
+	}
+	return v1.Environment(0)
+}
+
+// TopUp is a purchase of more data or days for an eSIM: an order of kind
+// top-up, its status and error as an order's.
+type TopUp struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	EsimId string                 `protobuf:"bytes,2,opt,name=esim_id,json=esimId,proto3" json:"esim_id,omitempty"`
+	PlanId string                 `protobuf:"bytes,3,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// Days bought on per-day plans; the plan's validity days on fixed ones.
+	Days int32 `protobuf:"varint,4,opt,name=days,proto3" json:"days,omitempty"`
+	// Bytes added: 0 on unlimited plans.
+	Bytes       int64                  `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Price       *Price                 `protobuf:"bytes,6,opt,name=price,proto3" json:"price,omitempty"`
+	Status      OrderStatus            `protobuf:"varint,7,opt,name=status,proto3,enum=esim.ordering.v1.OrderStatus" json:"status,omitempty"`
+	Error       *OrderError            `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	CreatedAt   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	AccountId   string                 `protobuf:"bytes,10,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	Environment v1.Environment         `protobuf:"varint,11,opt,name=environment,proto3,enum=esim.accounts.v1.Environment" json:"environment,omitempty"`
+	// The order that issued the eSIM.
+	EsimOrderId   string `protobuf:"bytes,12,opt,name=esim_order_id,json=esimOrderId,proto3" json:"esim_order_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopUp) Reset() {
+	*x = TopUp{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopUp) ProtoMessage() {}
+
+func (x *TopUp) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopUp.ProtoReflect.Descriptor instead.
+func (*TopUp) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TopUp) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TopUp) GetEsimId() string {
+	if x != nil {
+		return x.EsimId
+	}
+	return ""
+}
+
+func (x *TopUp) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *TopUp) GetDays() int32 {
+	if x != nil {
+		return x.Days
+	}
+	return 0
+}
+
+func (x *TopUp) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TopUp) GetPrice() *Price {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *TopUp) GetStatus() OrderStatus {
+	if x != nil {
+		return x.Status
+	}
+	return OrderStatus_ORDER_STATUS_UNSPECIFIED
+}
+
+func (x *TopUp) GetError() *OrderError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *TopUp) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *TopUp) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *TopUp) GetEnvironment() v1.Environment {
+	if x != nil {
+		return x.Environment
+	}
+	return v1.Environment(0)
+}
+
+func (x *TopUp) GetEsimOrderId() string {
+	if x != nil {
+		return x.EsimOrderId
+	}
+	return ""
+}
+
+type CreateTopUpRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Scope          *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Currency       string                 `protobuf:"bytes,2,opt,name=currency,proto3" json:"currency,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	EsimId         string                 `protobuf:"bytes,4,opt,name=esim_id,json=esimId,proto3" json:"esim_id,omitempty"`
+	PlanId         string                 `protobuf:"bytes,5,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// Per-day plans only (1 when unset); on fixed plans, unset or 1.
+	Days          *int32 `protobuf:"varint,6,opt,name=days,proto3,oneof" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTopUpRequest) Reset() {
+	*x = CreateTopUpRequest{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTopUpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTopUpRequest) ProtoMessage() {}
+
+func (x *CreateTopUpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTopUpRequest.ProtoReflect.Descriptor instead.
+func (*CreateTopUpRequest) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CreateTopUpRequest) GetScope() *Scope {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+func (x *CreateTopUpRequest) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *CreateTopUpRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *CreateTopUpRequest) GetEsimId() string {
+	if x != nil {
+		return x.EsimId
+	}
+	return ""
+}
+
+func (x *CreateTopUpRequest) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *CreateTopUpRequest) GetDays() int32 {
+	if x != nil && x.Days != nil {
+		return *x.Days
+	}
+	return 0
+}
+
+type CreateTopUpResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topup         *TopUp                 `protobuf:"bytes,1,opt,name=topup,proto3" json:"topup,omitempty"`
+	Replayed      bool                   `protobuf:"varint,2,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTopUpResponse) Reset() {
+	*x = CreateTopUpResponse{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTopUpResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTopUpResponse) ProtoMessage() {}
+
+func (x *CreateTopUpResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTopUpResponse.ProtoReflect.Descriptor instead.
+func (*CreateTopUpResponse) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CreateTopUpResponse) GetTopup() *TopUp {
+	if x != nil {
+		return x.Topup
+	}
+	return nil
+}
+
+func (x *CreateTopUpResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+type SimulateEsimRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Scope  *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	EsimId string                 `protobuf:"bytes,2,opt,name=esim_id,json=esimId,proto3" json:"esim_id,omitempty"`
+	// install, activate, consume or expire.
+	Action string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	// consume only: bytes used, at least 1.
+	Bytes         *int64 `protobuf:"varint,4,opt,name=bytes,proto3,oneof" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimulateEsimRequest) Reset() {
+	*x = SimulateEsimRequest{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimulateEsimRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimulateEsimRequest) ProtoMessage() {}
+
+func (x *SimulateEsimRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimulateEsimRequest.ProtoReflect.Descriptor instead.
+func (*SimulateEsimRequest) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SimulateEsimRequest) GetScope() *Scope {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+func (x *SimulateEsimRequest) GetEsimId() string {
+	if x != nil {
+		return x.EsimId
+	}
+	return ""
+}
+
+func (x *SimulateEsimRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *SimulateEsimRequest) GetBytes() int64 {
+	if x != nil && x.Bytes != nil {
+		return *x.Bytes
+	}
+	return 0
+}
+
 type CreateOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Scope *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
@@ -747,7 +1169,7 @@ type CreateOrderRequest struct {
 
 func (x *CreateOrderRequest) Reset() {
 	*x = CreateOrderRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[8]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +1181,7 @@ func (x *CreateOrderRequest) String() string {
 func (*CreateOrderRequest) ProtoMessage() {}
 
 func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[8]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +1194,7 @@ func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{8}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateOrderRequest) GetScope() *Scope {
@@ -835,7 +1257,7 @@ type CreateOrderResponse struct {
 
 func (x *CreateOrderResponse) Reset() {
 	*x = CreateOrderResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[9]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +1269,7 @@ func (x *CreateOrderResponse) String() string {
 func (*CreateOrderResponse) ProtoMessage() {}
 
 func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[9]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +1282,7 @@ func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{9}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateOrderResponse) GetOrder() *Order {
@@ -887,7 +1309,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[10]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1321,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[10]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1334,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{10}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetOrderRequest) GetId() string {
@@ -946,7 +1368,7 @@ type ListOrdersRequest struct {
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[11]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1380,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[11]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1393,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{11}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListOrdersRequest) GetScope() *Scope {
@@ -1020,7 +1442,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[12]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1454,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[12]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1467,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{12}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListOrdersResponse) GetOrders() []*Order {
@@ -1072,7 +1494,7 @@ type GetEsimRequest struct {
 
 func (x *GetEsimRequest) Reset() {
 	*x = GetEsimRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[13]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1506,7 @@ func (x *GetEsimRequest) String() string {
 func (*GetEsimRequest) ProtoMessage() {}
 
 func (x *GetEsimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[13]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1519,7 @@ func (x *GetEsimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEsimRequest.ProtoReflect.Descriptor instead.
 func (*GetEsimRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{13}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetEsimRequest) GetId() string {
@@ -1122,14 +1544,16 @@ type ListEsimsRequest struct {
 	// Only the eSIMs of this order, when set.
 	OrderId string `protobuf:"bytes,4,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	// Only the eSIM with this ICCID, when set.
-	Iccid         string `protobuf:"bytes,5,opt,name=iccid,proto3" json:"iccid,omitempty"`
+	Iccid string `protobuf:"bytes,5,opt,name=iccid,proto3" json:"iccid,omitempty"`
+	// ALLOCATED, INSTALLED, ACTIVE, DEPLETED or EXPIRED; "" is any.
+	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListEsimsRequest) Reset() {
 	*x = ListEsimsRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[14]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1565,7 @@ func (x *ListEsimsRequest) String() string {
 func (*ListEsimsRequest) ProtoMessage() {}
 
 func (x *ListEsimsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[14]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1578,7 @@ func (x *ListEsimsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEsimsRequest.ProtoReflect.Descriptor instead.
 func (*ListEsimsRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{14}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListEsimsRequest) GetScope() *Scope {
@@ -1192,6 +1616,13 @@ func (x *ListEsimsRequest) GetIccid() string {
 	return ""
 }
 
+func (x *ListEsimsRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
 type ListEsimsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Esims         []*Esim                `protobuf:"bytes,1,rep,name=esims,proto3" json:"esims,omitempty"`
@@ -1202,7 +1633,7 @@ type ListEsimsResponse struct {
 
 func (x *ListEsimsResponse) Reset() {
 	*x = ListEsimsResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1645,7 @@ func (x *ListEsimsResponse) String() string {
 func (*ListEsimsResponse) ProtoMessage() {}
 
 func (x *ListEsimsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1658,7 @@ func (x *ListEsimsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEsimsResponse.ProtoReflect.Descriptor instead.
 func (*ListEsimsResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{15}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListEsimsResponse) GetEsims() []*Esim {
@@ -1253,7 +1684,7 @@ type GetActivationCodeRequest struct {
 
 func (x *GetActivationCodeRequest) Reset() {
 	*x = GetActivationCodeRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1696,7 @@ func (x *GetActivationCodeRequest) String() string {
 func (*GetActivationCodeRequest) ProtoMessage() {}
 
 func (x *GetActivationCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1709,7 @@ func (x *GetActivationCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActivationCodeRequest.ProtoReflect.Descriptor instead.
 func (*GetActivationCodeRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{16}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetActivationCodeRequest) GetQrToken() string {
@@ -1297,7 +1728,7 @@ type GetActivationCodeResponse struct {
 
 func (x *GetActivationCodeResponse) Reset() {
 	*x = GetActivationCodeResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1740,7 @@ func (x *GetActivationCodeResponse) String() string {
 func (*GetActivationCodeResponse) ProtoMessage() {}
 
 func (x *GetActivationCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1753,7 @@ func (x *GetActivationCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActivationCodeResponse.ProtoReflect.Descriptor instead.
 func (*GetActivationCodeResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{17}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetActivationCodeResponse) GetActivationCode() string {
@@ -1341,7 +1772,7 @@ type CheckProviderRequest struct {
 
 func (x *CheckProviderRequest) Reset() {
 	*x = CheckProviderRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1784,7 @@ func (x *CheckProviderRequest) String() string {
 func (*CheckProviderRequest) ProtoMessage() {}
 
 func (x *CheckProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1797,7 @@ func (x *CheckProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckProviderRequest.ProtoReflect.Descriptor instead.
 func (*CheckProviderRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{18}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckProviderRequest) GetEnvironment() v1.Environment {
@@ -1392,7 +1823,7 @@ type CheckProviderResponse struct {
 
 func (x *CheckProviderResponse) Reset() {
 	*x = CheckProviderResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1835,7 @@ func (x *CheckProviderResponse) String() string {
 func (*CheckProviderResponse) ProtoMessage() {}
 
 func (x *CheckProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1848,7 @@ func (x *CheckProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckProviderResponse.ProtoReflect.Descriptor instead.
 func (*CheckProviderResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{19}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckProviderResponse) GetProvider() string {
@@ -1499,7 +1930,7 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\aInstall\x12\"\n" +
 	"\finstructions\x18\x01 \x01(\tR\finstructions\x12,\n" +
 	"\x12ios_universal_link\x18\x02 \x01(\tR\x10iosUniversalLink\x124\n" +
-	"\x16android_universal_link\x18\x03 \x01(\tR\x14androidUniversalLink\"\xce\x03\n" +
+	"\x16android_universal_link\x18\x03 \x01(\tR\x14androidUniversalLink\"\xe8\x06\n" +
 	"\x04Esim\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x12\x1b\n" +
@@ -1516,7 +1947,51 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\x04data\x18\v \x01(\v2\x1a.esim.ordering.v1.EsimDataR\x04data\x123\n" +
 	"\ainstall\x18\f \x01(\v2\x19.esim.ordering.v1.InstallR\ainstall\x129\n" +
 	"\n" +
-	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xa9\x02\n" +
+	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x17\n" +
+	"\aplan_id\x18\x0e \x01(\tR\x06planId\x12\x17\n" +
+	"\aper_day\x18\x0f \x01(\bR\x06perDay\x12\x1c\n" +
+	"\tcountries\x18\x10 \x03(\tR\tcountries\x12=\n" +
+	"\finstalled_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\vinstalledAt\x12=\n" +
+	"\factivated_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\vactivatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12/\n" +
+	"\x06topups\x18\x14 \x03(\v2\x17.esim.ordering.v1.TopUpR\x06topups\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x15 \x01(\tR\taccountId\x12?\n" +
+	"\venvironment\x18\x16 \x01(\x0e2\x1d.esim.accounts.v1.EnvironmentR\venvironment\"\xcc\x03\n" +
+	"\x05TopUp\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
+	"\aesim_id\x18\x02 \x01(\tR\x06esimId\x12\x17\n" +
+	"\aplan_id\x18\x03 \x01(\tR\x06planId\x12\x12\n" +
+	"\x04days\x18\x04 \x01(\x05R\x04days\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\x12-\n" +
+	"\x05price\x18\x06 \x01(\v2\x17.esim.ordering.v1.PriceR\x05price\x125\n" +
+	"\x06status\x18\a \x01(\x0e2\x1d.esim.ordering.v1.OrderStatusR\x06status\x122\n" +
+	"\x05error\x18\b \x01(\v2\x1c.esim.ordering.v1.OrderErrorR\x05error\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\n" +
+	" \x01(\tR\taccountId\x12?\n" +
+	"\venvironment\x18\v \x01(\x0e2\x1d.esim.accounts.v1.EnvironmentR\venvironment\x12\"\n" +
+	"\resim_order_id\x18\f \x01(\tR\vesimOrderId\"\xdc\x01\n" +
+	"\x12CreateTopUpRequest\x12-\n" +
+	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x1a\n" +
+	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\x12\x17\n" +
+	"\aesim_id\x18\x04 \x01(\tR\x06esimId\x12\x17\n" +
+	"\aplan_id\x18\x05 \x01(\tR\x06planId\x12\x17\n" +
+	"\x04days\x18\x06 \x01(\x05H\x00R\x04days\x88\x01\x01B\a\n" +
+	"\x05_days\"`\n" +
+	"\x13CreateTopUpResponse\x12-\n" +
+	"\x05topup\x18\x01 \x01(\v2\x17.esim.ordering.v1.TopUpR\x05topup\x12\x1a\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"\x9a\x01\n" +
+	"\x13SimulateEsimRequest\x12-\n" +
+	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x17\n" +
+	"\aesim_id\x18\x02 \x01(\tR\x06esimId\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x12\x19\n" +
+	"\x05bytes\x18\x04 \x01(\x03H\x00R\x05bytes\x88\x01\x01B\b\n" +
+	"\x06_bytes\"\xa9\x02\n" +
 	"\x12CreateOrderRequest\x12-\n" +
 	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12'\n" +
@@ -1544,13 +2019,14 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\x05total\x18\x02 \x01(\x05R\x05total\"O\n" +
 	"\x0eGetEsimRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
-	"\x05scope\x18\x02 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\"\x9c\x01\n" +
+	"\x05scope\x18\x02 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\"\xb4\x01\n" +
 	"\x10ListEsimsRequest\x12-\n" +
 	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\x05R\x04page\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x19\n" +
 	"\border_id\x18\x04 \x01(\tR\aorderId\x12\x14\n" +
-	"\x05iccid\x18\x05 \x01(\tR\x05iccid\"W\n" +
+	"\x05iccid\x18\x05 \x01(\tR\x05iccid\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\"W\n" +
 	"\x11ListEsimsResponse\x12,\n" +
 	"\x05esims\x18\x01 \x03(\v2\x16.esim.ordering.v1.EsimR\x05esims\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x05R\x05total\"5\n" +
@@ -1569,13 +2045,15 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ORDER_STATUS_PENDING\x10\x01\x12\x1a\n" +
 	"\x16ORDER_STATUS_COMPLETED\x10\x02\x12\x17\n" +
-	"\x13ORDER_STATUS_FAILED\x10\x032\xf2\x04\n" +
+	"\x13ORDER_STATUS_FAILED\x10\x032\x9d\x06\n" +
 	"\bOrdering\x12Z\n" +
 	"\vCreateOrder\x12$.esim.ordering.v1.CreateOrderRequest\x1a%.esim.ordering.v1.CreateOrderResponse\x12F\n" +
 	"\bGetOrder\x12!.esim.ordering.v1.GetOrderRequest\x1a\x17.esim.ordering.v1.Order\x12W\n" +
 	"\n" +
 	"ListOrders\x12#.esim.ordering.v1.ListOrdersRequest\x1a$.esim.ordering.v1.ListOrdersResponse\x12C\n" +
-	"\aGetEsim\x12 .esim.ordering.v1.GetEsimRequest\x1a\x16.esim.ordering.v1.Esim\x12T\n" +
+	"\aGetEsim\x12 .esim.ordering.v1.GetEsimRequest\x1a\x16.esim.ordering.v1.Esim\x12Z\n" +
+	"\vCreateTopUp\x12$.esim.ordering.v1.CreateTopUpRequest\x1a%.esim.ordering.v1.CreateTopUpResponse\x12M\n" +
+	"\fSimulateEsim\x12%.esim.ordering.v1.SimulateEsimRequest\x1a\x16.esim.ordering.v1.Esim\x12T\n" +
 	"\tListEsims\x12\".esim.ordering.v1.ListEsimsRequest\x1a#.esim.ordering.v1.ListEsimsResponse\x12l\n" +
 	"\x11GetActivationCode\x12*.esim.ordering.v1.GetActivationCodeRequest\x1a+.esim.ordering.v1.GetActivationCodeResponse\x12`\n" +
 	"\rCheckProvider\x12&.esim.ordering.v1.CheckProviderRequest\x1a'.esim.ordering.v1.CheckProviderResponseB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
@@ -1593,7 +2071,7 @@ func file_ordering_v1_ordering_proto_rawDescGZIP() []byte {
 }
 
 var file_ordering_v1_ordering_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_ordering_v1_ordering_proto_goTypes = []any{
 	(OrderStatus)(0),                  // 0: esim.ordering.v1.OrderStatus
 	(*Scope)(nil),                     // 1: esim.ordering.v1.Scope
@@ -1604,64 +2082,85 @@ var file_ordering_v1_ordering_proto_goTypes = []any{
 	(*EsimData)(nil),                  // 6: esim.ordering.v1.EsimData
 	(*Install)(nil),                   // 7: esim.ordering.v1.Install
 	(*Esim)(nil),                      // 8: esim.ordering.v1.Esim
-	(*CreateOrderRequest)(nil),        // 9: esim.ordering.v1.CreateOrderRequest
-	(*CreateOrderResponse)(nil),       // 10: esim.ordering.v1.CreateOrderResponse
-	(*GetOrderRequest)(nil),           // 11: esim.ordering.v1.GetOrderRequest
-	(*ListOrdersRequest)(nil),         // 12: esim.ordering.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),        // 13: esim.ordering.v1.ListOrdersResponse
-	(*GetEsimRequest)(nil),            // 14: esim.ordering.v1.GetEsimRequest
-	(*ListEsimsRequest)(nil),          // 15: esim.ordering.v1.ListEsimsRequest
-	(*ListEsimsResponse)(nil),         // 16: esim.ordering.v1.ListEsimsResponse
-	(*GetActivationCodeRequest)(nil),  // 17: esim.ordering.v1.GetActivationCodeRequest
-	(*GetActivationCodeResponse)(nil), // 18: esim.ordering.v1.GetActivationCodeResponse
-	(*CheckProviderRequest)(nil),      // 19: esim.ordering.v1.CheckProviderRequest
-	(*CheckProviderResponse)(nil),     // 20: esim.ordering.v1.CheckProviderResponse
-	(v1.Environment)(0),               // 21: esim.accounts.v1.Environment
-	(*timestamppb.Timestamp)(nil),     // 22: google.protobuf.Timestamp
+	(*TopUp)(nil),                     // 9: esim.ordering.v1.TopUp
+	(*CreateTopUpRequest)(nil),        // 10: esim.ordering.v1.CreateTopUpRequest
+	(*CreateTopUpResponse)(nil),       // 11: esim.ordering.v1.CreateTopUpResponse
+	(*SimulateEsimRequest)(nil),       // 12: esim.ordering.v1.SimulateEsimRequest
+	(*CreateOrderRequest)(nil),        // 13: esim.ordering.v1.CreateOrderRequest
+	(*CreateOrderResponse)(nil),       // 14: esim.ordering.v1.CreateOrderResponse
+	(*GetOrderRequest)(nil),           // 15: esim.ordering.v1.GetOrderRequest
+	(*ListOrdersRequest)(nil),         // 16: esim.ordering.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),        // 17: esim.ordering.v1.ListOrdersResponse
+	(*GetEsimRequest)(nil),            // 18: esim.ordering.v1.GetEsimRequest
+	(*ListEsimsRequest)(nil),          // 19: esim.ordering.v1.ListEsimsRequest
+	(*ListEsimsResponse)(nil),         // 20: esim.ordering.v1.ListEsimsResponse
+	(*GetActivationCodeRequest)(nil),  // 21: esim.ordering.v1.GetActivationCodeRequest
+	(*GetActivationCodeResponse)(nil), // 22: esim.ordering.v1.GetActivationCodeResponse
+	(*CheckProviderRequest)(nil),      // 23: esim.ordering.v1.CheckProviderRequest
+	(*CheckProviderResponse)(nil),     // 24: esim.ordering.v1.CheckProviderResponse
+	(v1.Environment)(0),               // 25: esim.accounts.v1.Environment
+	(*timestamppb.Timestamp)(nil),     // 26: google.protobuf.Timestamp
 }
 var file_ordering_v1_ordering_proto_depIdxs = []int32{
-	21, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
-	21, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
+	25, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
+	25, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
 	0,  // 2: esim.ordering.v1.Order.status:type_name -> esim.ordering.v1.OrderStatus
 	3,  // 3: esim.ordering.v1.Order.price:type_name -> esim.ordering.v1.Price
 	2,  // 4: esim.ordering.v1.Order.customer:type_name -> esim.ordering.v1.Customer
 	4,  // 5: esim.ordering.v1.Order.error:type_name -> esim.ordering.v1.OrderError
-	22, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	26, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 7: esim.ordering.v1.Order.esims:type_name -> esim.ordering.v1.Esim
-	22, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
+	26, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
 	6,  // 9: esim.ordering.v1.Esim.data:type_name -> esim.ordering.v1.EsimData
 	7,  // 10: esim.ordering.v1.Esim.install:type_name -> esim.ordering.v1.Install
-	22, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 12: esim.ordering.v1.CreateOrderRequest.scope:type_name -> esim.ordering.v1.Scope
-	2,  // 13: esim.ordering.v1.CreateOrderRequest.customer:type_name -> esim.ordering.v1.Customer
-	5,  // 14: esim.ordering.v1.CreateOrderResponse.order:type_name -> esim.ordering.v1.Order
-	1,  // 15: esim.ordering.v1.GetOrderRequest.scope:type_name -> esim.ordering.v1.Scope
-	1,  // 16: esim.ordering.v1.ListOrdersRequest.scope:type_name -> esim.ordering.v1.Scope
-	0,  // 17: esim.ordering.v1.ListOrdersRequest.status:type_name -> esim.ordering.v1.OrderStatus
-	5,  // 18: esim.ordering.v1.ListOrdersResponse.orders:type_name -> esim.ordering.v1.Order
-	1,  // 19: esim.ordering.v1.GetEsimRequest.scope:type_name -> esim.ordering.v1.Scope
-	1,  // 20: esim.ordering.v1.ListEsimsRequest.scope:type_name -> esim.ordering.v1.Scope
-	8,  // 21: esim.ordering.v1.ListEsimsResponse.esims:type_name -> esim.ordering.v1.Esim
-	21, // 22: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
-	9,  // 23: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
-	11, // 24: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
-	12, // 25: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
-	14, // 26: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
-	15, // 27: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
-	17, // 28: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
-	19, // 29: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
-	10, // 30: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
-	5,  // 31: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
-	13, // 32: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
-	8,  // 33: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
-	16, // 34: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
-	18, // 35: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
-	20, // 36: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
-	30, // [30:37] is the sub-list for method output_type
-	23, // [23:30] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	26, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
+	26, // 12: esim.ordering.v1.Esim.installed_at:type_name -> google.protobuf.Timestamp
+	26, // 13: esim.ordering.v1.Esim.activated_at:type_name -> google.protobuf.Timestamp
+	26, // 14: esim.ordering.v1.Esim.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 15: esim.ordering.v1.Esim.topups:type_name -> esim.ordering.v1.TopUp
+	25, // 16: esim.ordering.v1.Esim.environment:type_name -> esim.accounts.v1.Environment
+	3,  // 17: esim.ordering.v1.TopUp.price:type_name -> esim.ordering.v1.Price
+	0,  // 18: esim.ordering.v1.TopUp.status:type_name -> esim.ordering.v1.OrderStatus
+	4,  // 19: esim.ordering.v1.TopUp.error:type_name -> esim.ordering.v1.OrderError
+	26, // 20: esim.ordering.v1.TopUp.created_at:type_name -> google.protobuf.Timestamp
+	25, // 21: esim.ordering.v1.TopUp.environment:type_name -> esim.accounts.v1.Environment
+	1,  // 22: esim.ordering.v1.CreateTopUpRequest.scope:type_name -> esim.ordering.v1.Scope
+	9,  // 23: esim.ordering.v1.CreateTopUpResponse.topup:type_name -> esim.ordering.v1.TopUp
+	1,  // 24: esim.ordering.v1.SimulateEsimRequest.scope:type_name -> esim.ordering.v1.Scope
+	1,  // 25: esim.ordering.v1.CreateOrderRequest.scope:type_name -> esim.ordering.v1.Scope
+	2,  // 26: esim.ordering.v1.CreateOrderRequest.customer:type_name -> esim.ordering.v1.Customer
+	5,  // 27: esim.ordering.v1.CreateOrderResponse.order:type_name -> esim.ordering.v1.Order
+	1,  // 28: esim.ordering.v1.GetOrderRequest.scope:type_name -> esim.ordering.v1.Scope
+	1,  // 29: esim.ordering.v1.ListOrdersRequest.scope:type_name -> esim.ordering.v1.Scope
+	0,  // 30: esim.ordering.v1.ListOrdersRequest.status:type_name -> esim.ordering.v1.OrderStatus
+	5,  // 31: esim.ordering.v1.ListOrdersResponse.orders:type_name -> esim.ordering.v1.Order
+	1,  // 32: esim.ordering.v1.GetEsimRequest.scope:type_name -> esim.ordering.v1.Scope
+	1,  // 33: esim.ordering.v1.ListEsimsRequest.scope:type_name -> esim.ordering.v1.Scope
+	8,  // 34: esim.ordering.v1.ListEsimsResponse.esims:type_name -> esim.ordering.v1.Esim
+	25, // 35: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
+	13, // 36: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
+	15, // 37: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
+	16, // 38: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
+	18, // 39: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
+	10, // 40: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
+	12, // 41: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
+	19, // 42: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
+	21, // 43: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
+	23, // 44: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
+	14, // 45: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
+	5,  // 46: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
+	17, // 47: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
+	8,  // 48: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
+	11, // 49: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
+	8,  // 50: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
+	20, // 51: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
+	22, // 52: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
+	24, // 53: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
+	45, // [45:54] is the sub-list for method output_type
+	36, // [36:45] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_ordering_v1_ordering_proto_init() }
@@ -1669,14 +2168,16 @@ func file_ordering_v1_ordering_proto_init() {
 	if File_ordering_v1_ordering_proto != nil {
 		return
 	}
-	file_ordering_v1_ordering_proto_msgTypes[8].OneofWrappers = []any{}
+	file_ordering_v1_ordering_proto_msgTypes[9].OneofWrappers = []any{}
+	file_ordering_v1_ordering_proto_msgTypes[11].OneofWrappers = []any{}
+	file_ordering_v1_ordering_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ordering_v1_ordering_proto_rawDesc), len(file_ordering_v1_ordering_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

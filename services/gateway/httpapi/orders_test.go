@@ -101,7 +101,11 @@ func TestOrdersAreTheWebhooksBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	esim, err := partnerapi.Marshal(partnerapi.EsimFromProto(o.GetEsims()[0]))
+	renderedEsim, err := partnerapi.EsimFromProto(o.GetEsims()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	esim, err := partnerapi.Marshal(renderedEsim)
 	if err != nil {
 		t.Fatal(err)
 	}

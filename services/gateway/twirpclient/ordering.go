@@ -105,7 +105,7 @@ func (o *Ordering) GetEsim(ctx context.Context, p gateway.Principal, id string) 
 	if err != nil {
 		return partnerapi.Esim{}, translate("ordering", err)
 	}
-	return partnerapi.EsimFromProto(res), nil
+	return partnerapi.EsimFromProto(res)
 }
 
 // ListEsims implements httpapi.Orders.
@@ -118,7 +118,9 @@ func (o *Ordering) ListEsims(ctx context.Context, p gateway.Principal, q gateway
 	}
 	esims := make([]partnerapi.Esim, len(res.GetEsims()))
 	for i, e := range res.GetEsims() {
-		esims[i] = partnerapi.EsimFromProto(e)
+		if esims[i], err = partnerapi.EsimFromProto(e); err != nil {
+			return nil, 0, err
+		}
 	}
 	return esims, int(res.GetTotal()), nil
 }

@@ -6,6 +6,8 @@
 package orderingpb
 
 import (
+	"time"
+
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
@@ -42,7 +44,7 @@ func Order(o ordering.Order) *orderingv1.Order {
 
 // Esim is e in the contract.
 func Esim(e ordering.Esim) *orderingv1.Esim {
-	return &orderingv1.Esim{
+	pe := &orderingv1.Esim{
 		Id:             e.ID.String(),
 		OrderId:        e.OrderID.String(),
 		PlanName:       e.PlanName,
@@ -64,8 +66,50 @@ func Esim(e ordering.Esim) *orderingv1.Esim {
 			IosUniversalLink:     e.Install.IOSUniversalLink,
 			AndroidUniversalLink: e.Install.AndroidUniversalLink,
 		},
-		CreatedAt: timestamppb.New(e.CreatedAt),
+		CreatedAt:    timestamppb.New(e.CreatedAt),
+		PlanId:       e.PlanID.String(),
+		PerDay:       e.PerDay,
+		Countries:    e.Countries,
+		InstalledAt:  timestampOrNil(e.InstalledAt),
+		ActivatedAt:  timestampOrNil(e.ActivatedAt),
+		ExpiresAt:    timestampOrNil(e.ExpiresAt),
+		Topups:       make([]*orderingv1.TopUp, len(e.TopUps)),
+		AccountId:    e.Scope.AccountID.String(),
+		Environment:  Environment(e.Scope.Environment),
 	}
+	for i, t := range e.TopUps {
+		pe.Topups[i] = TopUp(t)
+	}
+	return pe
+}
+
+// TopUp is t in the contract.
+func TopUp(t ordering.TopUp) *orderingv1.TopUp {
+	pt := &orderingv1.TopUp{
+		Id:          t.ID.String(),
+		EsimId:      t.EsimID.String(),
+		PlanId:      t.PlanID.String(),
+		Days:        t.Days,
+		Bytes:       t.Bytes,
+		Price:       &orderingv1.Price{UnitMinor: t.AmountMinor, TotalMinor: t.AmountMinor, Currency: string(t.Currency)},
+		Status:      Status(t.Status),
+		CreatedAt:   timestamppb.New(t.CreatedAt),
+		AccountId:   t.Scope.AccountID.String(),
+		Environment: Environment(t.Scope.Environment),
+		EsimOrderId: t.EsimOrderID.String(),
+	}
+	if t.Status == ordering.StatusFailed && t.Error != nil {
+		pt.Error = &orderingv1.OrderError{Code: t.Error.Code, Message: t.Error.Message}
+	}
+	return pt
+}
+
+// timestampOrNil is t, or unset when zero.
+func timestampOrNil(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
 }
 
 // Status is s in the contract. A failing order is still pending to a

@@ -15,4 +15,8 @@ var Policy = internalauth.Policy{
 	"ListEsims":         {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
 	"GetActivationCode": {internalauth.Gateway},
 	"CheckProvider":     {internalauth.Operator},
+	"CreateTopUp":       {internalauth.Gateway},
+	// Operators simulate for partners (esimctl esims simulate); the
+	// scope is still a sandbox one.
+	"SimulateEsim": {internalauth.Gateway, internalauth.Operator},
 }

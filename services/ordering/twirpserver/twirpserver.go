@@ -142,7 +142,7 @@ func (s *Server) ListEsims(ctx context.Context, req *orderingv1.ListEsimsRequest
 		}
 	}
 	page, err := s.svc.ListEsims(ctx, ordering.EsimFilter{
-		Scope: scope, OrderID: orderID, ICCID: req.GetIccid(), Page: req.GetPage(), Limit: req.GetLimit(),
+		Scope: scope, OrderID: orderID, ICCID: req.GetIccid(), Status: req.GetStatus(), Page: req.GetPage(), Limit: req.GetLimit(),
 	})
 	if err != nil {
 		return nil, toTwirp(err)
@@ -155,6 +155,53 @@ func (s *Server) ListEsims(ctx context.Context, req *orderingv1.ListEsimsRequest
 		resp.Esims[i] = orderingpb.Esim(e)
 	}
 	return resp, nil
+}
+
+// CreateTopUp implements orderingv1.Ordering.
+func (s *Server) CreateTopUp(ctx context.Context, req *orderingv1.CreateTopUpRequest) (*orderingv1.CreateTopUpResponse, error) {
+	if req.GetScope() == nil {
+		return nil, toTwirp(&ordering.ValidationError{Field: "scope", Reason: "is required"})
+	}
+	scope, err := scopeFromProto(req.GetScope())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	esimID, err := lookupID(req.GetEsimId())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	created, err := s.svc.CreateTopUp(ctx, ordering.NewTopUp{
+		Scope:          *scope,
+		Currency:       ordering.Currency(req.GetCurrency()),
+		IdempotencyKey: req.GetIdempotencyKey(),
+		EsimID:         esimID,
+		PlanID:         req.GetPlanId(),
+		Days:           req.Days,
+	})
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return &orderingv1.CreateTopUpResponse{Topup: orderingpb.TopUp(created.TopUp), Replayed: created.Replayed}, nil
+}
+
+// SimulateEsim implements orderingv1.Ordering.
+func (s *Server) SimulateEsim(ctx context.Context, req *orderingv1.SimulateEsimRequest) (*orderingv1.Esim, error) {
+	if req.GetScope() == nil {
+		return nil, toTwirp(&ordering.ValidationError{Field: "scope", Reason: "is required"})
+	}
+	scope, err := scopeFromProto(req.GetScope())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	id, err := lookupID(req.GetEsimId())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	e, err := s.svc.Simulate(ctx, *scope, id, ordering.Simulation{Action: req.GetAction(), Bytes: req.Bytes})
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	return orderingpb.Esim(e), nil
 }
 
 // GetActivationCode implements orderingv1.Ordering.
