@@ -75,12 +75,26 @@ const (
 const (
 	EventOrderCompleted = "order.completed"
 	EventOrderFailed    = "order.failed"
+	// The eSIM after its order (data: the eSIM) and its top-ups (data:
+	// the top-up).
+	EventEsimInstalled  = "esim.installed"
+	EventEsimActivated  = "esim.activated"
+	EventEsimUsage      = "esim.usage"
+	EventEsimExpiring   = "esim.expiring"
+	EventEsimExpired    = "esim.expired"
+	EventTopUpCompleted = "topup.completed"
+	EventTopUpFailed    = "topup.failed"
 	// EventPing is the test event an endpoint is sent on request.
 	EventPing = "ping"
 )
 
 // EventTypes lists them.
-var EventTypes = []string{EventOrderCompleted, EventOrderFailed, EventPing}
+var EventTypes = []string{
+	EventOrderCompleted, EventOrderFailed,
+	EventEsimInstalled, EventEsimActivated, EventEsimUsage, EventEsimExpiring, EventEsimExpired,
+	EventTopUpCompleted, EventTopUpFailed,
+	EventPing,
+}
 
 // The delivery rules of webhooks (the spec, section 6).
 const (

@@ -3,6 +3,8 @@ package ordering
 import (
 	"fmt"
 	"time"
+
+	"github.com/esimplatform/esim/proto/limits"
 )
 
 // An eSIM's statuses. It moves only forward: ALLOCATED (issued) ->
@@ -22,13 +24,13 @@ var EsimStatuses = []string{EsimAllocated, EsimInstalled, EsimActive, EsimDeplet
 
 // The events of an eSIM's life after its order, and of top-ups.
 const (
-	EventEsimInstalled  EventType = "esim.installed"
-	EventEsimActivated  EventType = "esim.activated"
-	EventEsimUsage      EventType = "esim.usage"
-	EventEsimExpiring   EventType = "esim.expiring"
-	EventEsimExpired    EventType = "esim.expired"
-	EventTopUpCompleted EventType = "topup.completed"
-	EventTopUpFailed    EventType = "topup.failed"
+	EventEsimInstalled  EventType = limits.EventEsimInstalled
+	EventEsimActivated  EventType = limits.EventEsimActivated
+	EventEsimUsage      EventType = limits.EventEsimUsage
+	EventEsimExpiring   EventType = limits.EventEsimExpiring
+	EventEsimExpired    EventType = limits.EventEsimExpired
+	EventTopUpCompleted EventType = limits.EventTopUpCompleted
+	EventTopUpFailed    EventType = limits.EventTopUpFailed
 )
 
 // UsageThresholds are the percentages of an eSIM's total bytes whose
