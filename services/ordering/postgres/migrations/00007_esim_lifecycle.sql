@@ -165,10 +165,120 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- Top-ups go with their kind: the older schema has no place for them.
+ALTER TABLE orders DISABLE TRIGGER orders_refuse_delete;
+DELETE FROM orders WHERE kind = 'topup';
+ALTER TABLE orders ENABLE TRIGGER orders_refuse_delete;
+DROP INDEX esims_scope_status_idx;
+DROP INDEX esims_expiry_idx;
+DROP INDEX esims_in_use_idx;
+DROP INDEX orders_topups_idx;
+ALTER TABLE orders DROP CONSTRAINT orders_topup_esim_scope;
+
 -- +goose StatementBegin
--- Going back would drop every top-up and every eSIM's lifecycle: money
--- and facts partners were told. Restore a backup instead.
-DO $$ BEGIN
-    RAISE EXCEPTION 'migration 00007 (eSIM lifecycle, top-ups) is not reversible';
-END $$;
+CREATE OR REPLACE FUNCTION orders_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (NEW.id, NEW.account_id, NEW.environment, NEW.idempotency_key, NEW.fingerprint, NEW.plan_id,
+        NEW.plan_name, NEW.per_day, NEW.unlimited, NEW.total_bytes, NEW.validity_days, NEW.quantity,
+        NEW.days, NEW.currency, NEW.unit_minor, NEW.total_minor, NEW.customer_name, NEW.customer_email,
+        NEW.customer_reference, NEW.created_at)
+       IS DISTINCT FROM
+       (OLD.id, OLD.account_id, OLD.environment, OLD.idempotency_key, OLD.fingerprint, OLD.plan_id,
+        OLD.plan_name, OLD.per_day, OLD.unlimited, OLD.total_bytes, OLD.validity_days, OLD.quantity,
+        OLD.days, OLD.currency, OLD.unit_minor, OLD.total_minor, OLD.customer_name, OLD.customer_email,
+        OLD.customer_reference, OLD.created_at) THEN
+        RAISE EXCEPTION 'order %: only its status and error may change', OLD.id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NEW.status IS DISTINCT FROM OLD.status
+       AND (OLD.status, NEW.status) NOT IN (('pending', 'completed'), ('pending', 'failing'), ('failing', 'failed')) THEN
+        RAISE EXCEPTION 'order %: % cannot become %', OLD.id, OLD.status, NEW.status
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF (NEW.error_code, NEW.error_message) IS DISTINCT FROM (OLD.error_code, OLD.error_message)
+       AND NOT (OLD.status = 'pending' AND NEW.status = 'failing') THEN
+        RAISE EXCEPTION 'order %: its error is written once, when it starts failing', OLD.id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$$;
 -- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION orders_check_esims() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    target uuid;
+    o orders%ROWTYPE;
+    n integer;
+    top integer;
+BEGIN
+    -- A row of orders has no order_id, one of esims no quantity: each
+    -- field is read only where it exists.
+    IF TG_TABLE_NAME = 'orders' THEN
+        target := NEW.id;
+    ELSE
+        target := NEW.order_id;
+    END IF;
+    SELECT * INTO o FROM orders WHERE id = target;
+    IF NOT FOUND THEN
+        RETURN NULL; -- deleted since, with no eSIMs (the foreign key saw to that)
+    END IF;
+    SELECT count(*), max(e.position) INTO n, top FROM esims e WHERE e.order_id = o.id;
+    IF o.status = 'completed' AND (n <> o.quantity OR top <> o.quantity - 1) THEN
+        RAISE EXCEPTION 'order % completed with % eSIMs (positions up to %), not %', o.id, n, top, o.quantity
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF o.status <> 'completed' AND n > 0 THEN
+        RAISE EXCEPTION 'order % is % with % eSIMs: only a completed order has eSIMs', o.id, o.status, n
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION esims_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION 'eSIM % was issued: it is never deleted', OLD.id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF (NEW.id, NEW.order_id, NEW.account_id, NEW.environment, NEW.position, NEW.plan_name, NEW.iccid,
+        NEW.matching_id, NEW.smdp_address, NEW.qr_token, NEW.validity_days, NEW.unlimited, NEW.total_bytes,
+        NEW.created_at)
+       IS DISTINCT FROM
+       (OLD.id, OLD.order_id, OLD.account_id, OLD.environment, OLD.position, OLD.plan_name, OLD.iccid,
+        OLD.matching_id, OLD.smdp_address, OLD.qr_token, OLD.validity_days, OLD.unlimited, OLD.total_bytes,
+        OLD.created_at) THEN
+        RAISE EXCEPTION 'eSIM %: only its status and data use may change', OLD.id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
+UPDATE esims SET status = 'ALLOCATED' WHERE status <> 'ALLOCATED';
+ALTER TABLE esims
+    DROP CONSTRAINT esims_id_scope,
+    DROP CONSTRAINT esims_depleted_used_up,
+    DROP CONSTRAINT esims_used_within_total,
+    DROP CONSTRAINT esims_active_has_times,
+    DROP CONSTRAINT esims_installed_has_time,
+    DROP CONSTRAINT esims_status_check,
+    ADD CONSTRAINT esims_status_check CHECK (status IN ('ALLOCATED')),
+    DROP COLUMN expiring_notified,
+    DROP COLUMN usage_notified,
+    DROP COLUMN expires_at,
+    DROP COLUMN activated_at,
+    DROP COLUMN installed_at,
+    DROP COLUMN countries,
+    DROP COLUMN per_day,
+    DROP COLUMN plan_id;
+ALTER TABLE orders
+    DROP CONSTRAINT orders_topup_of_one_esim,
+    DROP COLUMN countries,
+    DROP COLUMN esim_id,
+    DROP COLUMN kind;
