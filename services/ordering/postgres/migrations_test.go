@@ -14,8 +14,8 @@ import (
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
-	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 )
 
