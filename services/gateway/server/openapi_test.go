@@ -17,8 +17,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/esimplatform/esim/proto/limits"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
-	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
 
@@ -220,6 +220,22 @@ func replaysAreDocumentedAsSent(t *testing.T, p *platform) {
 	}
 	checkDocumentedHeaders(t, "502", create.Responses.Status(502), failedFirst)
 	checkDocumentedHeaders(t, "502 replay", create.Responses.Status(502), failedReplay)
+
+	// A top-up's replay likewise.
+	var o struct{ Data orderJSON }
+	first.json(t, &o)
+	topUp := p.openAPIDoc().Paths.Find("/esims/{id}/topups").Post
+	body := orderBody(fixed, "")
+	firstTopUp := pt.topUpEsim(o.Data.Esims[0].ID, "top-up", body)
+	replayTopUp := pt.topUpEsim(o.Data.Esims[0].ID, "top-up", body)
+	if firstTopUp.status != http.StatusCreated || replayTopUp.status != http.StatusOK || replayTopUp.header.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("top-up then replay: %d, %d (Idempotent-Replay %q)", firstTopUp.status, replayTopUp.status, replayTopUp.header.Get("Idempotent-Replay"))
+	}
+	checkDocumentedHeaders(t, "top-up 201", topUp.Responses.Status(201), firstTopUp)
+	checkDocumentedHeaders(t, "top-up 200 replay", topUp.Responses.Status(200), replayTopUp)
+	if h := topUp.Responses.Status(200).Value.Headers["Idempotent-Replay"]; h == nil || !h.Value.Required {
+		t.Error("the top-up's 200 replay does not require Idempotent-Replay")
+	}
 }
 
 // checkWebhook holds a delivery to the document's webhooks section: its
@@ -268,9 +284,9 @@ func webhookDeliveriesMatchTheDocument(t *testing.T, p *platform) {
 	for name := range doc.Webhooks {
 		documented = append(documented, name)
 	}
-	for _, e := range webhook.EventTypes {
-		sent = append(sent, string(e))
-	}
+	// The contract's list: proto/limits names every event the platform
+	// sends, the eSIM's included.
+	sent = slices.Clone(limits.EventTypes)
 	slices.Sort(documented)
 	slices.Sort(sent)
 	if !slices.Equal(documented, sent) {
