@@ -236,6 +236,14 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 		a.fail(ctx, gateway.Invalid("body", reason))
 		return
 	}
+	// A malformed id names nothing, as an unknown one: not_found, before
+	// the body is judged (a GET's handler says so itself).
+	if op.RequestBody != nil && slices.ContainsFunc(op.Parameters, func(p *huma.Param) bool { return p.In == "path" && p.Name == "id" }) {
+		if _, ok := canonicalID(ctx.Param("id")); !ok {
+			a.fail(ctx, withMessage(gateway.ErrNotFound, fmt.Sprintf("Nothing at %s: %q is not an id (a UUID).", r.URL.EscapedPath(), ctx.Param("id"))))
+			return
+		}
+	}
 	if op.RequestBody != nil && !a.takeBody(ctx) {
 		return
 	}
