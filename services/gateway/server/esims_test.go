@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -118,6 +119,35 @@ func (pt partner) orderEsim(plan string) string {
 	return o.Data.Esims[0].ID
 }
 
+// simulated posts a simulation, which must answer the eSIM in status,
+// passing check, and as GET /v1/esims/{id} then answers it.
+func simulated(t *testing.T, pt partner, esimID, body, status string, check func(lifecycleJSON) bool) {
+	t.Helper()
+	r := pt.simulate(esimID, body)
+	if r.status != http.StatusOK {
+		t.Fatalf("simulate %s: %d %s", body, r.status, r.body)
+	}
+	var moved struct{ Data lifecycleJSON }
+	r.json(t, &moved)
+	if moved.Data.Status != status || !check(moved.Data) {
+		t.Fatalf("simulate %s: %+v, want %s", body, moved.Data, status)
+	}
+	if got := pt.esim(esimID); !equalJSON(t, got, moved.Data) {
+		t.Errorf("simulate %s answered %+v, GET answers %+v", body, moved.Data, got)
+	}
+}
+
+// later reports whether RFC 3339 time a is days after b.
+func later(t *testing.T, a, b string, days int) bool {
+	t.Helper()
+	ta, errA := time.Parse(time.RFC3339Nano, a)
+	tb, errB := time.Parse(time.RFC3339Nano, b)
+	if errA != nil || errB != nil {
+		t.Fatalf("times %q, %q: %v, %v", a, b, errA, errB)
+	}
+	return ta.Sub(tb) == time.Duration(days)*24*time.Hour
+}
+
 func minor(t *testing.T, n json.Number) int64 {
 	t.Helper()
 	m, err := money.ParseDecimal(n.String())
@@ -127,10 +157,11 @@ func minor(t *testing.T, n json.Number) int64 {
 	return m
 }
 
-// TestSandboxEsimLifeWithATopUp walks a sandbox eSIM through the API:
-// the plans that may top it up, a top-up (and its replay, charged once),
-// install, activate, consume past the total, and expiry, after which a
-// top-up is refused and charges nothing.
+// TestSandboxEsimLifeWithATopUp walks a sandbox eSIM through the API as
+// the README's walk-through does: the plans that may top it up, install,
+// activate, consume 60 percent and then past the total, a top-up (and
+// its replay, charged once) that makes it ACTIVE again, and expiry, after
+// which a top-up is refused and charges nothing.
 func TestSandboxEsimLifeWithATopUp(t *testing.T) {
 	p := start(t, options{})
 	pt := p.partner("USD", sandbox, 500_00)
@@ -163,6 +194,27 @@ func TestSandboxEsimLifeWithATopUp(t *testing.T) {
 		t.Errorf("topup_for with country=FR lists a plan not covering FR: %+v", fr.Data)
 	}
 
+	// The life of the eSIM, as the network would move it, to DEPLETED.
+	total := *plan.Data.TotalBytes
+	for _, step := range []struct {
+		body, status string
+		check        func(lifecycleJSON) bool
+	}{
+		{`{"action":"install"}`, "INSTALLED", func(e lifecycleJSON) bool { return e.InstalledAt != nil && e.ActivatedAt == nil && e.ExpiresAt == nil }},
+		{`{"action":"activate"}`, "ACTIVE", func(e lifecycleJSON) bool { return e.ActivatedAt != nil && e.ExpiresAt != nil }},
+		{fmt.Sprintf(`{"action":"consume","bytes":%d}`, total*6/10), "ACTIVE", func(e lifecycleJSON) bool {
+			return e.Data.UsedBytes == total*6/10 && *e.Data.RemainingBytes == total-total*6/10
+		}},
+		{fmt.Sprintf(`{"action":"consume","bytes":%d}`, total), "DEPLETED", func(e lifecycleJSON) bool {
+			return e.Data.UsedBytes == total && *e.Data.RemainingBytes == 0
+		}},
+	} {
+		simulated(t, pt, esimID, step.body, step.status, step.check)
+	}
+	depleted := pt.esim(esimID)
+
+	// A top-up makes it ACTIVE again, with the plan's bytes and days more;
+	// its replay is the same answer and no second charge.
 	before := pt.balance()
 	price := minor(t, plan.Price.Amount)
 	body := fmt.Sprintf(`{"plan_id":%q}`, plan.ID)
@@ -185,38 +237,12 @@ func TestSandboxEsimLifeWithATopUp(t *testing.T) {
 		t.Errorf("balance %d after a top-up and its replay, want %d (one charge)", got, before-price)
 	}
 	e := pt.esim(esimID)
-	if len(e.TopUps) != 1 || e.TopUps[0].ID != tu.ID || *e.Data.TotalBytes != 2**plan.Data.TotalBytes || e.ValidityDays != 2**plan.ValidityDays {
-		t.Fatalf("eSIM after a top-up %+v", e)
+	if e.Status != "ACTIVE" || len(e.TopUps) != 1 || !equalJSON(t, e.TopUps[0], tu) || *e.Data.TotalBytes != 2*total || *e.Data.RemainingBytes != total ||
+		e.ValidityDays != 2**plan.ValidityDays || !later(t, *e.ExpiresAt, *depleted.ExpiresAt, *plan.ValidityDays) {
+		t.Fatalf("eSIM after a top-up %+v, was %+v", e, depleted)
 	}
 
-	// The life of the eSIM, as the network would move it.
-	for _, step := range []struct {
-		body, status string
-		check        func(lifecycleJSON) bool
-	}{
-		{`{"action":"install"}`, "INSTALLED", func(e lifecycleJSON) bool { return e.InstalledAt != nil && e.ActivatedAt == nil }},
-		{`{"action":"activate"}`, "ACTIVE", func(e lifecycleJSON) bool { return e.ActivatedAt != nil && e.ExpiresAt != nil }},
-		{`{"action":"consume","bytes":1048576}`, "ACTIVE", func(e lifecycleJSON) bool {
-			return e.Data.UsedBytes == 1<<20 && *e.Data.RemainingBytes == *e.Data.TotalBytes-1<<20
-		}},
-		{fmt.Sprintf(`{"action":"consume","bytes":%d}`, 3**plan.Data.TotalBytes), "DEPLETED", func(e lifecycleJSON) bool {
-			return e.Data.UsedBytes == *e.Data.TotalBytes && *e.Data.RemainingBytes == 0
-		}},
-		{`{"action":"expire"}`, "EXPIRED", func(e lifecycleJSON) bool { return e.ExpiresAt != nil }},
-	} {
-		r := pt.simulate(esimID, step.body)
-		if r.status != http.StatusOK {
-			t.Fatalf("simulate %s: %d %s", step.body, r.status, r.body)
-		}
-		var moved struct{ Data lifecycleJSON }
-		r.json(t, &moved)
-		if moved.Data.Status != step.status || !step.check(moved.Data) {
-			t.Fatalf("simulate %s: %+v, want %s", step.body, moved.Data, step.status)
-		}
-		if got := pt.esim(esimID); !equalJSON(t, got, moved.Data) {
-			t.Errorf("simulate %s answered %+v, GET answers %+v", step.body, moved.Data, got)
-		}
-	}
+	simulated(t, pt, esimID, `{"action":"expire"}`, "EXPIRED", func(e lifecycleJSON) bool { return e.ExpiresAt != nil })
 
 	// An expired eSIM is not topped up: 400 naming id, nothing charged.
 	expired := pt.balance()
