@@ -698,20 +698,27 @@ func validIncoming(e IncomingEvent) error {
 		return invalid("created_at", "is required")
 	}
 	if !json.Valid(e.Data) {
-		return invalid(dataField(e.Type), "must render as JSON")
+		return invalid(e.Type.About(), "must render as JSON")
 	}
 	return nil
 }
 
-// dataField names what an event's data is rendered from.
-func dataField(t EventType) string {
+// What an event's data is: an order, an eSIM or a top-up.
+const (
+	AboutOrder = "order"
+	AboutEsim  = "esim"
+	AboutTopUp = "topup"
+)
+
+// About is what t's data is, by its name's prefix (esim., topup.).
+func (t EventType) About() string {
 	switch {
 	case strings.HasPrefix(string(t), "esim."):
-		return "esim"
+		return AboutEsim
 	case strings.HasPrefix(string(t), "topup."):
-		return "topup"
+		return AboutTopUp
 	}
-	return "order"
+	return AboutOrder
 }
 
 func validScope(s Scope) error {
