@@ -163,7 +163,7 @@ func TestEsimsSimulateGetAndList(t *testing.T) {
 	}
 	// The text of a simulation is the eSIM as get shows it.
 	installed := esimctl(t, env, "esims", "simulate", idle.GetId(), "--account", acct, "--action", "INSTALL").ok(t).stdout
-	if !regexp.MustCompile(`(?m)^status:\s+INSTALLED$`).MatchString(installed) || !regexp.MustCompile(`(?m)^id:\s+` + idle.GetId() + `$`).MatchString(installed) {
+	if !regexp.MustCompile(`(?m)^status:\s+INSTALLED$`).MatchString(installed) || !regexp.MustCompile(`(?m)^id:\s+`+idle.GetId()+`$`).MatchString(installed) {
 		t.Errorf("esims simulate text:\n%s", installed)
 	}
 
