@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/money"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
 
 type topUpJSON struct {
@@ -444,4 +446,91 @@ func TestALiveTopUpTheNetworkCannotTakeIsRefunded(t *testing.T) {
 		t.Errorf("balance %d after a replayed failure, want %d", got, before)
 	}
 	pt.checkMoney()
+}
+
+// TestSandboxEsimEventsArriveAsDocumented: the README's sandbox walk
+// (install, activate, 60 percent, past the total, a top-up, expire)
+// delivers each event once, every one signed, matching its schema in the
+// document's webhooks section (threshold_percent included), its data the
+// eSIM, or the top-up as POST answered it; GET /v1/events filters by the
+// new kinds.
+func TestSandboxEsimEventsArriveAsDocumented(t *testing.T) {
+	p := start(t, options{})
+	pt := p.partner("USD", sandbox, 200_00)
+	hooks := webhooktest.NewReceiver(t)
+	secret := pt.setWebhook(hooks.URL)
+	hooks.Trust(secret)
+	plan := pt.countryPlan("JP", "fixed")
+	esimID := pt.orderEsim(plan.ID)
+	total := *plan.Data.TotalBytes
+	for _, body := range []string{
+		`{"action":"install"}`, `{"action":"activate"}`,
+		fmt.Sprintf(`{"action":"consume","bytes":%d}`, total*6/10), fmt.Sprintf(`{"action":"consume","bytes":%d}`, total),
+	} {
+		if r := pt.simulate(esimID, body); r.status != http.StatusOK {
+			t.Fatalf("simulate %s: %d %s", body, r.status, r.body)
+		}
+	}
+	r := pt.topUpEsim(esimID, "", fmt.Sprintf(`{"plan_id":%q}`, plan.ID))
+	if r.status != http.StatusCreated {
+		t.Fatalf("top-up: %d %s", r.status, r.body)
+	}
+	var topUp struct {
+		Data json.RawMessage `json:"data"`
+	}
+	r.json(t, &topUp)
+	if r := pt.simulate(esimID, `{"action":"expire"}`); r.status != http.StatusOK {
+		t.Fatalf("expire: %d %s", r.status, r.body)
+	}
+
+	want := []string{"esim.activated", "esim.expired", "esim.installed", "esim.usage 100", "esim.usage 50", "esim.usage 80", "order.completed", "topup.completed"}
+	doc := p.openAPIDoc()
+	var got []string
+	for _, d := range hooks.Wait(t, len(want), 20*time.Second) {
+		checkWebhook(t, doc, d)
+		if !d.VerifiedBy(secret) {
+			t.Errorf("the Standard Webhooks library refused the delivery: %v", d.Checks[secret])
+		}
+		var b struct {
+			hookBody
+			Threshold *int `json:"threshold_percent"`
+		}
+		if err := json.Unmarshal(d.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		var data struct {
+			ID     string `json:"id"`
+			EsimID string `json:"esim_id"`
+		}
+		_ = json.Unmarshal(b.Data, &data)
+		switch {
+		case b.Event == "esim.usage" && b.Threshold != nil:
+			got = append(got, fmt.Sprintf("%s %d", b.Event, *b.Threshold))
+		case b.Threshold != nil:
+			t.Errorf("%s carries threshold_percent %d", b.Event, *b.Threshold)
+		default:
+			got = append(got, b.Event)
+		}
+		switch {
+		case strings.HasPrefix(b.Event, "esim.") && data.ID != esimID:
+			t.Errorf("%s about eSIM %q, want %s", b.Event, data.ID, esimID)
+		case b.Event == "topup.completed" && !bytes.Equal(b.Data, topUp.Data):
+			t.Errorf("topup.completed's data is not the top-up as POST answered it:\nevent: %s\nAPI:   %s", b.Data, topUp.Data)
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, want) {
+		t.Errorf("deliveries %v, want %v", got, want)
+	}
+
+	for event, n := range map[string]int{"esim.usage": 3, "topup.completed": 1, "esim.expired": 1, "order.completed": 1} {
+		// Delivered, and recorded so a moment after the receiver answered.
+		list := pt.eventsUntil("event="+event, 10*time.Second, func(l eventList) bool {
+			return l.Pagination.Total == n && !slices.ContainsFunc(l.Data, func(e eventJSON) bool { return e.Status != "delivered" })
+		})
+		for _, e := range list.Data {
+			if e.Event != event {
+				t.Errorf("GET /v1/events?event=%s lists %+v", event, e)
+			}
+		}
+	}
 }
