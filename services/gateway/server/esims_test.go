@@ -37,6 +37,7 @@ type topUpJSON struct {
 // lifecycleJSON is what an eSIM says of its life after the sale.
 type lifecycleJSON struct {
 	ID           string  `json:"id"`
+	OrderID      string  `json:"order_id"`
 	Status       string  `json:"status"`
 	ValidityDays int     `json:"validity_days"`
 	InstalledAt  *string `json:"installed_at"`
@@ -522,6 +523,9 @@ func TestSandboxEsimEventsArriveAsDocumented(t *testing.T) {
 		t.Errorf("deliveries %v, want %v", got, want)
 	}
 
+	// The order's events are its eSIM's and top-up's too.
+	orderID := pt.esim(esimID).OrderID
+	pt.eventsUntil("order_id="+orderID, 10*time.Second, func(l eventList) bool { return l.Pagination.Total == len(want) })
 	for event, n := range map[string]int{"esim.usage": 3, "topup.completed": 1, "esim.expired": 1, "order.completed": 1} {
 		// Delivered, and recorded so a moment after the receiver answered.
 		list := pt.eventsUntil("event="+event, 10*time.Second, func(l eventList) bool {
