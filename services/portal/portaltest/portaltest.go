@@ -48,8 +48,9 @@ type Platform struct {
 	Wallet    walletv1.Wallet
 	Ordering  orderingv1.Ordering
 	Webhook   webhookv1.Webhook
-	// AccountsURL lets a test call accounts as another caller.
-	AccountsURL string
+	// AccountsURL and OrderingURL let a test call accounts and ordering
+	// as another caller (ordering's top-ups as the gateway).
+	AccountsURL, OrderingURL string
 }
 
 // Options change the portal's configuration from Start's.
@@ -176,6 +177,7 @@ func StartWith(t testing.TB, opt Options) *Platform {
 		Ordering:    orderingtest.Client(orderingURL, internalauth.Operator),
 		Webhook:     webhooktest.Client(webhookURL, internalauth.Operator),
 		AccountsURL: accountsURL,
+		OrderingURL: orderingURL,
 	}
 }
 
