@@ -161,6 +161,42 @@ func TestInABrowser(t *testing.T) {
 		t.Errorf("the QR image decodes to %q; the page shows the activation code %q", got, code)
 	}
 
+	// The eSIM: found on the eSIMs page by its ICCID, its page with its
+	// usage meter (labelled), its lifecycle and its order's completion.
+	var iccid string
+	run("the order's eSIM", into(&iccid, chromedp.Text(chromedp.CSS(`section.esim h2 code`))))
+	run("eSIMs", chromedp.Click(chromedp.CSS(`nav.sections a[href="/sandbox/esims"]`)), chromedp.WaitVisible(chromedp.CSS(`#iccid`)))
+	shoot("esims")
+	var listed int
+	run("search by ICCID", chromedp.SendKeys(chromedp.CSS(`#iccid`), iccid),
+		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#iccid[value="`+iccid+`"]`)),
+		into(&listed, chromedp.Evaluate[int](`document.querySelectorAll('a[href^="/sandbox/esims/"]').length`)))
+	if listed != 1 {
+		t.Errorf("the search by ICCID lists %d eSIMs, want 1", listed)
+	}
+	var meter struct {
+		Value, Max float64
+		Labels     int
+	}
+	var timeline string
+	run("the eSIM's page", chromedp.Click(chromedp.CSS(`a[href^="/sandbox/esims/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`meter#usage`)),
+		into(&meter, chromedp.Evaluate[struct {
+			Value, Max float64
+			Labels     int
+		}](`(m => ({Value: m.value, Max: m.max, Labels: m.labels.length}))(document.querySelector("meter#usage"))`)),
+		into(&timeline, chromedp.Text(chromedp.CSS(`ol.timeline`))))
+	shoot("esim")
+	if meter.Value != 0 || meter.Max <= 0 || meter.Labels != 1 {
+		t.Errorf("the usage meter is %+v, want 0 of the plan's bytes, labelled", meter)
+	}
+	for _, want := range []string{"Done:", "Issued", "To come:", "Installed", "Activated", "Expires"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
+		}
+	}
+
 	// A local receiver as the webhook URL, a test event, its attempt.
 	receiver := webhooktest.NewReceiver(t)
 	run("webhooks", chromedp.Navigate(p.URL+"/sandbox/webhooks"), chromedp.WaitVisible(chromedp.CSS("#url")),

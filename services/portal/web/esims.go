@@ -237,6 +237,7 @@ func usageOf(es *orderingv1.Esim) usage {
 	}
 	u.Remaining = max(u.Total-u.Used, 0)
 	if u.Total > 0 {
+		// Rounded down: 100% only once all of it is used.
 		u.Percent = min(u.Used*100/u.Total, 100)
 	}
 	return u
