@@ -213,7 +213,7 @@ func timeline(es *orderingv1.Esim, events []esimEvent) []step {
 	case es.GetStatus() == "EXPIRED":
 		done = append(done, step{Label: "Expired", At: at, Done: true, Detail: "Validity over: final"})
 	case at != nil:
-		todo = append(todo, step{Label: "Expires", At: at, Detail: "Extended by top-ups"})
+		todo = append(todo, step{Label: "Expires", At: at, Detail: "When the validity ends; top-ups extend it"})
 	default:
 		todo = append(todo, step{Label: "Expires", Detail: validityDetail(es)})
 	}

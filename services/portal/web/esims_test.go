@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -10,15 +11,22 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/esimplatform/esim/libs/internalauth"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
+	"github.com/esimplatform/esim/services/ordering/orderingtest"
 	"github.com/esimplatform/esim/services/portal/portaltest"
 	"github.com/esimplatform/esim/services/portal/web"
 )
 
-// fixedPlan is the first fixed plan the API lists to key.
-type fixedPlan struct {
+// plan is a plan as the API lists it.
+type plan struct {
 	ID   string `json:"id"`
 	Data struct {
+		Unlimited  bool  `json:"unlimited"`
 		TotalBytes int64 `json:"total_bytes"`
 	} `json:"data"`
 	ValidityDays int `json:"validity_days"`
@@ -30,24 +38,19 @@ type orderedEsim struct {
 	ICCID string `json:"iccid"`
 }
 
-// orderEsims has u order quantity eSIMs of the first fixed plan with a
-// new sandbox key, after adding sandbox money, and returns the plan, the
-// order's id and its eSIMs.
-func orderEsims(t *testing.T, p *portaltest.Platform, u *portaltest.User, quantity int) (fixedPlan, string, []orderedEsim) {
+// orderEsims orders quantity eSIMs of the first plan of type (fixed or
+// per_day) with key, and returns the plan, the order's id and its eSIMs.
+func orderEsims(t *testing.T, p *portaltest.Platform, key, typ string, quantity int) (plan, string, []orderedEsim) {
 	t.Helper()
-	if res := u.Post("/sandbox/balance/topup", url.Values{"amount": {"500"}}); res.Status != http.StatusSeeOther {
-		t.Fatalf("top-up: %d %s", res.Status, res.Body)
-	}
-	secret := createKey(t, u, "sandbox", "eSIM pages")
-	status, body := api(t, p, http.MethodGet, "/plans?type=fixed&limit=1", secret, "")
+	status, body := api(t, p, http.MethodGet, "/plans?type="+typ+"&limit=1", key, "")
 	var plans struct {
-		Data []fixedPlan `json:"data"`
+		Data []plan `json:"data"`
 	}
 	if err := json.Unmarshal([]byte(body), &plans); status != http.StatusOK || err != nil || len(plans.Data) == 0 {
 		t.Fatalf("plans: %d %v %s", status, err, body)
 	}
-	plan := plans.Data[0]
-	status, body = api(t, p, http.MethodPost, "/orders", secret, `{"plan_id": "`+plan.ID+`", "quantity": `+strconv.Itoa(quantity)+`}`)
+	pl := plans.Data[0]
+	status, body = api(t, p, http.MethodPost, "/orders", key, `{"plan_id": "`+pl.ID+`", "quantity": `+strconv.Itoa(quantity)+`}`)
 	var order struct {
 		Data struct {
 			ID    string        `json:"id"`
@@ -57,7 +60,7 @@ func orderEsims(t *testing.T, p *portaltest.Platform, u *portaltest.User, quanti
 	if err := json.Unmarshal([]byte(body), &order); status != http.StatusCreated || err != nil || len(order.Data.Esims) != quantity {
 		t.Fatalf("order: %d %v %s", status, err, body)
 	}
-	return plan, order.Data.ID, order.Data.Esims
+	return pl, order.Data.ID, order.Data.Esims
 }
 
 // waitFor fetches path until its page holds every one of wants.
@@ -88,8 +91,12 @@ func TestEsimPages(t *testing.T) {
 	u := p.SignUp("Esim Travel", "EUR")
 	must(t, "no eSIMs yet", u.Get("/sandbox/esims"), http.StatusOK, "No eSIMs yet", `aria-current="page">eSIMs</a>`, `for="iccid"`, `for="status"`)
 
-	plan, orderID, esims := orderEsims(t, p, u, 2)
-	_, otherOrder, _ := orderEsims(t, p, u, 1)
+	if res := u.Post("/sandbox/balance/topup", url.Values{"amount": {"500"}}); res.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d %s", res.Status, res.Body)
+	}
+	key := createKey(t, u, "sandbox", "eSIM pages")
+	plan, orderID, esims := orderEsims(t, p, key, "fixed", 2)
+	_, otherOrder, _ := orderEsims(t, p, key, "fixed", 1)
 
 	// The list: every eSIM, newest first, each linked to its page.
 	list := u.Get("/sandbox/esims")
@@ -149,3 +156,101 @@ func TestEsimPages(t *testing.T) {
 		}
 	}
 }
+
+// An eSIM's page follows it through its life as the sandbox moves it:
+// installed, activated, 60 percent used, used up, topped up, expired;
+// and the list's status filter finds it in each status.
+func TestEsimPageFollowsItsLife(t *testing.T) {
+	ctx := t.Context()
+	p := portaltest.Start(t)
+	u := p.SignUp("Lifecycle Travel", "EUR")
+	if res := u.Post("/sandbox/balance/topup", url.Values{"amount": {"500"}}); res.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d %s", res.Status, res.Body)
+	}
+	key := createKey(t, u, "sandbox", "lifecycle")
+	fixed, _, fixedEsims := orderEsims(t, p, key, "fixed", 1)
+	_, _, dailyEsims := orderEsims(t, p, key, "per_day", 1)
+	es, daily := fixedEsims[0], dailyEsims[0]
+	path := "/sandbox/esims/" + es.ID
+
+	scope := &orderingv1.Scope{AccountId: u.AccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}
+	ordering := orderingtest.Client(p.OrderingURL, internalauth.Gateway)
+	simulate := func(action string, bytes *int64, status string) *orderingv1.Esim {
+		t.Helper()
+		e, err := ordering.SimulateEsim(ctx, &orderingv1.SimulateEsimRequest{Scope: scope, EsimId: es.ID, Action: action, Bytes: bytes})
+		if err != nil || e.GetStatus() != status {
+			t.Fatalf("simulate %s: %v, %v; want %s", action, e.GetStatus(), err, status)
+		}
+		return e
+	}
+	utc := func(ts *timestamppb.Timestamp) string { return ts.AsTime().UTC().Format("2006-01-02 15:04:05 UTC") }
+	// listed is what the eSIMs page lists with ?status=status.
+	listed := func(status string) (ids []string) {
+		t.Helper()
+		res := u.Get("/sandbox/esims?status=" + status)
+		must(t, "eSIMs "+status, res, http.StatusOK)
+		for _, m := range regexp.MustCompile(`href="/sandbox/esims/([0-9a-f-]{36})"`).FindAllStringSubmatch(res.Body, -1) {
+			ids = append(ids, m[1])
+		}
+		return ids
+	}
+	wantListed := func(status string, want ...string) {
+		t.Helper()
+		if got := listed(status); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("eSIMs %s: %v, want %v", status, got, want)
+		}
+	}
+
+	installed := simulate("install", nil, "INSTALLED")
+	must(t, "installed", u.Get(path), http.StatusOK, "status-installed", "<strong>Installed</strong> <time datetime=", utc(installed.GetInstalledAt()),
+		"<strong>Activated</strong>\n", "Not yet: validity starts")
+	wantListed("INSTALLED", es.ID)
+
+	active := simulate("activate", nil, "ACTIVE")
+	total := fixed.Data.TotalBytes
+	used := (total*60 + 99) / 100
+	simulate("consume", &used, "ACTIVE")
+	must(t, "60 percent used", u.Get(path), http.StatusOK, "status-active", utc(active.GetActivatedAt()), utc(active.GetExpiresAt()),
+		`max="`+strconv.FormatInt(total, 10)+`" value="`+strconv.FormatInt(used, 10)+`"`,
+		"<strong>"+web.ByteSize(used)+"</strong> used of "+web.ByteSize(total)+" (60%), <strong>"+web.ByteSize(total-used)+"</strong> remaining",
+		"<strong>Expires</strong> <time datetime=")
+	wantListed("ACTIVE", es.ID)
+	wantListed("ALLOCATED", daily.ID)
+	wantListed("EXPIRED")
+	must(t, "no expired eSIMs", u.Get("/sandbox/esims?status=EXPIRED"), http.StatusOK, "No eSIMs match these filters")
+
+	rest := total
+	simulate("consume", &rest, "DEPLETED")
+	must(t, "used up", u.Get(path), http.StatusOK, "status-depleted", "<strong>Data used up</strong>", "(100%), <strong>0 bytes</strong> remaining")
+	wantListed("DEPLETED", es.ID)
+
+	// A top-up of the same plan revives it: twice the bytes, a row of its
+	// own and a step of the timeline.
+	res, err := ordering.CreateTopUp(ctx, &orderingv1.CreateTopUpRequest{Scope: scope, Currency: "EUR", IdempotencyKey: "more", EsimId: es.ID, PlanId: fixed.ID})
+	if err != nil || res.GetTopup().GetStatus() != orderingv1.OrderStatus_ORDER_STATUS_COMPLETED {
+		t.Fatalf("CreateTopUp = %v, %v", res, err)
+	}
+	top := res.GetTopup()
+	page := u.Get(path)
+	must(t, "topped up", page, http.StatusOK, "status-active", `max="`+strconv.FormatInt(2*total, 10)+`"`,
+		"<strong>Top-up</strong> <time datetime=", utc(top.GetCreatedAt()), `<span class="status status-completed">completed</span>`,
+		"<code>"+fixed.ID+"</code>", web.ByteSize(total), money(top.GetPrice().GetTotalMinor())+" EUR")
+	if strings.Contains(page.Body, "No top-ups") || strings.Contains(page.Body, "Data used up") {
+		t.Errorf("the topped-up eSIM's page still says it has no top-ups or is used up:\n%s", page.Body)
+	}
+
+	expired := simulate("expire", nil, "EXPIRED")
+	must(t, "expired", u.Get(path), http.StatusOK, "status-expired", "<strong>Expired</strong> <time datetime=", "expired "+utc(expired.GetExpiresAt()), "Validity over")
+	wantListed("EXPIRED", es.ID)
+
+	// A per-day plan's data is unlimited: no meter, what was used.
+	page = u.Get("/sandbox/esims/" + daily.ID)
+	must(t, "unlimited", page, http.StatusOK, `<p class="amount">Unlimited</p>`, "0 bytes used.")
+	if strings.Contains(page.Body, "<meter") {
+		t.Error("an unlimited eSIM's page shows a usage meter")
+	}
+	must(t, "unlimited in the list", u.Get("/sandbox/esims?status=ALLOCATED"), http.StatusOK, "0 bytes (unlimited)")
+}
+
+// money writes minor units as the pages do.
+func money(minor int64) string { return fmt.Sprintf("%d.%02d", minor/100, minor%100) }
