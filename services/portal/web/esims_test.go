@@ -149,6 +149,21 @@ func TestEsimPages(t *testing.T) {
 	must(t, "the eSIM in live", u.Get("/live/esims/"+esims[0].ID), http.StatusNotFound, "Page not found")
 	must(t, "a malformed id", u.Get("/sandbox/esims/nope"), http.StatusNotFound, "Page not found")
 	must(t, "an unknown id", u.Get("/sandbox/esims/00000000-0000-7000-8000-000000000000"), http.StatusNotFound, "Page not found")
+
+	// Pages of 20, newest first, the filters kept from page to page.
+	orderEsims(t, p, key, "fixed", 19)
+	rows := regexp.MustCompile(`<a href="/sandbox/esims/[0-9a-f-]{36}">`)
+	first := u.Get("/sandbox/esims?status=ALLOCATED")
+	must(t, "page 1", first, http.StatusOK, "Page 1 of 2 (22 in all)", `<a href="/sandbox/esims?page=2&amp;status=ALLOCATED" rel="next">Next</a>`)
+	if n := len(rows.FindAllString(first.Body, -1)); n != 20 || strings.Contains(first.Body, esims[0].ID) {
+		t.Errorf("page 1 lists %d eSIMs (want 20), or the oldest", n)
+	}
+	second := u.Get("/sandbox/esims?page=2&status=ALLOCATED")
+	must(t, "page 2", second, http.StatusOK, "Page 2 of 2 (22 in all)", `<a href="/sandbox/esims?page=1&amp;status=ALLOCATED" rel="prev">Previous</a>`, esims[0].ID, esims[1].ID)
+	if n := len(rows.FindAllString(second.Body, -1)); n != 2 || strings.Contains(second.Body, `rel="next"`) {
+		t.Errorf("page 2 lists %d eSIMs (want 2), or links a next page", n)
+	}
+
 	anon := p.NewBrowser()
 	for _, path := range []string{"/sandbox/esims", path} {
 		if res := anon.Get(path); res.Status != http.StatusSeeOther || res.Location() != "/signin?next="+url.QueryEscape(path) {
