@@ -179,6 +179,26 @@ func aboutEsim(ev *webhookv1.Event, id string) (threshold int, about bool) {
 	return 0, true
 }
 
+// esimOf is the eSIM an esim.* or topup.* event is about, as its data
+// names it; "" for any other event.
+func esimOf(ev *webhookv1.Event) string {
+	var p payload
+	if err := json.Unmarshal([]byte(ev.GetPayload()), &p); err != nil {
+		return ""
+	}
+	id := ""
+	switch typ := ev.GetType(); {
+	case strings.HasPrefix(typ, "esim."):
+		id = p.Data.ID
+	case strings.HasPrefix(typ, "topup."):
+		id = p.Data.EsimID
+	}
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return ""
+	}
+	return id
+}
+
 // timeline is the eSIM's life so far, oldest first, then what is still to
 // come.
 func timeline(es *orderingv1.Esim, events []esimEvent) []step {

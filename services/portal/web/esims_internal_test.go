@@ -41,6 +41,25 @@ func TestAboutEsim(t *testing.T) {
 	}
 }
 
+// An event's page links the eSIM an esim.* or topup.* event is about.
+func TestEsimOf(t *testing.T) {
+	const id = "01a22696-b8ab-7eba-8b4e-ed32171867c3"
+	for _, c := range []struct{ typ, payload, want string }{
+		{"esim.usage", `{"threshold_percent":50,"data":{"id":"` + id + `"}}`, id},
+		{"topup.completed", `{"data":{"id":"01a22696-0000-7000-8000-000000000001","esim_id":"` + id + `"}}`, id},
+		{"order.completed", `{"data":{"id":"` + id + `","esims":[{"id":"` + id + `"}]}}`, ""},
+		{"ping", `{"data":{"message":"hi"}}`, ""},
+		// Never a link made of what is not an id.
+		{"esim.installed", `{"data":{"id":"../../keys"}}`, ""},
+		{"esim.installed", `{"data":{}}`, ""},
+		{"esim.installed", `[`, ""},
+	} {
+		if got := esimOf(&webhookv1.Event{Type: c.typ, Payload: c.payload}); got != c.want {
+			t.Errorf("esimOf(%s %s) = %q, want %q", c.typ, c.payload, got, c.want)
+		}
+	}
+}
+
 func TestTimeline(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	at := func(h int) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(h) * time.Hour)) }

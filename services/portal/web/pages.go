@@ -420,7 +420,13 @@ func (a *App) event(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.fail(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "event.html", envView(e, "Event "+ev.GetId(), "events", ev))
+	a.render(w, r, http.StatusOK, "event.html", envView(e, "Event "+ev.GetId(), "events", eventData{Event: ev, EsimID: esimOf(ev)}))
+}
+
+type eventData struct {
+	*webhookv1.Event
+	// EsimID is the eSIM an esim.* or topup.* event is about.
+	EsimID string
 }
 
 func contains(list []string, s string) bool {
