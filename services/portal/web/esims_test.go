@@ -183,9 +183,9 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 		t.Fatalf("top-up: %d %s", res.Status, res.Body)
 	}
 	key := createKey(t, u, "sandbox", "lifecycle")
-	fixed, _, fixedEsims := orderEsims(t, p, key, "fixed", 1)
+	fixed, _, fixedEsims := orderEsims(t, p, key, "fixed", 2)
 	_, _, dailyEsims := orderEsims(t, p, key, "per_day", 1)
-	es, daily := fixedEsims[0], dailyEsims[0]
+	es, sibling, daily := fixedEsims[0], fixedEsims[1], dailyEsims[0]
 	path := "/sandbox/esims/" + es.ID
 
 	scope := &orderingv1.Scope{AccountId: u.AccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}
@@ -230,7 +230,7 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 		"<strong>"+web.ByteSize(used)+"</strong> used of "+web.ByteSize(total)+" (60%), <strong>"+web.ByteSize(total-used)+"</strong> remaining",
 		"<strong>Expires</strong> <time datetime=")
 	wantListed("ACTIVE", es.ID)
-	wantListed("ALLOCATED", daily.ID)
+	wantListed("ALLOCATED", daily.ID, sibling.ID)
 	wantListed("EXPIRED")
 	must(t, "no expired eSIMs", u.Get("/sandbox/esims?status=EXPIRED"), http.StatusOK, "No eSIMs match these filters")
 
