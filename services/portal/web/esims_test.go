@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -13,12 +14,14 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/internalauth"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
 	"github.com/esimplatform/esim/services/ordering/orderingtest"
 	"github.com/esimplatform/esim/services/portal/portaltest"
+	"github.com/esimplatform/esim/services/portal/server"
 	"github.com/esimplatform/esim/services/portal/web"
 )
 
@@ -269,3 +272,29 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 
 // money writes minor units as the pages do.
 func money(minor int64) string { return fmt.Sprintf("%d.%02d", minor/100, minor%100) }
+
+// With ordering or webhook unreachable, the pages that need them are the
+// 500 page (the cause logged, the request id shown), never a page that
+// passes an eSIM's missing events or a missing list for empty ones.
+func TestEsimPagesWhenAServiceFails(t *testing.T) {
+	p := portaltest.Start(t)
+	u := p.SignUp("Unlucky Travel", "GBP")
+	if res := u.Post("/sandbox/balance/topup", url.Values{"amount": {"100"}}); res.Status != http.StatusSeeOther {
+		t.Fatalf("top-up: %d %s", res.Status, res.Body)
+	}
+	_, _, esims := orderEsims(t, p, createKey(t, u, "sandbox", "failures"), "fixed", 1)
+	path := "/sandbox/esims/" + esims[0].ID
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+
+	noWebhook := u.At(p.StartPortal(func(c *server.Config) { c.WebhookURL = config.BaseURL(dead.URL) }))
+	must(t, "the eSIM without webhook", noWebhook.Get(path), http.StatusInternalServerError, "Something went wrong", "tell support this request id: <code class=\"request-id\">")
+	must(t, "the eSIMs without webhook", noWebhook.Get("/sandbox/esims"), http.StatusOK, esims[0].ICCID)
+
+	noOrdering := u.At(p.StartPortal(func(c *server.Config) { c.OrderingURL = config.BaseURL(dead.URL) }))
+	must(t, "the eSIM without ordering", noOrdering.Get(path), http.StatusInternalServerError, "Something went wrong", "tell support this request id: <code class=\"request-id\">")
+	must(t, "the eSIMs without ordering", noOrdering.Get("/sandbox/esims"), http.StatusInternalServerError, "Something went wrong", "tell support this request id: <code class=\"request-id\">")
+
+	// The platform's own portal, its services up, shows them still.
+	must(t, "the eSIM", u.Get(path), http.StatusOK, esims[0].ICCID, "status-allocated")
+}
