@@ -145,11 +145,11 @@ func (a *App) esimEvents(r *http.Request, e envRequest, es *orderingv1.Esim) ([]
 	return out, true, nil
 }
 
-// payload is what an event's body says of what it is about.
 type idOnly struct {
 	ID string `json:"id"`
 }
 
+// payload is what an event's body says of what it is about.
 type payload struct {
 	ThresholdPercent int `json:"threshold_percent"`
 	Data             struct {
