@@ -239,7 +239,9 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 
 	rest := total
 	simulate("consume", &rest, "DEPLETED")
-	must(t, "used up", u.Get(path), http.StatusOK, "status-depleted", "<strong>Data used up</strong>", "(100%), <strong>0 bytes</strong> remaining")
+	// The moment it was used up is its 100 percent usage event's.
+	must(t, "used up", waitFor(t, u, path, ">esim.usage 100%<"), http.StatusOK, "status-depleted",
+		"<strong>Data used up</strong> <time datetime=", "(100%), <strong>0 bytes</strong> remaining")
 	wantListed("DEPLETED", es.ID)
 
 	// A top-up of the same plan revives it: twice the bytes, a row of its
@@ -260,6 +262,28 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 	expired := simulate("expire", nil, "EXPIRED")
 	must(t, "expired", u.Get(path), http.StatusOK, "status-expired", "<strong>Expired</strong> <time datetime=", "expired "+utc(expired.GetExpiresAt()), "Validity over")
 	wantListed("EXPIRED", es.ID)
+
+	// Its events, each told once it reached webhook: every step's, the
+	// usage thresholds with their percentage, the top-up's; none of them
+	// on the page of the other eSIM of its order.
+	page = waitFor(t, u, path, "order.completed", ">esim.installed<", ">esim.activated<", ">esim.usage 50%<", ">esim.usage 80%<",
+		">esim.usage 100%<", ">topup.completed<", ">esim.expired<")
+	must(t, "its events", page, http.StatusOK)
+	siblingPage := u.Get("/sandbox/esims/" + sibling.ID)
+	must(t, "the other eSIM of its order", siblingPage, http.StatusOK, "order.completed", "status-allocated")
+	if strings.Contains(siblingPage.Body, "<td>esim.") || strings.Contains(siblingPage.Body, "<td>topup.") {
+		t.Errorf("the other eSIM's page lists this one's events:\n%s", siblingPage.Body)
+	}
+	ev := regexp.MustCompile(`href="/sandbox/events/(evt_[0-9a-f]{32})"><code>evt_[0-9a-f]{32}</code></a></td>\s*<td>topup.completed<`).FindStringSubmatch(page.Body)
+	if ev == nil {
+		t.Fatalf("no link to the topup.completed event:\n%s", page.Body)
+	}
+	must(t, "the top-up's event", u.Get("/sandbox/events/"+ev[1]), http.StatusOK, `<a href="/sandbox/esims/`+es.ID+`">`)
+	usageEvents := u.Get("/sandbox/events?type=esim.usage")
+	must(t, "the events page by a new type", usageEvents, http.StatusOK, "<td>esim.usage</td>", `<option value="esim.usage" selected>`)
+	if strings.Contains(usageEvents.Body, "<td>esim.installed</td>") || strings.Contains(usageEvents.Body, "<td>order.completed</td>") {
+		t.Errorf("the events of type esim.usage list others:\n%s", usageEvents.Body)
+	}
 
 	// A per-day plan's data is unlimited: no meter, what was used.
 	page = u.Get("/sandbox/esims/" + daily.ID)
