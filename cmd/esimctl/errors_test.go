@@ -21,7 +21,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, events, keys, orders, plans, provider, users, wallet or webhooks"},
+		{[]string{}, "esimctl: missing command: accounts, esims, events, keys, orders, plans, provider, users, wallet or webhooks"},
 		{[]string{"provider"}, "esimctl: provider: missing subcommand: check"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, enable-live, get, list or set-rate-limit"},
 		{[]string{"users"}, "esimctl: users: missing subcommand: invite"},
@@ -29,6 +29,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},
 		{[]string{"wallet"}, "esimctl: wallet: missing subcommand: balance, ledger or topup"},
 		{[]string{"orders"}, "esimctl: orders: missing subcommand: get or list"},
+		{[]string{"esims"}, "esimctl: esims: missing subcommand: get, list or simulate"},
 	} {
 		for _, args := range [][]string{tc.args, append(append([]string{}, tc.args...), "--json"), append([]string{"--json"}, tc.args...)} {
 			r := esimctl(t, nil, args...)

@@ -25,11 +25,12 @@ var eventTypes = limits.EventTypes
 // (GET /v1/events) with the scope an operator needs besides.
 type eventView struct {
 	ID string `json:"id"`
-	// order.completed, order.failed or ping.
+	// One of limits.EventTypes: order.*, esim.*, topup.* or ping.
 	Event       string `json:"event"`
 	AccountID   string `json:"account_id"`
 	Environment string `json:"environment"`
-	// null for ping.
+	// The order the event is about (the eSIM's order for esim.* and
+	// topup.*); null for ping.
 	OrderID *string `json:"order_id"`
 	// pending, delivered, failed or no_endpoint.
 	Status string `json:"status"`
@@ -181,7 +182,7 @@ func (c *cli) eventsListCommand() *cobra.Command {
 	var account, env, event, order, status string
 	var page, limit int32
 	cmd := &cobra.Command{
-		Use:   "list [--account ID --env sandbox|live] [--event order.completed|order.failed|ping] [--order ID] [--status pending|delivered|failed|no_endpoint] [--page N] [--limit N]",
+		Use:   "list [--account ID --env sandbox|live] [--event TYPE] [--order ID] [--status pending|delivered|failed|no_endpoint] [--page N] [--limit N]",
 		Short: "List webhook events and how their delivery went, newest first",
 		Long: fmt.Sprintf(`List webhook events, newest first, each with its delivery status and
 attempts: what to open when a partner says a webhook never came. --account
@@ -200,7 +201,7 @@ an event's payload and each attempt's answer.`, limits.MaxWebhookAttempts, limit
 	cmd.Flags().StringVar(&account, "account", "", "only this account's events (with --env)")
 	cmd.Flags().StringVar(&env, "env", "", "only the events of this environment, sandbox or live (with --account)")
 	cmd.Flags().StringVar(&event, "event", "", "only events of this type: "+orList(eventTypes))
-	cmd.Flags().StringVar(&order, "order", "", "only the events of this order id")
+	cmd.Flags().StringVar(&order, "order", "", "only the events of this order id (an eSIM's and its top-ups' are its order's)")
 	cmd.Flags().StringVar(&status, "status", "", "only events in this delivery status: pending, delivered, failed or no_endpoint")
 	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {

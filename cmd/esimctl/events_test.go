@@ -193,6 +193,8 @@ func TestSendTestAndEvents(t *testing.T) {
 		{[]string{"--account", acct, "--env", "live"}, []string{}},
 		{[]string{"--event", "ping"}, []string{waited.ID, failed, ping}},
 		{[]string{"--event", "order.completed"}, []string{}},
+		{[]string{"--event", "esim.usage"}, []string{}},
+		{[]string{"--event", "TOPUP.completed"}, []string{}},
 		{[]string{"--order", uuid.NewString()}, []string{}},
 	} {
 		got, p := listOf(tc.flags...)

@@ -59,29 +59,69 @@ type orderErrorView struct {
 }
 
 // esimView is an eSIM in --json output: everything the partner got, and
-// its matching id.
+// its matching id, account and plan.
 type esimView struct {
-	ID             string          `json:"id"`
-	OrderID        string          `json:"order_id"`
-	PlanName       string          `json:"plan_name"`
-	ICCID          string          `json:"iccid"`
-	QRCodeURL      string          `json:"qr_code_url"`
-	ActivationCode string          `json:"activation_code"`
-	SMDPAddress    string          `json:"smdp_address"`
-	MatchingID     string          `json:"matching_id"`
-	Status         string          `json:"status"`
-	ValidityDays   int32           `json:"validity_days"`
-	Data           esimDataView    `json:"data"`
-	Install        esimInstallView `json:"install"`
-	CreatedAt      *string         `json:"created_at"`
+	ID          string `json:"id"`
+	OrderID     string `json:"order_id"`
+	AccountID   string `json:"account_id"`
+	Environment string `json:"environment"`
+	PlanID      string `json:"plan_id"`
+	PlanName    string `json:"plan_name"`
+	PerDay      bool   `json:"per_day"`
+	// The countries the eSIM's plan covered when ordered: what a top-up
+	// must cover.
+	Countries      []string `json:"countries"`
+	ICCID          string   `json:"iccid"`
+	QRCodeURL      string   `json:"qr_code_url"`
+	ActivationCode string   `json:"activation_code"`
+	SMDPAddress    string   `json:"smdp_address"`
+	MatchingID     string   `json:"matching_id"`
+	// ALLOCATED, INSTALLED, ACTIVE, DEPLETED or EXPIRED.
+	Status       string          `json:"status"`
+	ValidityDays int32           `json:"validity_days"`
+	Data         esimDataView    `json:"data"`
+	Install      esimInstallView `json:"install"`
+	// null until the eSIM reached the status that sets them.
+	InstalledAt *string `json:"installed_at"`
+	ActivatedAt *string `json:"activated_at"`
+	ExpiresAt   *string `json:"expires_at"`
+	// Oldest first.
+	TopUps    []topUpView `json:"topups"`
+	CreatedAt *string     `json:"created_at"`
 }
 
 type esimDataView struct {
 	Unlimited bool `json:"unlimited"`
 	// null when unlimited.
-	TotalBytes *int64  `json:"total_bytes"`
-	UsedBytes  int64   `json:"used_bytes"`
-	UpdatedAt  *string `json:"updated_at"`
+	TotalBytes *int64 `json:"total_bytes"`
+	UsedBytes  int64  `json:"used_bytes"`
+	// total - used, never below 0; null when unlimited.
+	RemainingBytes *int64 `json:"remaining_bytes"`
+	// When usage was last read from the network.
+	UpdatedAt *string `json:"updated_at"`
+}
+
+// topUpView is a top-up in --json output, shaped as the public API's,
+// with money as priceView has it.
+type topUpView struct {
+	ID     string `json:"id"`
+	EsimID string `json:"esim_id"`
+	PlanID string `json:"plan_id"`
+	// Days added; bytes added, 0 on unlimited plans.
+	Days  int32          `json:"days"`
+	Bytes int64          `json:"bytes"`
+	Price topUpPriceView `json:"price"`
+	// pending, completed or failed.
+	Status string `json:"status"`
+	// null unless the top-up failed.
+	Error     *orderErrorView `json:"error"`
+	CreatedAt *string         `json:"created_at"`
+}
+
+type topUpPriceView struct {
+	Amount      json.Number `json:"amount"`
+	AmountMinor int64       `json:"amount_minor"`
+	Currency    string      `json:"currency"`
 }
 
 type esimInstallView struct {
@@ -120,20 +160,50 @@ func viewOrder(o *orderingv1.Order) orderView {
 func viewEsim(e *orderingv1.Esim) esimView {
 	d, in := e.GetData(), e.GetInstall()
 	v := esimView{
-		ID: e.GetId(), OrderID: e.GetOrderId(), PlanName: e.GetPlanName(), ICCID: e.GetIccid(),
+		ID: e.GetId(), OrderID: e.GetOrderId(), AccountID: e.GetAccountId(), Environment: e.GetEnvironment().ShortName(),
+		PlanID: e.GetPlanId(), PlanName: e.GetPlanName(), PerDay: e.GetPerDay(), Countries: e.GetCountries(), ICCID: e.GetIccid(),
 		QRCodeURL: e.GetQrCodeUrl(), ActivationCode: e.GetActivationCode(), SMDPAddress: e.GetSmdpAddress(),
 		MatchingID: e.GetMatchingId(), Status: e.GetStatus(), ValidityDays: e.GetValidityDays(),
 		Data: esimDataView{Unlimited: d.GetUnlimited(), UsedBytes: d.GetUsedBytes(), UpdatedAt: timestamp(d.GetUpdatedAt())},
 		Install: esimInstallView{
 			Instructions: in.GetInstructions(), IOSUniversalLink: in.GetIosUniversalLink(), AndroidUniversalLink: in.GetAndroidUniversalLink(),
 		},
-		CreatedAt: timestamp(e.GetCreatedAt()),
+		InstalledAt: timestamp(e.GetInstalledAt()),
+		ActivatedAt: timestamp(e.GetActivatedAt()),
+		ExpiresAt:   timestamp(e.GetExpiresAt()),
+		TopUps:      make([]topUpView, 0, len(e.GetTopups())),
+		CreatedAt:   timestamp(e.GetCreatedAt()),
+	}
+	if v.Countries == nil {
+		v.Countries = []string{}
 	}
 	if !d.GetUnlimited() {
-		b := d.GetTotalBytes()
-		v.Data.TotalBytes = &b
+		total, remaining := d.GetTotalBytes(), remainingBytes(d)
+		v.Data.TotalBytes, v.Data.RemainingBytes = &total, &remaining
+	}
+	for _, t := range e.GetTopups() {
+		v.TopUps = append(v.TopUps, viewTopUp(t))
 	}
 	return v
+}
+
+func viewTopUp(t *orderingv1.TopUp) topUpView {
+	p := t.GetPrice()
+	v := topUpView{
+		ID: t.GetId(), EsimID: t.GetEsimId(), PlanID: t.GetPlanId(), Days: t.GetDays(), Bytes: t.GetBytes(),
+		Price:  topUpPriceView{Amount: json.Number(money.Decimal(p.GetTotalMinor())), AmountMinor: p.GetTotalMinor(), Currency: p.GetCurrency()},
+		Status: orderStatus(t.GetStatus()), CreatedAt: timestamp(t.GetCreatedAt()),
+	}
+	if e := t.GetError(); e != nil {
+		v.Error = &orderErrorView{Code: e.GetCode(), Message: e.GetMessage()}
+	}
+	return v
+}
+
+// remainingBytes is what a fixed plan's eSIM has left: used may pass the
+// total, by what the network let through before it cut the eSIM off.
+func remainingBytes(d *orderingv1.EsimData) int64 {
+	return max(d.GetTotalBytes()-d.GetUsedBytes(), 0)
 }
 
 // orderStatus names an order's status as the public API does: pending,

@@ -98,7 +98,7 @@ func (c *cli) rootCommand(getenv func(string) string) *cobra.Command {
 	}
 	root := &cobra.Command{
 		Use:   "esimctl",
-		Short: "Operate the eSIM platform: partner accounts, API keys, the plan catalogue, balances, orders and webhooks",
+		Short: "Operate the eSIM platform: partner accounts, API keys, the plan catalogue, balances, orders, eSIMs and webhooks",
 		Long: `esimctl operates the eSIM platform over the services' internal APIs.
 
 Service addresses default to those of ` + "`make run`" + ` and can be set with flags or
@@ -129,7 +129,7 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
-		c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv))
+		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv))
 	return root
 }
 
@@ -361,6 +361,12 @@ func unknownOutcome(what string) string {
 		// Only one previous secret signs: a second rotation drops, at
 		// once, the secret receivers were given 24 hours to move off.
 		return "; the secret may have been rotated: check when it was made with `esimctl webhooks show` before running it again, which would rotate it again"
+	case strings.HasPrefix(what, "simulate consume"):
+		// Consuming again uses more data; the other actions, done
+		// already, are refused as out of order.
+		return "; the eSIM may have moved: check it with `esimctl esims get` before running it again, which would consume again"
+	case strings.HasPrefix(what, "simulate "):
+		return "; the eSIM may have moved: running it again is safe (an action done already is refused)"
 	case strings.HasPrefix(what, "send a test event"):
 		return "; a ping may have been sent: running it again sends another, which is harmless"
 	case strings.HasPrefix(what, "revoke "), strings.HasPrefix(what, "retire "), strings.HasPrefix(what, "set "), strings.HasPrefix(what, "import "):

@@ -274,8 +274,8 @@ func TestWebhooksAndEventsUsageErrors(t *testing.T) {
 		{list("--env", "sandbox", "--json"), "esimctl: --env needs --account"},
 		{list("--account", acct, "--env", "test"), `esimctl: invalid --env "test": want sandbox or live`},
 		{list("--account", "x", "--env", "live"), `esimctl: invalid --account "x": not a UUID`},
-		{list("--event", "order.created"), `esimctl: invalid --event "order.created": want order.completed, order.failed or ping`},
-		{list("--event", ""), `esimctl: invalid --event "": want order.completed, order.failed or ping`},
+		{list("--event", "order.created"), `esimctl: invalid --event "order.created": want order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping`},
+		{list("--event", ""), `esimctl: invalid --event "": want order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping`},
 		{list("--status", "sent"), `esimctl: invalid --status "sent": want pending, delivered, failed or no_endpoint`},
 		{list("--status", ""), `esimctl: invalid --status "": want pending, delivered, failed or no_endpoint`},
 		{list("--order", "42"), `esimctl: invalid --order "42": not a UUID`},
@@ -328,7 +328,7 @@ func TestWebhooksAndEventsHelp(t *testing.T) {
 		{[]string{"webhooks", "send-test", "--help"}, []string{"--wait", "ping", "15s", "esimctl webhooks send-test --account"}},
 		{[]string{"events", "--help"}, []string{"list", "get"}},
 		{[]string{"events", "list", "--help"}, []string{"--account", "--env", "--event", "--order", "--status", "pending, delivered, failed or no_endpoint",
-			"order.completed, order.failed or ping", "--page", "--limit", "go together", "esimctl events list --account"}},
+			"order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping", "--page", "--limit", "go together", "esimctl events list --account"}},
 		{[]string{"events", "get", "--help"}, []string{"EVENT_ID", "payload", "every attempt", "esimctl events get evt_"}},
 	} {
 		r := esimctl(t, nil, tc.args...).ok(t)

@@ -163,7 +163,7 @@ type Order struct {
 	// Countries the plan covered when the order was priced: what a
 	// top-up of its eSIMs must cover.
 	Countries []string
-	Quantity     int32
+	Quantity  int32
 	// Days is 0 on fixed plans.
 	Days       int32
 	Currency   Currency

@@ -1,9 +1,9 @@
 // Package webhook delivers the platform's events to partners: each
 // account has, per environment (a Scope), one endpoint URL and a signing
-// secret. Events arrive from ordering over Kafka (order.completed,
-// order.failed) or are made here (ping); each is stored once, with its
-// body rendered once, and delivered with at most MaxAttempts signed
-// attempts, every one of them recorded.
+// secret. Events arrive from ordering over Kafka (order.*, esim.*,
+// topup.*) or are made here (ping); each is stored once, with its body
+// rendered once, and delivered with at most MaxAttempts signed attempts,
+// every one of them recorded.
 //
 // Delivery is at least once and durable: an event and its delivery job
 // are stored in one transaction before the message that brought it is
@@ -60,19 +60,53 @@ func (s Scope) String() string { return s.AccountID.String() + " " + string(s.En
 // EventType is what happened.
 type EventType string
 
-// The events partners receive.
+// The events partners receive: an order's, an eSIM's after its order
+// (data: the eSIM), a top-up's (data: the top-up), and the test event.
 const (
 	OrderCompleted EventType = limits.EventOrderCompleted
 	OrderFailed    EventType = limits.EventOrderFailed
+	EsimInstalled  EventType = limits.EventEsimInstalled
+	EsimActivated  EventType = limits.EventEsimActivated
+	// EsimUsage alone has a threshold (IncomingEvent.ThresholdPercent).
+	EsimUsage      EventType = limits.EventEsimUsage
+	EsimExpiring   EventType = limits.EventEsimExpiring
+	EsimExpired    EventType = limits.EventEsimExpired
+	TopUpCompleted EventType = limits.EventTopUpCompleted
+	TopUpFailed    EventType = limits.EventTopUpFailed
 	// Ping is the test event SendTestEvent makes.
 	Ping EventType = limits.EventPing
 )
 
-// EventTypes lists them.
-var EventTypes = []EventType{OrderCompleted, OrderFailed, Ping}
+// EventTypes lists them, as the partner API does.
+var EventTypes = func() []EventType {
+	out := make([]EventType, len(limits.EventTypes))
+	for i, t := range limits.EventTypes {
+		out[i] = EventType(t)
+	}
+	return out
+}()
 
 // Valid reports whether t is an event type partners receive.
 func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
+
+// Incoming reports whether t is one of ordering's events: any but the
+// ping, which is made here.
+func (t EventType) Incoming() bool { return t != Ping && t.Valid() }
+
+// UsageThresholds are the percentages of an eSIM's data esim.usage
+// tells of.
+var UsageThresholds = []int32{50, 80, 100}
+
+// typeList is types as an error message lists them.
+func typeList(types []EventType, keep func(EventType) bool) string {
+	var names []string
+	for _, t := range types {
+		if keep(t) {
+			names = append(names, string(t))
+		}
+	}
+	return strings.Join(names, ", ")
+}
 
 // Status is where an event's delivery is.
 type Status string
@@ -483,7 +517,7 @@ func (s *Service) Ingest(ctx context.Context, e IncomingEvent) (bool, error) {
 	if err := validIncoming(e); err != nil {
 		return false, err
 	}
-	payload, err := render(e.ID, e.Type, e.CreatedAt, e.Scope.Environment, e.Data)
+	payload, err := render(e.ID, e.Type, e.CreatedAt, e.Scope.Environment, e.ThresholdPercent, e.Data)
 	if err != nil {
 		return false, err
 	}
@@ -501,13 +535,19 @@ func (s *Service) Ingest(ctx context.Context, e IncomingEvent) (bool, error) {
 type IncomingEvent struct {
 	// ID is evt_ and 32 lower-case hex digits.
 	ID string
-	// Type is OrderCompleted or OrderFailed.
-	Type    EventType
-	Scope   Scope
+	// Type is any of EventTypes but Ping.
+	Type  EventType
+	Scope Scope
+	// OrderID is the order the event is about: the order's, or for an
+	// eSIM's or a top-up's event the eSIM's order.
 	OrderID uuid.UUID
-	// CreatedAt is when the order reached its final status.
+	// CreatedAt is when it happened.
 	CreatedAt time.Time
-	// Data is the order as the partner API shows it (JSON).
+	// ThresholdPercent is esim.usage's threshold crossed, one of
+	// UsageThresholds; 0 on every other event.
+	ThresholdPercent int32
+	// Data is the order, eSIM or top-up as the partner API shows it
+	// (JSON).
 	Data json.RawMessage
 	// Trace is the W3C trace context to continue.
 	Trace map[string]string
@@ -531,7 +571,7 @@ func (s *Service) SendTestEvent(ctx context.Context, scope Scope) (Event, error)
 		return Event{}, err
 	}
 	now := input.Now(s.now)
-	payload, err := render(id, Ping, now, scope.Environment, pingData)
+	payload, err := render(id, Ping, now, scope.Environment, 0, pingData)
 	if err != nil {
 		return Event{}, err
 	}
@@ -576,7 +616,7 @@ func (s *Service) ListEvents(ctx context.Context, f EventFilter) (EventPage, err
 		}
 	}
 	if f.Type != "" && !f.Type.Valid() {
-		return EventPage{}, invalid("type", "must be order.completed, order.failed or ping")
+		return EventPage{}, invalid("type", "must be one of "+typeList(EventTypes, EventType.Valid))
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return EventPage{}, invalid("status", "must be pending, delivered, failed or no_endpoint")
@@ -598,6 +638,9 @@ type envelope struct {
 	Event       EventType   `json:"event"`
 	CreatedAt   time.Time   `json:"created_at"`
 	Environment Environment `json:"environment"`
+	// ThresholdPercent is esim.usage's, never 0 there, and absent from
+	// every other event.
+	ThresholdPercent int32 `json:"threshold_percent,omitempty"`
 }
 
 // render is an event's body, rendered once and sent as is on every
@@ -605,8 +648,8 @@ type envelope struct {
 // data goes in as it came, byte for byte: encoding/json would compact
 // and re-escape it, and an order would no longer read as the partner
 // API's.
-func render(id string, t EventType, createdAt time.Time, env Environment, data json.RawMessage) ([]byte, error) {
-	head, err := json.Marshal(envelope{ID: id, Event: t, CreatedAt: createdAt.UTC(), Environment: env})
+func render(id string, t EventType, createdAt time.Time, env Environment, threshold int32, data json.RawMessage) ([]byte, error) {
+	head, err := json.Marshal(envelope{ID: id, Event: t, CreatedAt: createdAt.UTC(), Environment: env, ThresholdPercent: threshold})
 	if err != nil {
 		return nil, fmt.Errorf("render event %s: %w", id, err)
 	}
@@ -635,22 +678,47 @@ func validIncoming(e IncomingEvent) error {
 	if !eventID.MatchString(e.ID) {
 		return invalid("id", "must be evt_ and 32 lower-case hex digits")
 	}
-	if e.Type != OrderCompleted && e.Type != OrderFailed {
-		return invalid("type", "must be order.completed or order.failed")
+	if !e.Type.Incoming() {
+		return invalid("type", "must be one of "+typeList(EventTypes, EventType.Incoming))
+	}
+	if e.Type == EsimUsage {
+		if !slices.Contains(UsageThresholds, e.ThresholdPercent) {
+			return invalid("threshold_percent", "must be 50, 80 or 100 on esim.usage")
+		}
+	} else if e.ThresholdPercent != 0 {
+		return invalid("threshold_percent", "is esim.usage's alone")
 	}
 	if err := validScope(e.Scope); err != nil {
 		return err
 	}
 	if e.OrderID == uuid.Nil {
-		return invalid("order.id", "must be an order's id")
+		return invalid("order_id", "must be the id of the order the event is about")
 	}
 	if e.CreatedAt.IsZero() || e.CreatedAt.Unix() <= 0 {
 		return invalid("created_at", "is required")
 	}
 	if !json.Valid(e.Data) {
-		return invalid("order", "must render as JSON")
+		return invalid(e.Type.About(), "must render as JSON")
 	}
 	return nil
+}
+
+// What an event's data is: an order, an eSIM or a top-up.
+const (
+	AboutOrder = "order"
+	AboutEsim  = "esim"
+	AboutTopUp = "topup"
+)
+
+// About is what t's data is, by its name's prefix (esim., topup.).
+func (t EventType) About() string {
+	switch {
+	case strings.HasPrefix(string(t), "esim."):
+		return AboutEsim
+	case strings.HasPrefix(string(t), "topup."):
+		return AboutTopUp
+	}
+	return AboutOrder
 }
 
 func validScope(s Scope) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -421,22 +422,67 @@ func TestIngestRendersTheEnvelope(t *testing.T) {
 	}
 }
 
-func TestIngestRefusesWhatIsNoOrderEvent(t *testing.T) {
+// Every event of ordering's is rendered in the one envelope, its data as
+// it came; esim.usage's alone carries threshold_percent.
+func TestIngestRendersEveryTypeOfOrdering(t *testing.T) {
 	ctx := context.Background()
 	svc, store, _ := newService(t, nil)
-	for field, change := range map[string]func(*IncomingEvent){
-		"id":                func(e *IncomingEvent) { e.ID = "evt_123" },
-		"type":              func(e *IncomingEvent) { e.Type = Ping },
-		"scope.account_id":  func(e *IncomingEvent) { e.Scope.AccountID = uuid.Nil },
-		"scope.environment": func(e *IncomingEvent) { e.Scope.Environment = "" },
-		"order.id":          func(e *IncomingEvent) { e.OrderID = uuid.Nil },
-		"created_at":        func(e *IncomingEvent) { e.CreatedAt = time.Time{} },
-		"order":             func(e *IncomingEvent) { e.Data = json.RawMessage(`{"id":`) },
+	s := scope(Live)
+	var types []EventType
+	for _, typ := range EventTypes {
+		if typ.Incoming() {
+			types = append(types, typ)
+		}
+	}
+	if len(types) != 9 {
+		t.Fatalf("ordering's event types: %v, want the 9 of limits.EventTypes but ping", types)
+	}
+	for _, typ := range types {
+		in := incoming(s)
+		in.Type, in.Data = typ, json.RawMessage(`{"id":"x-1", "data":{"used_bytes":  5}}`)
+		threshold := ""
+		if typ == EsimUsage {
+			in.ThresholdPercent, threshold = 80, `,"threshold_percent":80`
+		}
+		if added, err := svc.Ingest(ctx, in); !added || err != nil {
+			t.Fatalf("Ingest %s = %v, %v", typ, added, err)
+		}
+		got := store.events[len(store.events)-1]
+		want := `{"id":"` + in.ID + `","event":"` + string(typ) + `","created_at":"2025-01-02T02:04:05.000006Z","environment":"live"` + threshold + `,"data":{"id":"x-1", "data":{"used_bytes":  5}}}`
+		if string(got.Payload) != want || got.Type != typ || got.OrderID != in.OrderID || got.Scope != s {
+			t.Errorf("%s stored as %s %s %s:\n%s\nwant %s", typ, got.Type, got.Scope, got.OrderID, got.Payload, want)
+		}
+	}
+}
+
+func TestIngestRefusesWhatIsNoOrderingEvent(t *testing.T) {
+	ctx := context.Background()
+	svc, store, _ := newService(t, nil)
+	for _, tc := range []struct {
+		field  string
+		change func(*IncomingEvent)
+	}{
+		{"id", func(e *IncomingEvent) { e.ID = "evt_123" }},
+		{"type", func(e *IncomingEvent) { e.Type = Ping }},
+		{"type", func(e *IncomingEvent) { e.Type = "esim.deleted" }},
+		{"scope.account_id", func(e *IncomingEvent) { e.Scope.AccountID = uuid.Nil }},
+		{"scope.environment", func(e *IncomingEvent) { e.Scope.Environment = "" }},
+		{"order_id", func(e *IncomingEvent) { e.OrderID = uuid.Nil }},
+		{"order_id", func(e *IncomingEvent) { e.Type, e.OrderID = TopUpCompleted, uuid.Nil }},
+		{"created_at", func(e *IncomingEvent) { e.CreatedAt = time.Time{} }},
+		{"order", func(e *IncomingEvent) { e.Data = json.RawMessage(`{"id":`) }},
+		{"esim", func(e *IncomingEvent) { e.Type, e.Data = EsimExpired, json.RawMessage(`{"id":`) }},
+		{"topup", func(e *IncomingEvent) { e.Type, e.Data = TopUpFailed, nil }},
+		{"threshold_percent", func(e *IncomingEvent) { e.Type = EsimUsage }},
+		{"threshold_percent", func(e *IncomingEvent) { e.Type, e.ThresholdPercent = EsimUsage, 75 }},
+		{"threshold_percent", func(e *IncomingEvent) { e.Type, e.ThresholdPercent = EsimUsage, -50 }},
+		{"threshold_percent", func(e *IncomingEvent) { e.Type, e.ThresholdPercent = EsimActivated, 50 }},
+		{"threshold_percent", func(e *IncomingEvent) { e.ThresholdPercent = 100 }},
 	} {
 		in := incoming(scope(Live))
-		change(&in)
+		tc.change(&in)
 		_, err := svc.Ingest(ctx, in)
-		wantField(t, "Ingest with a bad "+field, err, field)
+		wantField(t, fmt.Sprintf("Ingest with a bad %s (%s)", tc.field, in.Type), err, tc.field)
 	}
 	if len(store.events) != 0 {
 		t.Errorf("refused events were stored: %v", store.events)
@@ -574,12 +620,18 @@ func TestListEventsChecksItsInput(t *testing.T) {
 		{EventFilter{Limit: -1}, "limit"},
 		{EventFilter{Limit: MaxPageLimit + 1}, "limit"},
 		{EventFilter{Type: "order.created"}, "type"},
+		{EventFilter{Type: "esim.created"}, "type"},
 		{EventFilter{Status: "lost"}, "status"},
 		{EventFilter{Scope: &Scope{AccountID: uuid.Nil, Environment: Live}}, "scope.account_id"},
 		{EventFilter{Scope: &Scope{AccountID: s.AccountID}}, "scope.environment"},
 	} {
 		_, err := svc.ListEvents(ctx, tc.f)
 		wantField(t, "ListEvents", err, tc.field)
+	}
+	for _, typ := range EventTypes {
+		if _, err := svc.ListEvents(ctx, EventFilter{Scope: &s, Type: typ}); err != nil {
+			t.Errorf("ListEvents of %s: %v", typ, err)
+		}
 	}
 	if _, err := svc.GetEvent(ctx, &s, "not-an-id"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetEvent of a malformed id: %v, want ErrNotFound", err)

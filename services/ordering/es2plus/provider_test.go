@@ -53,7 +53,7 @@ func (r *providerRig) order(quantity int32) ordering.Order {
 	r.t.Helper()
 	fp := sha256.Sum256([]byte(uuid.NewString()))
 	o := ordering.Order{
-		ID: uuid.Must(uuid.NewV7()), Scope: ordering.Scope{AccountID: uuid.New(), Environment: ordering.Live}, Fingerprint: fp[:],
+		ID: uuid.Must(uuid.NewV7()), Kind: ordering.KindEsims, Scope: ordering.Scope{AccountID: uuid.New(), Environment: ordering.Live}, Fingerprint: fp[:],
 		PlanID: uuid.New(), PlanName: "Japan 5 GB", TotalBytes: 5 << 30, ValidityDays: 30,
 		Quantity: quantity, Currency: ordering.USD, UnitMinor: 1000, TotalMinor: 1000 * int64(quantity),
 		Status: ordering.StatusPending, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),

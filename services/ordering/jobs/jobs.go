@@ -29,6 +29,9 @@ const (
 	queueEvents        = "events"
 	queueRecovery      = "recovery"
 	queueCancellations = "cancellations"
+	// queueLifecycle: the expiry pass and the usage reader, one of each
+	// at a time.
+	queueLifecycle = "lifecycle"
 )
 
 // PublishEvent is an order's event to publish to Kafka, inserted in the
@@ -42,6 +45,26 @@ type PublishEvent struct {
 	// when the event was written ({} when untraced): the publication
 	// joins the order's trace.
 	TraceContext map[string]string `json:"trace_context"`
+	// Esim is, on esim.* events, the eSIM as the event left it.
+	Esim *ordering.Esim `json:"esim,omitempty"`
+	// ThresholdPercent is esim.usage's.
+	ThresholdPercent int32 `json:"threshold_percent,omitempty"`
+}
+
+// publishEvent is e's job.
+func publishEvent(e ordering.Event, traceContext map[string]string) PublishEvent {
+	if traceContext == nil {
+		traceContext = map[string]string{}
+	}
+	return PublishEvent{
+		EventID: e.ID, Type: e.Type, OrderID: e.OrderID, CreatedAt: e.CreatedAt, TraceContext: traceContext,
+		Esim: e.Esim, ThresholdPercent: e.Threshold,
+	}
+}
+
+// Event is the event a job publishes.
+func (a PublishEvent) Event() ordering.Event {
+	return ordering.Event{ID: a.EventID, Type: a.Type, OrderID: a.OrderID, CreatedAt: a.CreatedAt.UTC(), Esim: a.Esim, Threshold: a.ThresholdPercent}
 }
 
 // KindPublishEvent is PublishEvent's kind, as river_job.kind stores it
@@ -74,8 +97,33 @@ func (Recover) Kind() string { return "ordering.recover" }
 // InsertOpts implements river.JobArgsWithInsertOpts: one pass waits or
 // runs at a time, and a failed pass is not retried, the next one is due
 // within RECOVERY_INTERVAL anyway.
-func (Recover) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queueRecovery, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
+func (Recover) InsertOpts() river.InsertOpts { return passOpts(queueRecovery) }
+
+// Expire is one expiry pass (ordering.Service.ExpireDue): eSIMs expiring
+// within a day are told so, those past their expiry expire.
+type Expire struct{}
+
+// Kind implements river.JobArgs.
+func (Expire) Kind() string { return "ordering.expire" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: as Recover's, one
+// pass at a time, the next due within EXPIRY_INTERVAL anyway.
+func (Expire) InsertOpts() river.InsertOpts { return passOpts(queueLifecycle) }
+
+// ReadUsage is one pass of the usage reader (ordering.Service.ReadUsage):
+// the networks' readings of every eSIM in use, applied.
+type ReadUsage struct{}
+
+// Kind implements river.JobArgs.
+func (ReadUsage) Kind() string { return "ordering.read_usage" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (ReadUsage) InsertOpts() river.InsertOpts { return passOpts(queueLifecycle) }
+
+// passOpts are the options of a periodic pass: never two of a kind
+// waiting or running, and a failed one not retried.
+func passOpts(queue string) river.InsertOpts {
+	return river.InsertOpts{Queue: queue, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
 		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
 		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
 	}}}
@@ -121,17 +169,34 @@ func NewInserter(pool *pgxpool.Pool) (*Inserter, error) {
 
 // PublishEventTx inserts e's publication in tx.
 func (i *Inserter) PublishEventTx(ctx context.Context, tx pgx.Tx, e ordering.Event, traceContext map[string]string) error {
-	if traceContext == nil {
-		traceContext = map[string]string{}
-	}
-	res, err := i.client.InsertTx(ctx, tx, PublishEvent{
-		EventID: e.ID, Type: e.Type, OrderID: e.OrderID, CreatedAt: e.CreatedAt, TraceContext: traceContext,
-	}, nil)
+	res, err := i.client.InsertTx(ctx, tx, publishEvent(e, traceContext), nil)
 	if err != nil {
 		return fmt.Errorf("insert the publication of event %s: %w", e.ID, err)
 	}
 	if res.UniqueSkippedAsDuplicate {
 		return fmt.Errorf("insert the publication of event %s: %w", e.ID, ErrEventIDTaken)
+	}
+	return nil
+}
+
+// PublishEventsTx inserts the publications of events in tx, in one
+// statement.
+func (i *Inserter) PublishEventsTx(ctx context.Context, tx pgx.Tx, events []ordering.Event, traceContext map[string]string) error {
+	if len(events) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(events))
+	for k, e := range events {
+		params[k] = river.InsertManyParams{Args: publishEvent(e, traceContext)}
+	}
+	res, err := i.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return fmt.Errorf("insert the publications of %d events: %w", len(events), err)
+	}
+	for k, r := range res {
+		if r.UniqueSkippedAsDuplicate {
+			return fmt.Errorf("insert the publication of event %s: %w", events[k].ID, ErrEventIDTaken)
+		}
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ type Config struct {
 	// (SMDP_CANCEL_INTERVAL).
 	Live          *es2plus.Provider
 	CancelBackoff time.Duration
+	// ExpiryInterval is how often an expiry pass is due
+	// (EXPIRY_INTERVAL); UsageInterval how often the networks' usage is
+	// read (USAGE_INTERVAL).
+	ExpiryInterval, UsageInterval time.Duration
 }
 
 // Queue is River's client working ordering's jobs: Start it, then Stop it.
@@ -88,9 +92,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &publishWorker{svc: cfg.Service, ensureTopic: cfg.EnsureTopic, log: cfg.Log, published: published})
 	river.AddWorker(workers, &recoverWorker{svc: cfg.Service, after: cfg.RecoveryAfter, log: cfg.Log})
+	river.AddWorker(workers, &passWorker[Expire]{name: "expiry pass", run: cfg.Service.ExpireDue, log: cfg.Log})
+	river.AddWorker(workers, &passWorker[ReadUsage]{name: "usage read", run: cfg.Service.ReadUsage, log: cfg.Log})
 	queues := map[string]river.QueueConfig{
-		queueEvents:   {MaxWorkers: eventWorkers},
-		queueRecovery: {MaxWorkers: 1},
+		queueEvents:    {MaxWorkers: eventWorkers},
+		queueRecovery:  {MaxWorkers: 1},
+		queueLifecycle: {MaxWorkers: 2},
 	}
 	// Without an SM-DP+ no cancellation is worked: they wait, in the
 	// database, for a configuration that has one.
@@ -101,9 +108,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Workers: workers,
 		Queues:  queues,
-		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.RecoveryInterval),
-			func() (river.JobArgs, *river.InsertOpts) { return Recover{}, nil },
-			&river.PeriodicJobOpts{ID: "ordering.recover", RunOnStart: true})},
+		PeriodicJobs: []*river.PeriodicJob{
+			periodic(cfg.RecoveryInterval, Recover{}),
+			periodic(or(cfg.ExpiryInterval, DefaultExpiryInterval), Expire{}),
+			periodic(or(cfg.UsageInterval, DefaultUsageInterval), ReadUsage{}),
+		},
 		FetchCooldown:               min(fetchCooldown, cfg.PollInterval),
 		FetchPollInterval:           cfg.PollInterval,
 		CompletedJobRetentionPeriod: cfg.Retention,
@@ -132,6 +141,26 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("waiting events callback: %w", err)
 	}
 	return q, nil
+}
+
+// Defaults of the lifecycle passes' intervals.
+const (
+	DefaultExpiryInterval = time.Minute
+	DefaultUsageInterval  = 5 * time.Minute
+)
+
+func or(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// periodic is a pass due every interval and at start.
+func periodic(interval time.Duration, args river.JobArgs) *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(interval),
+		func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+		&river.PeriodicJobOpts{ID: args.Kind(), RunOnStart: true})
 }
 
 // Start starts working jobs; they stop at Stop.

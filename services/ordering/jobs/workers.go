@@ -61,10 +61,7 @@ func (w *publishWorker) publish(ctx context.Context, a PublishEvent) error {
 		}
 		w.topicReady.Store(true)
 	}
-	return w.svc.PublishEvent(ctx, ordering.OutboxEvent{
-		Event:        ordering.Event{ID: a.EventID, Type: a.Type, OrderID: a.OrderID, CreatedAt: a.CreatedAt.UTC()},
-		TraceContext: a.TraceContext,
-	})
+	return w.svc.PublishEvent(ctx, ordering.OutboxEvent{Event: a.Event(), TraceContext: a.TraceContext})
 }
 
 // outage is a run of failed publications, logged when it starts and when
@@ -151,6 +148,28 @@ func (w *recoverWorker) logRecovered(ctx context.Context, r ordering.Recovered) 
 	default:
 		w.log.InfoContext(ctx, "recovery finished an order", append(attrs, "status", string(r.Status))...)
 	}
+}
+
+// passWorker runs one pass of a periodic job over the eSIMs (expiry,
+// usage reads). A failed pass is logged and not retried: the next is due
+// within its interval, and each pass is idempotent.
+type passWorker[T river.JobArgs] struct {
+	river.WorkerDefaults[T]
+	name string
+	run  func(context.Context) (int, error)
+	log  *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *passWorker[T]) Work(ctx context.Context, _ *river.Job[T]) error {
+	n, err := w.run(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.WarnContext(ctx, w.name+" failed; the next pass tries again", "moved", n, "err", err)
+	case n > 0:
+		w.log.DebugContext(ctx, w.name+" done", "moved", n)
+	}
+	return nil
 }
 
 // cancelWorker gives back the profiles of a failed live order that are

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	kafkago "github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
@@ -24,8 +25,9 @@ import (
 )
 
 // Publisher writes each event to one topic as an orderingv1.OrderEvent
-// keyed by its order id, so one order's events stay in order on one
-// partition, with the order's trace context in the headers.
+// keyed by its order id (the eSIM's order for an eSIM's or a top-up's
+// event), so one order's events stay in order on one partition, with the
+// order's trace context in the headers.
 type Publisher struct {
 	cfg    libkafka.Config
 	topic  string
@@ -76,16 +78,12 @@ func (p *Publisher) Publish(ctx context.Context, ps []ordering.Publication) erro
 		}
 	}()
 	for i, pub := range ps {
-		value, err := proto.Marshal(&orderingv1.OrderEvent{
-			Id:        pub.Event.ID,
-			Type:      string(pub.Event.Type),
-			CreatedAt: timestamppb.New(pub.Event.CreatedAt),
-			Order:     orderingpb.Order(pub.Order),
-		})
+		event := Event(pub)
+		value, err := proto.Marshal(event)
 		if err != nil {
 			return fmt.Errorf("event %s: %w", pub.Event.ID, err)
 		}
-		orderID := pub.Event.OrderID.String()
+		orderID := event.GetOrderId()
 		// The span's parent is the order's processing, long finished: the
 		// trace shows the order, then its event leaving, then whatever
 		// consumes it.
@@ -112,6 +110,36 @@ func (p *Publisher) Publish(ctx context.Context, ps []ordering.Publication) erro
 		return fmt.Errorf("write %d events to %s: %w", len(msgs), p.topic, err)
 	}
 	return nil
+}
+
+// Event is p in the contract: the order, top-up or eSIM it is about,
+// and on every event whose it is and the order it concerns, which for a
+// top-up or an eSIM is the eSIM's order, so that all of one order's
+// facts share its key.
+func Event(p ordering.Publication) *orderingv1.OrderEvent {
+	e := &orderingv1.OrderEvent{
+		Id:        p.Event.ID,
+		Type:      string(p.Event.Type),
+		CreatedAt: timestamppb.New(p.Event.CreatedAt),
+	}
+	var scope ordering.Scope
+	var orderID uuid.UUID
+	switch {
+	case p.Esim != nil:
+		e.Esim = orderingpb.Esim(*p.Esim)
+		e.ThresholdPercent = p.Event.Threshold
+		scope, orderID = p.Esim.Scope, p.Esim.OrderID
+	case p.TopUp != nil:
+		e.Topup = orderingpb.TopUp(*p.TopUp)
+		scope, orderID = p.TopUp.Scope, p.TopUp.EsimOrderID
+	default:
+		e.Order = orderingpb.Order(p.Order)
+		scope, orderID = p.Order.Scope, p.Order.ID
+	}
+	e.AccountId = scope.AccountID.String()
+	e.Environment = orderingpb.Environment(scope.Environment)
+	e.OrderId = orderID.String()
+	return e
 }
 
 // Close releases the writer's connections.

@@ -425,10 +425,11 @@ func (d *Deps) Ledger(t testing.TB, account string, env accountsv1.Environment, 
 }
 
 // CheckMoney fails the test unless money was conserved for account in env:
-// the ledger adds up to the balance; every completed order was debited
-// exactly once, its total, and never refunded; every failed one debited
-// once and refunded once; nothing else was debited; and so debits minus
-// refunds are the totals of the completed orders. It returns the orders.
+// the ledger adds up to the balance; every completed order and top-up was
+// debited exactly once, its total, and never refunded; every failed one
+// debited once and refunded once; nothing else was debited; and so debits
+// minus refunds are the totals of the completed orders and top-ups. It
+// returns the orders.
 func (d *Deps) CheckMoney(t testing.TB, orders orderingv1.Ordering, account string, env accountsv1.Environment, currency string) []*orderingv1.Order {
 	t.Helper()
 	l := d.Ledger(t, account, env, currency)
@@ -466,6 +467,27 @@ func (d *Deps) CheckMoney(t testing.TB, orders orderingv1.Ordering, account stri
 			}
 		default:
 			t.Errorf("order %s is %s: neither completed nor failed", id, o.GetStatus())
+		}
+		for _, e := range o.GetEsims() {
+			for _, tu := range e.GetTopups() {
+				known[tu.GetId()] = true
+				price := tu.GetPrice().GetTotalMinor()
+				switch tu.GetStatus() {
+				case orderingv1.OrderStatus_ORDER_STATUS_COMPLETED:
+					completed += price
+					if l.DebitsOf[tu.GetId()] != 1 || l.DebitAmount[tu.GetId()] != price || l.RefundsOf[tu.GetId()] != 0 {
+						t.Errorf("completed top-up %s: %d debits (%d), %d refunds; want one debit of %d, no refund",
+							tu.GetId(), l.DebitsOf[tu.GetId()], l.DebitAmount[tu.GetId()], l.RefundsOf[tu.GetId()], price)
+					}
+				case orderingv1.OrderStatus_ORDER_STATUS_FAILED:
+					if l.DebitsOf[tu.GetId()] != 1 || l.RefundsOf[tu.GetId()] != 1 || tu.GetError().GetCode() != "provider_error" {
+						t.Errorf("failed top-up %s: %d debits, %d refunds, error %v; want refunded once, a provider_error",
+							tu.GetId(), l.DebitsOf[tu.GetId()], l.RefundsOf[tu.GetId()], tu.GetError())
+					}
+				default:
+					t.Errorf("top-up %s is %s: neither completed nor failed", tu.GetId(), tu.GetStatus())
+				}
+			}
 		}
 	}
 	for ref := range l.DebitsOf {

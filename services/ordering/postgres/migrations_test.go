@@ -14,6 +14,7 @@ import (
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
+	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/jobs"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 )
@@ -54,8 +55,7 @@ func TestTheOutboxAndDueCancellationsMoveToRiver(t *testing.T) {
 	if err := libpostgres.MigrateRiver(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	s := postgres.NewStore(pool, 0)
-	sent, waiting, cancelling := insert(t, s, newOrder(acme, "sent", at(0))), insert(t, s, newOrder(acme, "waiting", at(0))), insert(t, s, newOrder(acme, "cancelling", at(0)))
+	sent, waiting, cancelling := insertOld(t, pool, newOrder(acme, "sent", at(0))), insertOld(t, pool, newOrder(acme, "waiting", at(0))), insertOld(t, pool, newOrder(acme, "cancelling", at(0)))
 	waitingID := "evt_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 	for _, stmt := range []struct {
 		sql  string
@@ -112,4 +112,18 @@ func TestTheOutboxAndDueCancellationsMoveToRiver(t *testing.T) {
 	if err := upgraded.QueryRow(ctx, "SELECT to_regclass('outbox') IS NOT NULL").Scan(&outbox); err != nil || outbox {
 		t.Errorf("the outbox is still there (%v)", err)
 	}
+}
+
+// insertOld inserts a pending order as the schema before 00007 has it.
+func insertOld(t *testing.T, pool *pgxpool.Pool, o ordering.Order) ordering.Order {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `INSERT INTO orders (id, account_id, environment, idempotency_key, fingerprint,
+		plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor,
+		status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, false, false, $8, $9, $10, 0, $11, $12, $13, 'pending', $14)`,
+		o.ID, o.Scope.AccountID, string(o.Scope.Environment), o.IdempotencyKey, o.Fingerprint, o.PlanID, o.PlanName,
+		o.TotalBytes, o.ValidityDays, o.Quantity, string(o.Currency), o.UnitMinor, o.TotalMinor, o.CreatedAt)
+	if err != nil {
+		t.Fatalf("insert order into the old schema: %v", err)
+	}
+	return o
 }

@@ -21,9 +21,10 @@ SELECT pg_advisory_unlock_all();
 INSERT INTO orders (
     id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day,
     unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor,
-    customer_name, customer_email, customer_reference, status, created_at, updated_at
+    customer_name, customer_email, customer_reference, status, created_at, updated_at, kind, esim_id, countries
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'pending', $20, $20
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'pending', $20, $20,
+    sqlc.arg(kind)::text, sqlc.narg(esim_id)::uuid, sqlc.arg(countries)::text[]
 )
 ON CONFLICT DO NOTHING;
 
@@ -77,14 +78,15 @@ WHERE id = sqlc.arg(id) AND status = 'pending';
 -- for the commonest order, of one eSIM.
 INSERT INTO esims (
     id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address,
-    qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at
+    qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at,
+    plan_id, per_day, countries
 )
 SELECT (sqlc.arg(ids)::uuid[])[i], o.id, o.account_id, o.environment,
        (sqlc.arg(positions)::integer[])[i], (sqlc.arg(plan_names)::text[])[i], (sqlc.arg(iccids)::text[])[i],
        (sqlc.arg(matching_ids)::text[])[i], (sqlc.arg(smdp_addresses)::text[])[i], (sqlc.arg(qr_tokens)::text[])[i],
        (sqlc.arg(statuses)::text[])[i], (sqlc.arg(validity_days)::integer[])[i], (sqlc.arg(unlimited)::boolean[])[i],
        (sqlc.arg(total_bytes)::bigint[])[i], (sqlc.arg(used_bytes)::bigint[])[i], (sqlc.arg(data_updated_at)::timestamptz[])[i],
-       (sqlc.arg(created_at)::timestamptz[])[i]
+       (sqlc.arg(created_at)::timestamptz[])[i], o.plan_id, o.per_day, o.countries
 FROM orders o CROSS JOIN generate_subscripts(sqlc.arg(ids)::uuid[], 1) AS i
 WHERE o.id = sqlc.arg(order_id);
 
@@ -96,7 +98,7 @@ SELECT * FROM esims WHERE order_id = ANY(sqlc.arg(order_ids)::uuid[]) ORDER BY o
 -- orders created in the same microsecond, so a page boundary never splits
 -- them differently from one call to the next.
 SELECT * FROM orders
-WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text AND kind = 'esims'
   AND (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
   AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text)
 ORDER BY created_at DESC, id DESC
@@ -104,21 +106,21 @@ LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 
 -- name: CountOrdersInScope :one
 SELECT count(*) FROM orders
-WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text AND kind = 'esims'
   AND (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
   AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text);
 
 -- name: ListAllOrders :many
 -- Operators' view, across accounts and environments.
 SELECT * FROM orders
-WHERE (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
+WHERE kind = 'esims' AND (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
   AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text)
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 
 -- name: CountAllOrders :one
 SELECT count(*) FROM orders
-WHERE (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
+WHERE kind = 'esims' AND (cardinality(sqlc.arg(statuses)::text[]) = 0 OR status = ANY(sqlc.arg(statuses)::text[]))
   AND (sqlc.arg(reference)::text = '' OR customer_reference = sqlc.arg(reference)::text);
 
 -- name: EsimInScope :one
@@ -130,11 +132,12 @@ WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
 SELECT * FROM esims WHERE qr_token = $1;
 
 -- name: ListEsimsInScope :many
--- The nil UUID and an empty ICCID filter nothing.
+-- The nil UUID, an empty ICCID and an empty status filter nothing.
 SELECT * FROM esims
 WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
   AND (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
   AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text)
+  AND (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text)
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 
@@ -142,19 +145,22 @@ LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 SELECT count(*) FROM esims
 WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
   AND (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
-  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text);
+  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text)
+  AND (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text);
 
 -- name: ListAllEsims :many
 SELECT * FROM esims
 WHERE (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
   AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text)
+  AND (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text)
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 
 -- name: CountAllEsims :one
 SELECT count(*) FROM esims
 WHERE (sqlc.arg(order_id)::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = sqlc.arg(order_id)::uuid)
-  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text);
+  AND (sqlc.arg(iccid)::text = '' OR iccid = sqlc.arg(iccid)::text)
+  AND (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text);
 
 -- name: UnfinishedOrders :many
 -- Oldest first: the longest wait is finished first.

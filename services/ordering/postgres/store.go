@@ -377,6 +377,9 @@ func (l *lockHolder) InsertOrder(ctx context.Context, o ordering.Order) error {
 		CustomerEmail:     o.Customer.Email,
 		CustomerReference: o.Customer.Reference,
 		CreatedAt:         o.CreatedAt,
+		Kind:              string(o.Kind),
+		EsimID:            esimID(o),
+		Countries:         countries(o.Countries),
 	})
 	if err != nil {
 		return fmt.Errorf("insert order: %w", err)
@@ -385,6 +388,22 @@ func (l *lockHolder) InsertOrder(ctx context.Context, o ordering.Order) error {
 		return ordering.ErrConflict
 	}
 	return nil
+}
+
+// esimID is a top-up's eSIM, nil (NULL) on orders of eSIMs.
+func esimID(o ordering.Order) *uuid.UUID {
+	if o.Kind != ordering.KindTopUp {
+		return nil
+	}
+	return &o.EsimID
+}
+
+// countries is never NULL: the column is not.
+func countries(c []string) []string {
+	if c == nil {
+		return []string{}
+	}
+	return c
 }
 
 // DeletePending implements ordering.Locked.
@@ -509,6 +528,9 @@ func (s *Store) Order(ctx context.Context, scope *ordering.Scope, id uuid.UUID) 
 		for _, r := range completed {
 			o.Esims = append(o.Esims, esim(r.Esim))
 		}
+		if err := withTopUps(ctx, s.q, o.Esims); err != nil {
+			return ordering.Order{}, err
+		}
 		return o, nil
 	}
 	row, err := s.q.OrderInScope(ctx, p)
@@ -530,6 +552,9 @@ func withEsims(ctx context.Context, q *db.Queries, row db.Order) (ordering.Order
 	}
 	for _, r := range rows {
 		o.Esims = append(o.Esims, esim(r))
+	}
+	if err := withTopUps(ctx, q, o.Esims); err != nil {
+		return ordering.Order{}, err
 	}
 	return o, nil
 }
@@ -601,6 +626,11 @@ func (s *Store) ListOrders(ctx context.Context, oq ordering.OrderQuery) ([]order
 			i := index[e.OrderID]
 			orders[i].Esims = append(orders[i].Esims, esim(e))
 		}
+		for i := range orders {
+			if err := withTopUps(ctx, q, orders[i].Esims); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -619,7 +649,11 @@ func (s *Store) Esim(ctx context.Context, scope *ordering.Scope, id uuid.UUID) (
 	if err != nil {
 		return ordering.Esim{}, notFound(err, "select eSIM")
 	}
-	return esim(row), nil
+	e := []ordering.Esim{esim(row)}
+	if err := withTopUps(ctx, s.q, e); err != nil {
+		return ordering.Esim{}, err
+	}
+	return e[0], nil
 }
 
 // ListEsims implements ordering.Store.
@@ -627,32 +661,36 @@ func (s *Store) ListEsims(ctx context.Context, eq ordering.EsimQuery) ([]orderin
 	if err := checkPage(eq.Limit, eq.Offset); err != nil {
 		return nil, 0, err
 	}
-	var rows []db.Esim
+	var esims []ordering.Esim
 	var total int64
 	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
+		var rows []db.Esim
 		var err error
 		if eq.Scope != nil {
 			p := db.ListEsimsInScopeParams{AccountID: eq.Scope.AccountID, Environment: string(eq.Scope.Environment),
-				OrderID: eq.OrderID, Iccid: eq.ICCID, RowLimit: eq.Limit, RowOffset: eq.Offset}
+				OrderID: eq.OrderID, Iccid: eq.ICCID, Status: eq.Status, RowLimit: eq.Limit, RowOffset: eq.Offset}
 			if rows, err = q.ListEsimsInScope(ctx, p); err == nil {
 				total, err = q.CountEsimsInScope(ctx, db.CountEsimsInScopeParams{AccountID: p.AccountID,
-					Environment: p.Environment, OrderID: p.OrderID, Iccid: p.Iccid})
+					Environment: p.Environment, OrderID: p.OrderID, Iccid: p.Iccid, Status: p.Status})
 			}
 		} else {
-			if rows, err = q.ListAllEsims(ctx, db.ListAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID,
+			if rows, err = q.ListAllEsims(ctx, db.ListAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID, Status: eq.Status,
 				RowLimit: eq.Limit, RowOffset: eq.Offset}); err == nil {
-				total, err = q.CountAllEsims(ctx, db.CountAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID})
+				total, err = q.CountAllEsims(ctx, db.CountAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID, Status: eq.Status})
 			}
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		esims = make([]ordering.Esim, len(rows))
+		for i, r := range rows {
+			esims[i] = esim(r)
+		}
+		return withTopUps(ctx, q, esims)
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list eSIMs: %w", err)
-	}
-	esims := make([]ordering.Esim, len(rows))
-	for i, r := range rows {
-		esims[i] = esim(r)
 	}
 	return esims, total, nil
 }
@@ -691,6 +729,8 @@ func notFound(err error, doing string) error {
 func order(r db.Order) ordering.Order {
 	o := ordering.Order{
 		ID:           r.ID,
+		Kind:         ordering.OrderKind(r.Kind),
+		Countries:    r.Countries,
 		Scope:        ordering.Scope{AccountID: r.AccountID, Environment: ordering.Environment(r.Environment)},
 		Fingerprint:  r.Fingerprint,
 		PlanID:       r.PlanID,
@@ -713,6 +753,9 @@ func order(r db.Order) ordering.Order {
 	if r.IdempotencyKey != nil {
 		o.IdempotencyKey = *r.IdempotencyKey
 	}
+	if r.EsimID != nil {
+		o.EsimID = *r.EsimID
+	}
 	if r.ErrorCode != nil && r.ErrorMessage != nil {
 		o.Error = &ordering.OrderError{Code: *r.ErrorCode, Message: *r.ErrorMessage}
 	}
@@ -721,16 +764,25 @@ func order(r db.Order) ordering.Order {
 
 func esim(r db.Esim) ordering.Esim {
 	return ordering.Esim{
-		ID:           r.ID,
-		OrderID:      r.OrderID,
-		Position:     r.Position,
-		PlanName:     r.PlanName,
-		ICCID:        r.Iccid,
-		MatchingID:   r.MatchingID,
-		SMDPAddress:  r.SmdpAddress,
-		QRToken:      r.QrToken,
-		Status:       r.Status,
-		ValidityDays: r.ValidityDays,
+		ID:               r.ID,
+		OrderID:          r.OrderID,
+		Scope:            ordering.Scope{AccountID: r.AccountID, Environment: ordering.Environment(r.Environment)},
+		PlanID:           r.PlanID,
+		PerDay:           r.PerDay,
+		Countries:        r.Countries,
+		InstalledAt:      utcOrZero(r.InstalledAt),
+		ActivatedAt:      utcOrZero(r.ActivatedAt),
+		ExpiresAt:        utcOrZero(r.ExpiresAt),
+		UsageNotified:    r.UsageNotified,
+		ExpiringNotified: r.ExpiringNotified,
+		Position:         r.Position,
+		PlanName:         r.PlanName,
+		ICCID:            r.Iccid,
+		MatchingID:       r.MatchingID,
+		SMDPAddress:      r.SmdpAddress,
+		QRToken:          r.QrToken,
+		Status:           r.Status,
+		ValidityDays:     r.ValidityDays,
 		Data: ordering.EsimData{
 			Unlimited:  r.Unlimited,
 			TotalBytes: r.TotalBytes,
@@ -739,4 +791,12 @@ func esim(r db.Esim) ordering.Esim {
 		},
 		CreatedAt: r.CreatedAt.UTC(),
 	}
+}
+
+// utcOrZero is a nullable time in UTC, zero for NULL.
+func utcOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }

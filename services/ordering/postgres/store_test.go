@@ -54,7 +54,7 @@ var (
 func newOrder(scope ordering.Scope, key string, created time.Time) ordering.Order {
 	fp := sha256.Sum256([]byte(key))
 	return ordering.Order{
-		ID: uuid.Must(uuid.NewV7()), Scope: scope, IdempotencyKey: key, Fingerprint: fp[:],
+		ID: uuid.Must(uuid.NewV7()), Kind: ordering.KindEsims, Scope: scope, IdempotencyKey: key, Fingerprint: fp[:],
 		PlanID: uuid.New(), PlanName: "Japan 5 GB, 30 days", TotalBytes: 5 << 30, ValidityDays: 30,
 		Quantity: 2, Currency: ordering.USD, UnitMinor: 1650, TotalMinor: 3300,
 		Customer: ordering.Customer{Name: "Ada", Email: "ada@example.com", Reference: "BK-1"},

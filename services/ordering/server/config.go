@@ -93,6 +93,11 @@ type Config struct {
 	// its caller's retry.
 	RecoveryInterval time.Duration `env:"RECOVERY_INTERVAL, default=10s"`
 	RecoveryAfter    time.Duration `env:"RECOVERY_AFTER, default=1m"`
+	// ExpiryInterval is how often the expiry pass tells eSIMs expiring
+	// within a day and expires those past their expiry; UsageInterval how
+	// often the networks' usage feeds are read (River periodic jobs).
+	ExpiryInterval time.Duration `env:"EXPIRY_INTERVAL, default=1m"`
+	UsageInterval  time.Duration `env:"USAGE_INTERVAL, default=5m"`
 	// Kafka is where the events of finished orders go (KAFKA_BROKERS,
 	// KAFKA_TOPIC_PARTITIONS, KAFKA_REPLICATION_FACTOR). Orders never
 	// wait for it: their events wait as River jobs while it is down.
@@ -178,6 +183,12 @@ func (c Config) Validate() error {
 	}
 	if c.RecoveryAfter <= 0 {
 		errs = append(errs, fmt.Errorf("RECOVERY_AFTER %s: must be positive", c.RecoveryAfter))
+	}
+	if c.ExpiryInterval <= 0 {
+		errs = append(errs, fmt.Errorf("EXPIRY_INTERVAL %s: must be positive", c.ExpiryInterval))
+	}
+	if c.UsageInterval <= 0 {
+		errs = append(errs, fmt.Errorf("USAGE_INTERVAL %s: must be positive", c.UsageInterval))
 	}
 	if !topicName.MatchString(c.KafkaTopic) {
 		errs = append(errs, fmt.Errorf("KAFKA_TOPIC %q: want 1 to 249 letters, digits, '.', '_' or '-', such as esim.orders.v1", c.KafkaTopic))

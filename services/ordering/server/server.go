@@ -114,6 +114,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		PollInterval: cfg.RelayInterval, Retention: cfg.OutboxRetention,
 		RecoveryInterval: cfg.RecoveryInterval, RecoveryAfter: cfg.RecoveryAfter,
 		Live: live, CancelBackoff: cfg.SMDP.CancelInterval,
+		ExpiryInterval: cfg.ExpiryInterval, UsageInterval: cfg.UsageInterval,
 	})
 	if err == nil {
 		if err = srv.Start(ctx, "the jobs", jobsStopBudget, queue); err != nil {

@@ -65,6 +65,7 @@ func (c *Catalogue) Plan(ctx context.Context, id uuid.UUID, currency ordering.Cu
 		Unlimited:    p.GetUnlimited(),
 		TotalBytes:   p.GetTotalBytes(),
 		ValidityDays: p.GetValidityDays(),
+		Countries:    p.GetCountries(),
 	}
 	switch p.GetType() {
 	case cataloguev1.PlanType_PLAN_TYPE_FIXED:

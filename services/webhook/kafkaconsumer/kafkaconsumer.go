@@ -1,7 +1,7 @@
 // Package kafkaconsumer feeds the webhook service from Kafka: it reads
-// ordering's events (esim.orders.v1, protobuf OrderEvent) as a member of
-// the service's consumer group, has each stored with its delivery job,
-// and only then commits its offset. A crash between the two reads the
+// ordering's events (esim.orders.v1, protobuf OrderEvent: an order's, an
+// eSIM's or a top-up's) as a member of the service's consumer group, has
+// each stored with its delivery job, and only then commits its offset. A crash between the two reads the
 // message again, and the event's id makes the second read a no-op.
 package kafkaconsumer
 
@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/esimplatform/esim/libs/kafka"
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	"github.com/esimplatform/esim/proto/partnerapi"
 	"github.com/esimplatform/esim/services/webhook"
@@ -256,8 +257,8 @@ func (c *Consumer) poison(ctx context.Context, at []any, err error) {
 	c.o.Log.ErrorContext(ctx, "skipping a Kafka message that is no order event", append(at, "err", err.Error())...)
 }
 
-// hold keeps an event whose order this service cannot render (a status
-// or environment the partner API does not define: ordering is newer than
+// hold keeps an event this service cannot render (a status or an
+// environment the partner API does not define: ordering is newer than
 // this service) until ctx ends, and reports false. Skipping it would lose
 // an event a partner is owed, and rendering another value would tell the
 // partner something untrue; held, it is not committed, and a replica
@@ -270,7 +271,7 @@ func (c *Consumer) hold(ctx context.Context, at []any, err error) bool {
 	}
 	wait := minBackoff
 	for {
-		c.o.Log.ErrorContext(ctx, "holding an event whose order this service cannot render; a newer webhook service can", append(at, "in", wait.String(), "err", err.Error())...)
+		c.o.Log.ErrorContext(ctx, "holding an event this service cannot render; a newer webhook service can", append(at, "in", wait.String(), "err", err.Error())...)
 		if !sleep(ctx, wait) {
 			return false
 		}
@@ -278,40 +279,73 @@ func (c *Consumer) hold(ctx context.Context, at []any, err error) bool {
 	}
 }
 
-// incoming is pb as the domain takes it, its order rendered as the
-// partner API shows orders.
+// incoming is pb as the domain takes it, its data rendered as the
+// partner API shows what the event is about: an order, an eSIM or a
+// top-up. ErrUnknown when that has a value the API does not define.
 func incoming(pb *orderingv1.OrderEvent) (webhook.IncomingEvent, error) {
-	o := pb.GetOrder()
-	if o == nil {
-		return webhook.IncomingEvent{}, errors.New("event without an order")
+	typ := webhook.EventType(pb.GetType())
+	var data any
+	var err error
+	switch typ.About() {
+	case webhook.AboutEsim:
+		if pb.GetEsim() == nil {
+			return webhook.IncomingEvent{}, fmt.Errorf("%s event without its eSIM", typ)
+		}
+		data, err = partnerapi.EsimFromProto(pb.GetEsim())
+	case webhook.AboutTopUp:
+		if pb.GetTopup() == nil {
+			return webhook.IncomingEvent{}, fmt.Errorf("%s event without its top-up", typ)
+		}
+		data, err = partnerapi.TopUpFromProto(pb.GetTopup())
+	default:
+		if pb.GetOrder() == nil {
+			return webhook.IncomingEvent{}, errors.New("event without an order")
+		}
+		data, err = partnerapi.OrderFromProto(pb.GetOrder())
 	}
-	account, err := uuid.Parse(o.GetAccountId())
-	if err != nil {
-		return webhook.IncomingEvent{}, fmt.Errorf("order's account id %q: %w", o.GetAccountId(), err)
-	}
-	orderID, err := uuid.Parse(o.GetId())
-	if err != nil {
-		return webhook.IncomingEvent{}, fmt.Errorf("order id %q: %w", o.GetId(), err)
-	}
-	order, err := partnerapi.OrderFromProto(o)
 	if err != nil {
 		return webhook.IncomingEvent{}, err
 	}
-	data, err := partnerapi.Marshal(order)
+	accountID, env, orderID := pb.GetAccountId(), pb.GetEnvironment(), pb.GetOrderId()
+	if o := pb.GetOrder(); o != nil {
+		// Published before ordering named them on every event.
+		if accountID == "" {
+			accountID = o.GetAccountId()
+		}
+		if env == accountsv1.Environment_ENVIRONMENT_UNSPECIFIED {
+			env = o.GetEnvironment()
+		}
+		if orderID == "" {
+			orderID = o.GetId()
+		}
+	}
+	if _, ok := accountsv1.EnvironmentByShortName(env.ShortName()); !ok && env != accountsv1.Environment_ENVIRONMENT_UNSPECIFIED {
+		return webhook.IncomingEvent{}, fmt.Errorf("%w: event %s has environment %s", partnerapi.ErrUnknown, pb.GetId(), env)
+	}
+	account, err := uuid.Parse(accountID)
 	if err != nil {
-		return webhook.IncomingEvent{}, fmt.Errorf("render order %s: %w", o.GetId(), err)
+		return webhook.IncomingEvent{}, fmt.Errorf("account id %q: %w", accountID, err)
+	}
+	order, err := uuid.Parse(orderID)
+	if err != nil {
+		return webhook.IncomingEvent{}, fmt.Errorf("order id %q: %w", orderID, err)
+	}
+	body, err := partnerapi.Marshal(data)
+	if err != nil {
+		return webhook.IncomingEvent{}, fmt.Errorf("render the %s of event %s: %w", typ.About(), pb.GetId(), err)
 	}
 	var createdAt time.Time
 	if pb.GetCreatedAt() != nil {
 		createdAt = pb.GetCreatedAt().AsTime()
 	}
 	return webhook.IncomingEvent{
-		ID:        pb.GetId(),
-		Type:      webhook.EventType(pb.GetType()),
-		Scope:     webhook.Scope{AccountID: account, Environment: webhook.Environment(o.GetEnvironment().ShortName())},
-		OrderID:   orderID,
-		CreatedAt: createdAt,
-		Data:      data,
+		ID:               pb.GetId(),
+		Type:             typ,
+		Scope:            webhook.Scope{AccountID: account, Environment: webhook.Environment(env.ShortName())},
+		OrderID:          order,
+		CreatedAt:        createdAt,
+		ThresholdPercent: pb.GetThresholdPercent(),
+		Data:             body,
 	}, nil
 }
 

@@ -407,3 +407,33 @@ func TestListEvents(t *testing.T) {
 		t.Error("a page of 0 rows was read")
 	}
 }
+
+// Every type partners receive is stored (the schema's list is
+// limits.EventTypes), and listed by its type; an eSIM's and a top-up's
+// events under the eSIM's order, with the order's own.
+func TestEveryEventTypeIsStoredAndListed(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	s := scope()
+	setEndpoint(t, st, s, "https://a.example.com/")
+	orderID := uuid.New()
+	ids := map[webhook.EventType]string{}
+	for _, typ := range webhook.EventTypes {
+		e := newEvent(s)
+		e.Type, e.OrderID = typ, orderID
+		if typ == webhook.Ping {
+			e.OrderID = uuid.Nil
+		}
+		add(t, st, e)
+		ids[typ] = e.ID
+	}
+	for _, typ := range webhook.EventTypes {
+		events, total, err := st.ListEvents(ctx, webhook.EventFilter{Scope: &s, Type: typ}, 10, 0)
+		if err != nil || total != 1 || events[0].ID != ids[typ] || events[0].Type != typ || events[0].Status != webhook.StatusPending {
+			t.Errorf("events of type %s = %+v of %d, %v; want %s alone, pending", typ, events, total, err, ids[typ])
+		}
+	}
+	if _, total, err := st.ListEvents(ctx, webhook.EventFilter{OrderID: orderID}, 100, 0); err != nil || total != int64(len(webhook.EventTypes)-1) {
+		t.Errorf("the order's events: %d, %v; want all %d but the ping", total, err, len(webhook.EventTypes)-1)
+	}
+}

@@ -214,7 +214,7 @@ func TestAMessageReadTwiceIsOneDelivery(t *testing.T) {
 	// After them on their partition (one order, one key), so consumed
 	// after them.
 	last := event(scope, "order.completed")
-	last.Order = e.GetOrder()
+	last.Order, last.OrderId = e.GetOrder(), e.GetOrderId()
 	s.publish(t, last)
 	s.wait(t, last.GetId(), delivered, 30*time.Second)
 	s.wait(t, e.GetId(), delivered, 30*time.Second)
@@ -584,7 +584,7 @@ func TestAPoisonMessageDoesNotBlockItsPartition(t *testing.T) {
 	scope, _ := s.endpoint(t, sandbox, hooks.URL)
 	e := event(scope, "order.completed")
 	bad := event(scope, "order.shipped")
-	bad.Order = e.GetOrder()
+	bad.Order, bad.OrderId = e.GetOrder(), e.GetOrderId()
 	webhooktest.PublishRaw(t, s.cfg, e.GetOrder().GetId(), []byte("\xff\xffnot protobuf at all"))
 	s.publish(t, bad, e)
 	s.wait(t, e.GetId(), delivered, 30*time.Second)
@@ -596,62 +596,95 @@ func TestAPoisonMessageDoesNotBlockItsPartition(t *testing.T) {
 	}
 }
 
-// An event whose order has a status the partner API does not define (a
-// newer ordering's) is neither skipped nor sent with another status: it
-// is held, uncommitted, with an error logged, and so is what follows it
-// on its partition. A consumer that reads the group's offsets next reads
-// it first: it was not lost.
-func TestAnOrderItCannotRenderIsHeldNotLost(t *testing.T) {
+// An event whose order, eSIM or top-up has a status, or which has an
+// environment, the partner API does not define (a newer ordering's) is
+// neither skipped nor sent with another value: it is held, uncommitted,
+// with an error logged, and so is what follows it on its partition. A
+// consumer that reads the group's offsets next reads it first: it was
+// not lost.
+func TestAnEventItCannotRenderIsHeldNotLost(t *testing.T) {
 	t.Parallel()
-	hooks := webhooktest.NewReceiver(t)
-	s := &service{cfg: webhooktest.Config(t, kafkatest.New(t)), logs: &telemetrytest.LogBuffer{}}
-	tel, err := telemetry.Setup(context.Background(), "webhook", telemetry.Config{LogLevel: "info"}, s.logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
-	srv, url := webhooktest.StartServer(t, s.cfg, tel)
-	s.operator = webhooktest.Client(url, internalauth.Operator)
-	scope, secret := s.endpoint(t, sandbox, hooks.URL)
-	hooks.Trust(secret)
+	for _, tc := range []struct {
+		name string
+		// newer is an event of first's order with a value of a newer
+		// ordering's, which the log names.
+		newer func(scope *webhookv1.Scope, first *orderingv1.OrderEvent) *orderingv1.OrderEvent
+		log   string
+	}{
+		{"order status", func(scope *webhookv1.Scope, first *orderingv1.OrderEvent) *orderingv1.OrderEvent {
+			e := event(scope, "order.completed")
+			e.Order, e.OrderId = proto.Clone(first.GetOrder()).(*orderingv1.Order), first.GetOrderId()
+			e.Order.Status = 7
+			return e
+		}, "has status 7"},
+		{"eSIM status", func(scope *webhookv1.Scope, first *orderingv1.OrderEvent) *orderingv1.OrderEvent {
+			e := ofOrder(esimEvent(scope, "esim.activated", 0), first)
+			e.Esim.Status = "SUSPENDED"
+			return e
+		}, `has status \"SUSPENDED\"`},
+		{"top-up status", func(scope *webhookv1.Scope, first *orderingv1.OrderEvent) *orderingv1.OrderEvent {
+			e := ofOrder(topUpEvent(scope, "topup.completed"), first)
+			e.Topup.Status = 9
+			return e
+		}, "has status 9"},
+		{"environment", func(scope *webhookv1.Scope, first *orderingv1.OrderEvent) *orderingv1.OrderEvent {
+			e := ofOrder(esimEvent(scope, "esim.expired", 0), first)
+			e.Environment = 5
+			return e
+		}, "has environment 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			hooks := webhooktest.NewReceiver(t)
+			s := &service{cfg: webhooktest.Config(t, kafkatest.New(t)), logs: &telemetrytest.LogBuffer{}}
+			tel, err := telemetry.Setup(context.Background(), "webhook", telemetry.Config{LogLevel: "info"}, s.logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tel.Shutdown(context.Background()) })
+			srv, url := webhooktest.StartServer(t, s.cfg, tel)
+			s.operator = webhooktest.Client(url, internalauth.Operator)
+			scope, secret := s.endpoint(t, sandbox, hooks.URL)
+			hooks.Trust(secret)
 
-	// One order's events, so one partition: the first goes through and
-	// is committed, the newer status is held, the last waits behind it.
-	first := event(scope, "order.completed")
-	newer := event(scope, "order.completed")
-	newer.Order = proto.Clone(first.GetOrder()).(*orderingv1.Order)
-	newer.Order.Status = 7
-	last := event(scope, "order.completed")
-	last.Order = first.GetOrder()
-	s.publish(t, first)
-	s.wait(t, first.GetId(), delivered, 30*time.Second)
-	s.publish(t, newer, last)
-	const held = "holding an event whose order this service cannot render"
-	if !waitForLog(s, held, 30*time.Second) || !waitForLog(s, "has status 7", time.Second) {
-		t.Fatalf("no hold logged:\n%s", s.logs)
-	}
-	time.Sleep(time.Second)
-	for _, e := range []*orderingv1.OrderEvent{newer, last} {
-		if _, err := s.operator.GetEvent(context.Background(), &webhookv1.GetEventRequest{Id: e.GetId()}); err == nil {
-			t.Errorf("event %s was stored past the held one", e.GetId())
-		}
-	}
-	if n := len(hooks.Deliveries()); n != 1 {
-		t.Errorf("%d deliveries; want the first event's alone", n)
-	}
-	srv.Close()
+			// One order's events, so one partition: the first goes through
+			// and is committed, the newer value is held, the last waits
+			// behind it.
+			first := event(scope, "order.completed")
+			newer := tc.newer(scope, first)
+			last := event(scope, "order.completed")
+			last.Order, last.OrderId = first.GetOrder(), first.GetOrderId()
+			s.publish(t, first)
+			s.wait(t, first.GetId(), delivered, 30*time.Second)
+			s.publish(t, newer, last)
+			const held = "holding an event this service cannot render"
+			if !waitForLog(s, held, 30*time.Second) || !waitForLog(s, tc.log, time.Second) {
+				t.Fatalf("no hold logged:\n%s", s.logs)
+			}
+			time.Sleep(time.Second)
+			for _, e := range []*orderingv1.OrderEvent{newer, last} {
+				if _, err := s.operator.GetEvent(context.Background(), &webhookv1.GetEventRequest{Id: e.GetId()}); err == nil {
+					t.Errorf("event %s was stored past the held one", e.GetId())
+				}
+			}
+			if n := len(hooks.Deliveries()); n != 1 {
+				t.Errorf("%d deliveries; want the first event's alone", n)
+			}
+			srv.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r := kafka.NewReader(s.cfg.Kafka, s.cfg.Topic, s.cfg.Group)
-	defer r.Close()
-	m, err := r.FetchMessage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got orderingv1.OrderEvent
-	if err := proto.Unmarshal(m.Value, &got); err != nil || got.GetId() != newer.GetId() {
-		t.Errorf("the group reads %s (%v) next; want the held event %s", got.GetId(), err, newer.GetId())
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r := kafka.NewReader(s.cfg.Kafka, s.cfg.Topic, s.cfg.Group)
+			defer r.Close()
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got orderingv1.OrderEvent
+			if err := proto.Unmarshal(m.Value, &got); err != nil || got.GetId() != newer.GetId() {
+				t.Errorf("the group reads %s (%v) next; want the held event %s", got.GetId(), err, newer.GetId())
+			}
+		})
 	}
 }
 

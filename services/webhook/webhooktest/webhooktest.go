@@ -141,8 +141,9 @@ func Client(url string, caller internalauth.Caller) webhookv1.Webhook {
 	return webhookv1.NewWebhookProtobufClient(url, internalauthtest.Client(caller))
 }
 
-// Publish writes events to cfg's topic as ordering does: keyed by their
-// order's id, with ctx's trace context in the headers. It makes the topic
+// Publish writes events to cfg's topic as ordering does: keyed by the
+// order they are about (their order's, for an event that names none),
+// with ctx's trace context in the headers. It makes the topic
 // first, so that a test may publish before the service has.
 func Publish(ctx context.Context, t testing.TB, cfg server.Config, events ...*orderingv1.OrderEvent) {
 	t.Helper()
@@ -159,7 +160,11 @@ func Publish(ctx context.Context, t testing.TB, cfg server.Config, events ...*or
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs[i] = kafkago.Message{Key: []byte(e.GetOrder().GetId()), Value: value}
+		key := e.GetOrderId()
+		if key == "" {
+			key = e.GetOrder().GetId()
+		}
+		msgs[i] = kafkago.Message{Key: []byte(key), Value: value}
 		kafka.InjectTrace(ctx, &msgs[i])
 	}
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
@@ -223,6 +228,62 @@ func OrderEvent(account string, env accountsv1.Environment, eventType string) *o
 	}
 	return &orderingv1.OrderEvent{
 		Id: NewEventID(), Type: eventType, CreatedAt: timestamppb.New(created.Add(time.Second)), Order: o,
+		AccountId: account, Environment: env, OrderId: orderID,
+	}
+}
+
+// EsimEvent is an eSIM's event of type (esim.*) for a fresh eSIM of
+// account in env, as ordering publishes it: an ACTIVE eSIM with 1 GB of
+// 5 used and a top-up; threshold is esim.usage's (0 for the others).
+func EsimEvent(account string, env accountsv1.Environment, eventType string, threshold int32) *orderingv1.OrderEvent {
+	orderID := uuid.Must(uuid.NewV7()).String()
+	esimID := uuid.Must(uuid.NewV7()).String()
+	created := time.Date(2025, 3, 14, 9, 26, 53, 589_793_000, time.UTC)
+	e := &orderingv1.Esim{
+		Id: esimID, OrderId: orderID, PlanName: "Japan 5 GB",
+		Iccid: "8988247000000000004", QrCodeUrl: "https://api.example.com/qr/tok.png",
+		ActivationCode: "LPA:1$smdp.sandbox.esim.invalid$MATCH-1", SmdpAddress: "smdp.sandbox.esim.invalid",
+		MatchingId: "MATCH-1", Status: "ACTIVE", ValidityDays: 30,
+		Data:        &orderingv1.EsimData{TotalBytes: 5 << 30, UsedBytes: 1 << 30, UpdatedAt: timestamppb.New(created.Add(time.Hour))},
+		Install:     &orderingv1.Install{Instructions: "Settings > Mobile > Add eSIM", IosUniversalLink: "https://esimsetup.apple.com/x", AndroidUniversalLink: "https://esimsetup.android.com/x"},
+		CreatedAt:   timestamppb.New(created),
+		PlanId:      "0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4c",
+		Countries:   []string{"JP"},
+		InstalledAt: timestamppb.New(created.Add(time.Minute)),
+		ActivatedAt: timestamppb.New(created.Add(2 * time.Minute)),
+		ExpiresAt:   timestamppb.New(created.Add(2*time.Minute + 30*24*time.Hour)),
+		AccountId:   account, Environment: env,
+	}
+	t := TopUpEvent(account, env, "topup.completed").GetTopup()
+	t.EsimId, t.EsimOrderId = esimID, orderID
+	e.Topups = []*orderingv1.TopUp{t}
+	return &orderingv1.OrderEvent{
+		Id: NewEventID(), Type: eventType, CreatedAt: timestamppb.New(created.Add(time.Hour)), Esim: e,
+		ThresholdPercent: threshold, AccountId: account, Environment: env, OrderId: orderID,
+	}
+}
+
+// TopUpEvent is a top-up's event of type ("topup.completed" or
+// "topup.failed") of a fresh eSIM of account in env, as ordering
+// publishes it: a failed one with its error.
+func TopUpEvent(account string, env accountsv1.Environment, eventType string) *orderingv1.OrderEvent {
+	esimOrderID := uuid.Must(uuid.NewV7()).String()
+	created := time.Date(2025, 3, 15, 10, 0, 0, 0, time.UTC)
+	t := &orderingv1.TopUp{
+		Id: uuid.Must(uuid.NewV7()).String(), EsimId: uuid.Must(uuid.NewV7()).String(),
+		PlanId: "0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4c", Days: 30, Bytes: 5 << 30,
+		Price:     &orderingv1.Price{UnitMinor: 1650, TotalMinor: 1650, Currency: "USD"},
+		Status:    orderingv1.OrderStatus_ORDER_STATUS_COMPLETED,
+		CreatedAt: timestamppb.New(created),
+		AccountId: account, Environment: env, EsimOrderId: esimOrderID,
+	}
+	if eventType == "topup.failed" {
+		t.Status = orderingv1.OrderStatus_ORDER_STATUS_FAILED
+		t.Error = &orderingv1.OrderError{Code: "provider_error", Message: "The provider could not apply the top-up; it was refunded."}
+	}
+	return &orderingv1.OrderEvent{
+		Id: NewEventID(), Type: eventType, CreatedAt: timestamppb.New(created.Add(time.Second)), Topup: t,
+		AccountId: account, Environment: env, OrderId: esimOrderID,
 	}
 }
 

@@ -26,23 +26,31 @@ type Es2plusReservation struct {
 }
 
 type Esim struct {
-	ID            uuid.UUID
-	OrderID       uuid.UUID
-	AccountID     uuid.UUID
-	Environment   string
-	Position      int32
-	PlanName      string
-	Iccid         string
-	MatchingID    string
-	SmdpAddress   string
-	QrToken       string
-	Status        string
-	ValidityDays  int32
-	Unlimited     bool
-	TotalBytes    int64
-	UsedBytes     int64
-	DataUpdatedAt time.Time
-	CreatedAt     time.Time
+	ID               uuid.UUID
+	OrderID          uuid.UUID
+	AccountID        uuid.UUID
+	Environment      string
+	Position         int32
+	PlanName         string
+	Iccid            string
+	MatchingID       string
+	SmdpAddress      string
+	QrToken          string
+	Status           string
+	ValidityDays     int32
+	Unlimited        bool
+	TotalBytes       int64
+	UsedBytes        int64
+	DataUpdatedAt    time.Time
+	CreatedAt        time.Time
+	PlanID           uuid.UUID
+	PerDay           bool
+	Countries        []string
+	InstalledAt      *time.Time
+	ActivatedAt      *time.Time
+	ExpiresAt        *time.Time
+	UsageNotified    int32
+	ExpiringNotified bool
 }
 
 type Order struct {
@@ -70,6 +78,9 @@ type Order struct {
 	ErrorMessage      *string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	Kind              string
+	EsimID            *uuid.UUID
+	Countries         []string
 }
 
 type SandboxProfile struct {

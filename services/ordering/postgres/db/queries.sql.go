@@ -57,7 +57,7 @@ func (q *Queries) ClaimInFlightSlot(ctx context.Context, arg ClaimInFlightSlotPa
 }
 
 const completedOrderInScope = `-- name: CompletedOrderInScope :many
-SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at
+SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, o.kind, o.esim_id, o.countries, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at, e.plan_id, e.per_day, e.countries, e.installed_at, e.activated_at, e.expires_at, e.usage_notified, e.expiring_notified
 FROM orders o
 JOIN esims e ON e.order_id = o.id
 WHERE o.id = $1 AND ($2::boolean
@@ -119,6 +119,9 @@ func (q *Queries) CompletedOrderInScope(ctx context.Context, arg CompletedOrderI
 			&i.Order.ErrorMessage,
 			&i.Order.CreatedAt,
 			&i.Order.UpdatedAt,
+			&i.Order.Kind,
+			&i.Order.EsimID,
+			&i.Order.Countries,
 			&i.Esim.ID,
 			&i.Esim.OrderID,
 			&i.Esim.AccountID,
@@ -136,6 +139,14 @@ func (q *Queries) CompletedOrderInScope(ctx context.Context, arg CompletedOrderI
 			&i.Esim.UsedBytes,
 			&i.Esim.DataUpdatedAt,
 			&i.Esim.CreatedAt,
+			&i.Esim.PlanID,
+			&i.Esim.PerDay,
+			&i.Esim.Countries,
+			&i.Esim.InstalledAt,
+			&i.Esim.ActivatedAt,
+			&i.Esim.ExpiresAt,
+			&i.Esim.UsageNotified,
+			&i.Esim.ExpiringNotified,
 		); err != nil {
 			return nil, err
 		}
@@ -151,15 +162,17 @@ const countAllEsims = `-- name: CountAllEsims :one
 SELECT count(*) FROM esims
 WHERE ($1::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = $1::uuid)
   AND ($2::text = '' OR iccid = $2::text)
+  AND ($3::text = '' OR status = $3::text)
 `
 
 type CountAllEsimsParams struct {
 	OrderID uuid.UUID
 	Iccid   string
+	Status  string
 }
 
 func (q *Queries) CountAllEsims(ctx context.Context, arg CountAllEsimsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, countAllEsims, arg.OrderID, arg.Iccid)
+	row := q.db.QueryRow(ctx, countAllEsims, arg.OrderID, arg.Iccid, arg.Status)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -167,7 +180,7 @@ func (q *Queries) CountAllEsims(ctx context.Context, arg CountAllEsimsParams) (i
 
 const countAllOrders = `-- name: CountAllOrders :one
 SELECT count(*) FROM orders
-WHERE (cardinality($1::text[]) = 0 OR status = ANY($1::text[]))
+WHERE kind = 'esims' AND (cardinality($1::text[]) = 0 OR status = ANY($1::text[]))
   AND ($2::text = '' OR customer_reference = $2::text)
 `
 
@@ -188,6 +201,7 @@ SELECT count(*) FROM esims
 WHERE account_id = $1 AND environment = $2::text
   AND ($3::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = $3::uuid)
   AND ($4::text = '' OR iccid = $4::text)
+  AND ($5::text = '' OR status = $5::text)
 `
 
 type CountEsimsInScopeParams struct {
@@ -195,6 +209,7 @@ type CountEsimsInScopeParams struct {
 	Environment string
 	OrderID     uuid.UUID
 	Iccid       string
+	Status      string
 }
 
 func (q *Queries) CountEsimsInScope(ctx context.Context, arg CountEsimsInScopeParams) (int64, error) {
@@ -203,6 +218,7 @@ func (q *Queries) CountEsimsInScope(ctx context.Context, arg CountEsimsInScopePa
 		arg.Environment,
 		arg.OrderID,
 		arg.Iccid,
+		arg.Status,
 	)
 	var count int64
 	err := row.Scan(&count)
@@ -211,7 +227,7 @@ func (q *Queries) CountEsimsInScope(ctx context.Context, arg CountEsimsInScopePa
 
 const countOrdersInScope = `-- name: CountOrdersInScope :one
 SELECT count(*) FROM orders
-WHERE account_id = $1 AND environment = $2::text
+WHERE account_id = $1 AND environment = $2::text AND kind = 'esims'
   AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
   AND ($4::text = '' OR customer_reference = $4::text)
 `
@@ -248,7 +264,7 @@ func (q *Queries) DeletePendingOrder(ctx context.Context, id uuid.UUID) (int64, 
 }
 
 const esimByQRToken = `-- name: EsimByQRToken :one
-SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at FROM esims WHERE qr_token = $1
+SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims WHERE qr_token = $1
 `
 
 func (q *Queries) EsimByQRToken(ctx context.Context, qrToken string) (Esim, error) {
@@ -272,12 +288,20 @@ func (q *Queries) EsimByQRToken(ctx context.Context, qrToken string) (Esim, erro
 		&i.UsedBytes,
 		&i.DataUpdatedAt,
 		&i.CreatedAt,
+		&i.PlanID,
+		&i.PerDay,
+		&i.Countries,
+		&i.InstalledAt,
+		&i.ActivatedAt,
+		&i.ExpiresAt,
+		&i.UsageNotified,
+		&i.ExpiringNotified,
 	)
 	return i, err
 }
 
 const esimInScope = `-- name: EsimInScope :one
-SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at FROM esims
+SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims
 WHERE id = $1 AND ($2::boolean
     OR (account_id = $3 AND environment = $4::text))
 `
@@ -315,12 +339,20 @@ func (q *Queries) EsimInScope(ctx context.Context, arg EsimInScopeParams) (Esim,
 		&i.UsedBytes,
 		&i.DataUpdatedAt,
 		&i.CreatedAt,
+		&i.PlanID,
+		&i.PerDay,
+		&i.Countries,
+		&i.InstalledAt,
+		&i.ActivatedAt,
+		&i.ExpiresAt,
+		&i.UsageNotified,
+		&i.ExpiringNotified,
 	)
 	return i, err
 }
 
 const esimsOfOrders = `-- name: EsimsOfOrders :many
-SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at FROM esims WHERE order_id = ANY($1::uuid[]) ORDER BY order_id, position
+SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims WHERE order_id = ANY($1::uuid[]) ORDER BY order_id, position
 `
 
 func (q *Queries) EsimsOfOrders(ctx context.Context, orderIds []uuid.UUID) ([]Esim, error) {
@@ -350,6 +382,14 @@ func (q *Queries) EsimsOfOrders(ctx context.Context, orderIds []uuid.UUID) ([]Es
 			&i.UsedBytes,
 			&i.DataUpdatedAt,
 			&i.CreatedAt,
+			&i.PlanID,
+			&i.PerDay,
+			&i.Countries,
+			&i.InstalledAt,
+			&i.ActivatedAt,
+			&i.ExpiresAt,
+			&i.UsageNotified,
+			&i.ExpiringNotified,
 		); err != nil {
 			return nil, err
 		}
@@ -364,14 +404,15 @@ func (q *Queries) EsimsOfOrders(ctx context.Context, orderIds []uuid.UUID) ([]Es
 const insertEsims = `-- name: InsertEsims :execrows
 INSERT INTO esims (
     id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address,
-    qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at
+    qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at,
+    plan_id, per_day, countries
 )
 SELECT ($1::uuid[])[i], o.id, o.account_id, o.environment,
        ($2::integer[])[i], ($3::text[])[i], ($4::text[])[i],
        ($5::text[])[i], ($6::text[])[i], ($7::text[])[i],
        ($8::text[])[i], ($9::integer[])[i], ($10::boolean[])[i],
        ($11::bigint[])[i], ($12::bigint[])[i], ($13::timestamptz[])[i],
-       ($14::timestamptz[])[i]
+       ($14::timestamptz[])[i], o.plan_id, o.per_day, o.countries
 FROM orders o CROSS JOIN generate_subscripts($1::uuid[], 1) AS i
 WHERE o.id = $15
 `
@@ -426,9 +467,10 @@ const insertOrder = `-- name: InsertOrder :execrows
 INSERT INTO orders (
     id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day,
     unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor,
-    customer_name, customer_email, customer_reference, status, created_at, updated_at
+    customer_name, customer_email, customer_reference, status, created_at, updated_at, kind, esim_id, countries
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'pending', $20, $20
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'pending', $20, $20,
+    $21::text, $22::uuid, $23::text[]
 )
 ON CONFLICT DO NOTHING
 `
@@ -454,6 +496,9 @@ type InsertOrderParams struct {
 	CustomerEmail     string
 	CustomerReference string
 	CreatedAt         time.Time
+	Kind              string
+	EsimID            *uuid.UUID
+	Countries         []string
 }
 
 // A taken id or idempotency key inserts nothing (0 rows), which the store
@@ -480,6 +525,9 @@ func (q *Queries) InsertOrder(ctx context.Context, arg InsertOrderParams) (int64
 		arg.CustomerEmail,
 		arg.CustomerReference,
 		arg.CreatedAt,
+		arg.Kind,
+		arg.EsimID,
+		arg.Countries,
 	)
 	if err != nil {
 		return 0, err
@@ -488,16 +536,18 @@ func (q *Queries) InsertOrder(ctx context.Context, arg InsertOrderParams) (int64
 }
 
 const listAllEsims = `-- name: ListAllEsims :many
-SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at FROM esims
+SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims
 WHERE ($1::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = $1::uuid)
   AND ($2::text = '' OR iccid = $2::text)
+  AND ($3::text = '' OR status = $3::text)
 ORDER BY created_at DESC, id DESC
-LIMIT $4::integer OFFSET $3::bigint
+LIMIT $5::integer OFFSET $4::bigint
 `
 
 type ListAllEsimsParams struct {
 	OrderID   uuid.UUID
 	Iccid     string
+	Status    string
 	RowOffset int64
 	RowLimit  int32
 }
@@ -506,6 +556,7 @@ func (q *Queries) ListAllEsims(ctx context.Context, arg ListAllEsimsParams) ([]E
 	rows, err := q.db.Query(ctx, listAllEsims,
 		arg.OrderID,
 		arg.Iccid,
+		arg.Status,
 		arg.RowOffset,
 		arg.RowLimit,
 	)
@@ -534,6 +585,14 @@ func (q *Queries) ListAllEsims(ctx context.Context, arg ListAllEsimsParams) ([]E
 			&i.UsedBytes,
 			&i.DataUpdatedAt,
 			&i.CreatedAt,
+			&i.PlanID,
+			&i.PerDay,
+			&i.Countries,
+			&i.InstalledAt,
+			&i.ActivatedAt,
+			&i.ExpiresAt,
+			&i.UsageNotified,
+			&i.ExpiringNotified,
 		); err != nil {
 			return nil, err
 		}
@@ -546,8 +605,8 @@ func (q *Queries) ListAllEsims(ctx context.Context, arg ListAllEsimsParams) ([]E
 }
 
 const listAllOrders = `-- name: ListAllOrders :many
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders
-WHERE (cardinality($1::text[]) = 0 OR status = ANY($1::text[]))
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
+WHERE kind = 'esims' AND (cardinality($1::text[]) = 0 OR status = ANY($1::text[]))
   AND ($2::text = '' OR customer_reference = $2::text)
 ORDER BY created_at DESC, id DESC
 LIMIT $4::integer OFFSET $3::bigint
@@ -600,6 +659,9 @@ func (q *Queries) ListAllOrders(ctx context.Context, arg ListAllOrdersParams) ([
 			&i.ErrorMessage,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
 		); err != nil {
 			return nil, err
 		}
@@ -612,12 +674,13 @@ func (q *Queries) ListAllOrders(ctx context.Context, arg ListAllOrdersParams) ([
 }
 
 const listEsimsInScope = `-- name: ListEsimsInScope :many
-SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at FROM esims
+SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims
 WHERE account_id = $1 AND environment = $2::text
   AND ($3::uuid = '00000000-0000-0000-0000-000000000000' OR order_id = $3::uuid)
   AND ($4::text = '' OR iccid = $4::text)
+  AND ($5::text = '' OR status = $5::text)
 ORDER BY created_at DESC, id DESC
-LIMIT $6::integer OFFSET $5::bigint
+LIMIT $7::integer OFFSET $6::bigint
 `
 
 type ListEsimsInScopeParams struct {
@@ -625,17 +688,19 @@ type ListEsimsInScopeParams struct {
 	Environment string
 	OrderID     uuid.UUID
 	Iccid       string
+	Status      string
 	RowOffset   int64
 	RowLimit    int32
 }
 
-// The nil UUID and an empty ICCID filter nothing.
+// The nil UUID, an empty ICCID and an empty status filter nothing.
 func (q *Queries) ListEsimsInScope(ctx context.Context, arg ListEsimsInScopeParams) ([]Esim, error) {
 	rows, err := q.db.Query(ctx, listEsimsInScope,
 		arg.AccountID,
 		arg.Environment,
 		arg.OrderID,
 		arg.Iccid,
+		arg.Status,
 		arg.RowOffset,
 		arg.RowLimit,
 	)
@@ -664,6 +729,14 @@ func (q *Queries) ListEsimsInScope(ctx context.Context, arg ListEsimsInScopePara
 			&i.UsedBytes,
 			&i.DataUpdatedAt,
 			&i.CreatedAt,
+			&i.PlanID,
+			&i.PerDay,
+			&i.Countries,
+			&i.InstalledAt,
+			&i.ActivatedAt,
+			&i.ExpiresAt,
+			&i.UsageNotified,
+			&i.ExpiringNotified,
 		); err != nil {
 			return nil, err
 		}
@@ -676,8 +749,8 @@ func (q *Queries) ListEsimsInScope(ctx context.Context, arg ListEsimsInScopePara
 }
 
 const listOrdersInScope = `-- name: ListOrdersInScope :many
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders
-WHERE account_id = $1 AND environment = $2::text
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
+WHERE account_id = $1 AND environment = $2::text AND kind = 'esims'
   AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
   AND ($4::text = '' OR customer_reference = $4::text)
 ORDER BY created_at DESC, id DESC
@@ -737,6 +810,9 @@ func (q *Queries) ListOrdersInScope(ctx context.Context, arg ListOrdersInScopePa
 			&i.ErrorMessage,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
 		); err != nil {
 			return nil, err
 		}
@@ -799,7 +875,7 @@ func (q *Queries) MarkOrderFailing(ctx context.Context, arg MarkOrderFailingPara
 }
 
 const orderByID = `-- name: OrderByID :one
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders WHERE id = $1
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders WHERE id = $1
 `
 
 func (q *Queries) OrderByID(ctx context.Context, id uuid.UUID) (Order, error) {
@@ -830,12 +906,15 @@ func (q *Queries) OrderByID(ctx context.Context, id uuid.UUID) (Order, error) {
 		&i.ErrorMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Kind,
+		&i.EsimID,
+		&i.Countries,
 	)
 	return i, err
 }
 
 const orderByKey = `-- name: OrderByKey :one
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
 WHERE account_id = $1 AND environment = $2 AND idempotency_key = $3::text
 `
 
@@ -873,12 +952,15 @@ func (q *Queries) OrderByKey(ctx context.Context, arg OrderByKeyParams) (Order, 
 		&i.ErrorMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Kind,
+		&i.EsimID,
+		&i.Countries,
 	)
 	return i, err
 }
 
 const orderInScope = `-- name: OrderInScope :one
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
 WHERE id = $1 AND ($2::boolean
     OR (account_id = $3 AND environment = $4::text))
 `
@@ -923,12 +1005,15 @@ func (q *Queries) OrderInScope(ctx context.Context, arg OrderInScopeParams) (Ord
 		&i.ErrorMessage,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Kind,
+		&i.EsimID,
+		&i.Countries,
 	)
 	return i, err
 }
 
 const unfinishedOrders = `-- name: UnfinishedOrders :many
-SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at FROM orders
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
 WHERE status IN ('pending', 'failing') AND created_at < $1::timestamptz
 ORDER BY created_at, id
 LIMIT $2::integer
@@ -974,6 +1059,9 @@ func (q *Queries) UnfinishedOrders(ctx context.Context, arg UnfinishedOrdersPara
 			&i.ErrorMessage,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
 		); err != nil {
 			return nil, err
 		}
