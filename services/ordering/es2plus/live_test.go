@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/ordering"
 )
 
@@ -54,5 +55,42 @@ func TestLiveEsimThroughTheSimulator(t *testing.T) {
 	}
 	if again := r.esim(e); again.Data.UsedBytes != used || !again.ActivatedAt.Equal(got.ActivatedAt) {
 		t.Errorf("a second read changed the eSIM: %+v", again.Data)
+	}
+
+	// A live top-up is a bundle on the network, added once, then the
+	// eSIM's.
+	created, err := r.svc.CreateTopUp(ctx, ordering.NewTopUp{Scope: e.Scope, Currency: ordering.USD, EsimID: e.ID, PlanID: japan5GB})
+	if err != nil || created.TopUp.Status != ordering.StatusCompleted {
+		t.Fatalf("top-up = %+v, %v", created.TopUp, err)
+	}
+	if b := r.sim.State(t).Bundles; len(b) != 1 || b[0].TopUpID != created.TopUp.ID.String() || b[0].ICCID != e.ICCID ||
+		b[0].Bytes != created.TopUp.Bytes || b[0].Days != created.TopUp.Days || b[0].Bytes == 0 {
+		t.Errorf("the network's bundles %+v, want the top-up %+v", b, created.TopUp)
+	}
+	if topped := r.esim(e); topped.Data.TotalBytes != got.Data.TotalBytes+created.TopUp.Bytes || topped.Status != ordering.EsimActive {
+		t.Errorf("after the top-up: %s with %d bytes", topped.Status, topped.Data.TotalBytes)
+	}
+}
+
+// A live top-up the network refuses for good (it no longer knows the
+// profile: here, a simulator reset) fails and is refunded; the eSIM
+// keeps what it had.
+func TestLiveTopUpTheNetworkRefuses(t *testing.T) {
+	r := newLiveRig(t)
+	ctx := context.Background()
+	e := r.order(ordering.Live)
+	if err := r.sim.Control.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	created, err := r.svc.CreateTopUp(ctx, ordering.NewTopUp{Scope: e.Scope, Currency: ordering.USD, EsimID: e.ID, PlanID: japan5GB})
+	if err != nil || created.TopUp.Status != ordering.StatusFailed || created.TopUp.Error == nil {
+		t.Fatalf("top-up = %+v, %v; want it failed", created.TopUp, err)
+	}
+	if got := r.esim(e); got.Data.TotalBytes != e.Data.TotalBytes {
+		t.Errorf("a refused top-up changed the eSIM's bytes: %d, was %d", got.Data.TotalBytes, e.Data.TotalBytes)
+	}
+	ledger := r.deps.Ledger(t, r.account.String(), accountsv1.Environment_ENVIRONMENT_LIVE, "USD")
+	if ledger.DebitsOf[created.TopUp.ID.String()] != 1 || ledger.RefundsOf[created.TopUp.ID.String()] != 1 {
+		t.Errorf("the refused top-up's ledger: %d debits, %d refunds; want 1 and 1", ledger.DebitsOf[created.TopUp.ID.String()], ledger.RefundsOf[created.TopUp.ID.String()])
 	}
 }
