@@ -468,8 +468,14 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	if !strings.HasPrefix(first.LiveKey, "sk_live_") || first.DemoLiveBalance != DemoSandboxBalance {
 		t.Fatalf("live key %q, live balance %d", first.LiveKey, first.DemoLiveBalance)
 	}
-	if smdp := liveOrder(t, first); smdp != "smdp-sim.esim.invalid" {
+	smdp, iccid := liveOrder(t, first)
+	if smdp != "smdp-sim.esim.invalid" {
 		t.Errorf("a live eSIM from SM-DP+ %q, want the simulator's", smdp)
+	}
+	// Installed on a device, the profile is reported to ordering's ES2+
+	// listener over mutual TLS, which accepts both reports.
+	if errs := install(t, first, iccid); errs[0] != "" || errs[1] != "" {
+		t.Errorf("ordering's answers to the install's notifications: %q", errs)
 	}
 	// The simulator's control API answers the token of this start only.
 	control := first.URL(SMDPSim) + "/control/state"
@@ -552,7 +558,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 }
 
 // liveOrder orders one eSIM with p's live key and returns its SM-DP+.
-func liveOrder(t *testing.T, p *Platform) string {
+func liveOrder(t *testing.T, p *Platform) (smdpAddress, iccid string) {
 	t.Helper()
 	var plans struct {
 		Data []struct {
@@ -575,13 +581,45 @@ func liveOrder(t *testing.T, p *Platform) string {
 		Data struct {
 			Esims []struct {
 				SMDPAddress string `json:"smdp_address"`
+				ICCID       string `json:"iccid"`
 			} `json:"esims"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&order); err != nil || resp.StatusCode != http.StatusCreated || len(order.Data.Esims) != 1 {
 		t.Fatalf("live order: %d %+v %v", resp.StatusCode, order, err)
 	}
-	return order.Data.Esims[0].SMDPAddress
+	return order.Data.Esims[0].SMDPAddress, order.Data.Esims[0].ICCID
+}
+
+// install has the simulator install the profile iccid on a device, and
+// returns what ordering answered its two notifications (download,
+// installation): "" for each it accepted.
+func install(t *testing.T, p *Platform, iccid string) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.URL(SMDPSim)+"/control/profiles/"+iccid+"/install", nil)
+	req.Header.Set("Authorization", "Bearer "+p.Secret(SMDPSim, "CONTROL_TOKEN"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res struct {
+		Notifications []struct {
+			Sent  bool   `json:"sent"`
+			Error string `json:"error"`
+		} `json:"notifications"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK || len(res.Notifications) != 2 {
+		t.Fatalf("install: %d %+v %v", resp.StatusCode, res, err)
+	}
+	var out []string
+	for _, n := range res.Notifications {
+		if !n.Sent {
+			t.Fatalf("the simulator told no one of the install: %+v", res)
+		}
+		out = append(out, n.Error)
+	}
+	return out
 }
 
 // portalSignIn posts the portal's sign-in form, as a browser on the
