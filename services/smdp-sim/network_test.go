@@ -13,9 +13,9 @@ import (
 // recorder is an operator that records what it is told and refuses with
 // err.
 type recorder struct {
-	mu   sync.Mutex
-	got  []smdpsim.Notification
-	err  error
+	mu  sync.Mutex
+	got []smdpsim.Notification
+	err error
 }
 
 func (r *recorder) Notify(_ context.Context, n smdpsim.Notification) error {

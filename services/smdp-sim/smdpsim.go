@@ -2,8 +2,11 @@
 // profile type and the SGP.22 ES2+ functions that reserve, confirm,
 // release and cancel them, read strictly, with faults a test can inject
 // and vendor styles it can play (Vendor). Calls are deduplicated by
-// header (Header). State lives in memory behind one mutex; the transports
-// are es2plus (the functions) and control (state, faults, vendors).
+// header (Header). It plays the device and the mobile network too
+// (network.go): installs reported to the operator, attach, data used,
+// bundles. State lives in memory behind one mutex; the transports are
+// es2plus (the functions, and the notifier of the operator), network (the
+// usage feed and bundles) and control (state, faults, vendors, devices).
 package smdpsim
 
 import (

@@ -85,9 +85,9 @@ type notificationPointStatus struct {
 	Status string `json:"status"`
 }
 
-// NotificationRequest is handleDownloadProgressInfo's body, field by field
+// notificationRequest is handleDownloadProgressInfo's body, field by field
 // as SGP.22 names them.
-type NotificationRequest struct {
+type notificationRequest struct {
 	Header                  requestHeader           `json:"header"`
 	EID                     string                  `json:"eid,omitempty"`
 	ICCID                   string                  `json:"iccid"`
@@ -101,7 +101,7 @@ type NotificationRequest struct {
 // Content, as SGP.22 answers a function without output data, or a 200
 // whose header says Executed.
 func (c *Notifier) Notify(ctx context.Context, n smdpsim.Notification) error {
-	body, err := json.Marshal(NotificationRequest{
+	body, err := json.Marshal(notificationRequest{
 		Header:                  requestHeader{FunctionRequesterIdentifier: c.requesterID, FunctionCallIdentifier: rand.Text()},
 		EID:                     n.EID,
 		ICCID:                   n.ICCID,
