@@ -134,7 +134,7 @@ func TestRunRejectsBadStarts(t *testing.T) {
 		"an unreadable ES2+ certificate": {nil, map[string]string{"ES2PLUS_ADDR": "127.0.0.1:0", "ES2PLUS_CERT_FILE": "/nonexistent/s.crt", "ES2PLUS_KEY_FILE": "/nonexistent/s.key", "ES2PLUS_CLIENT_CA_FILE": "/nonexistent/ca.crt"},
 			[]string{"ES2+ listener", "/nonexistent/"}},
 		"network files without a URL": {nil, map[string]string{"NETWORK_CERT_FILE": "/c.crt"}, []string{"NETWORK_CERT_FILE is set but NETWORK_URL is not"}},
-		"an http network": {nil, map[string]string{"NETWORK_URL": "http://network", "NETWORK_CERT_FILE": "c", "NETWORK_KEY_FILE": "k", "NETWORK_CA_FILE": "ca"}, []string{`NETWORK_URL "http://network": want an https:// URL`}},
+		"an http network":             {nil, map[string]string{"NETWORK_URL": "http://network", "NETWORK_CERT_FILE": "c", "NETWORK_KEY_FILE": "k", "NETWORK_CA_FILE": "ca"}, []string{`NETWORK_URL "http://network": want an https:// URL`}},
 		"a network without certificates": {nil, map[string]string{"NETWORK_URL": "https://network"},
 			[]string{"NETWORK_CERT_FILE: required with NETWORK_URL", "NETWORK_KEY_FILE: required", "NETWORK_CA_FILE: required"}},
 		"a network timeout past the provider's": {nil, map[string]string{"NETWORK_URL": "https://network", "NETWORK_CERT_FILE": "c", "NETWORK_KEY_FILE": "k", "NETWORK_CA_FILE": "ca", "NETWORK_TIMEOUT": "40s"},
