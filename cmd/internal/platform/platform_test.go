@@ -468,7 +468,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	if !strings.HasPrefix(first.LiveKey, "sk_live_") || first.DemoLiveBalance != DemoSandboxBalance {
 		t.Fatalf("live key %q, live balance %d", first.LiveKey, first.DemoLiveBalance)
 	}
-	smdp, iccid := liveOrder(t, first)
+	smdp, iccid, esimID := liveOrder(t, first)
 	if smdp != "smdp-sim.esim.invalid" {
 		t.Errorf("a live eSIM from SM-DP+ %q, want the simulator's", smdp)
 	}
@@ -476,6 +476,16 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	// listener over mutual TLS, which accepts both reports.
 	if errs := install(t, first, iccid); errs[0] != "" || errs[1] != "" {
 		t.Errorf("ordering's answers to the install's notifications: %q", errs)
+	}
+	var esim struct {
+		Data struct {
+			Status      string `json:"status"`
+			InstalledAt string `json:"installed_at"`
+		} `json:"data"`
+	}
+	getJSON(t, first.APIBaseURL+"/esims/"+esimID, first.LiveKey, &esim)
+	if esim.Data.Status != "INSTALLED" || esim.Data.InstalledAt == "" {
+		t.Errorf("the installed live eSIM: %+v", esim.Data)
 	}
 	// The simulator's control API answers the token of this start only.
 	control := first.URL(SMDPSim) + "/control/state"
@@ -558,7 +568,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 }
 
 // liveOrder orders one eSIM with p's live key and returns its SM-DP+.
-func liveOrder(t *testing.T, p *Platform) (smdpAddress, iccid string) {
+func liveOrder(t *testing.T, p *Platform) (smdpAddress, iccid, id string) {
 	t.Helper()
 	var plans struct {
 		Data []struct {
@@ -582,13 +592,15 @@ func liveOrder(t *testing.T, p *Platform) (smdpAddress, iccid string) {
 			Esims []struct {
 				SMDPAddress string `json:"smdp_address"`
 				ICCID       string `json:"iccid"`
+				ID          string `json:"id"`
 			} `json:"esims"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&order); err != nil || resp.StatusCode != http.StatusCreated || len(order.Data.Esims) != 1 {
 		t.Fatalf("live order: %d %+v %v", resp.StatusCode, order, err)
 	}
-	return order.Data.Esims[0].SMDPAddress, order.Data.Esims[0].ICCID
+	e := order.Data.Esims[0]
+	return e.SMDPAddress, e.ICCID, e.ID
 }
 
 // install has the simulator install the profile iccid on a device, and
