@@ -487,6 +487,25 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	if esim.Data.Status != "INSTALLED" || esim.Data.InstalledAt == "" {
 		t.Errorf("the installed live eSIM: %+v", esim.Data)
 	}
+	// Attached and used on the simulated network, it is ACTIVE with the
+	// bytes used once ordering's usage read (every USAGE_INTERVAL) ran.
+	device := func(path, body string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, first.URL(SMDPSim)+"/control/profiles/"+iccid+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+first.Secret(SMDPSim, "CONTROL_TOKEN"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	device("/attach", "")
+	device("/use", `{"bytes":1048576}`)
+	waitForUsage(t, first, esimID, 1<<20)
 	// The simulator's control API answers the token of this start only.
 	control := first.URL(SMDPSim) + "/control/state"
 	token := first.Secret(SMDPSim, "CONTROL_TOKEN")
@@ -601,6 +620,32 @@ func liveOrder(t *testing.T, p *Platform) (smdpAddress, iccid, id string) {
 	}
 	e := order.Data.Esims[0]
 	return e.SMDPAddress, e.ICCID, e.ID
+}
+
+// waitForUsage polls the partner API until the live eSIM id is ACTIVE
+// with used bytes, or fails the test after a minute (the usage read runs
+// every 10 s under make run).
+func waitForUsage(t *testing.T, p *Platform, id string, used int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var e struct {
+			Data struct {
+				Status string `json:"status"`
+				Data   struct {
+					UsedBytes int64 `json:"used_bytes"`
+				} `json:"data"`
+			} `json:"data"`
+		}
+		getJSON(t, p.APIBaseURL+"/esims/"+id, p.LiveKey, &e)
+		if e.Data.Status == "ACTIVE" && e.Data.Data.UsedBytes == used {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live eSIM is %s with %d bytes used after a minute, want ACTIVE with %d", e.Data.Status, e.Data.Data.UsedBytes, used)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // install has the simulator install the profile iccid on a device, and
