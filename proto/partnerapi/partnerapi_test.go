@@ -51,8 +51,9 @@ func TestOrderDocument(t *testing.T) {
 		`"price":{"unit":19.50,"total":19.50,"currency":"EUR"},"customer":{"name":null,"email":null,"reference":"BK <&> 1"},"error":null,"created_at":"2025-03-14T08:26:53.589793Z",` +
 		`"esims":[{"id":"0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4f","order_id":"0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4c","plan_name":"Japan unlimited","iccid":"8988247000000000004",` +
 		`"qr_code_url":"https://api.example.com/qr/t.png","activation_code":"LPA:1$smdp.example$M-1","smdp_address":"smdp.example","status":"ALLOCATED","validity_days":3,` +
-		`"data":{"unlimited":true,"total_bytes":null,"used_bytes":0,"updated_at":"2025-03-14T08:26:53.589793Z"},` +
-		`"install":{"instructions":"Settings > Mobile & Data","ios_universal_link":"https://i.example","android_universal_link":"https://a.example"},"created_at":"2025-03-14T08:26:53.589793Z"}]}`
+		`"data":{"unlimited":true,"total_bytes":null,"used_bytes":0,"remaining_bytes":null,"updated_at":"2025-03-14T08:26:53.589793Z"},` +
+		`"install":{"instructions":"Settings > Mobile & Data","ios_universal_link":"https://i.example","android_universal_link":"https://a.example"},` +
+		`"installed_at":null,"activated_at":null,"expires_at":null,"topups":[],"created_at":"2025-03-14T08:26:53.589793Z"}]}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -99,5 +100,45 @@ func TestUnknownValuesAreErrors(t *testing.T) {
 				t.Errorf("%s %s: %+v, %v", s, e, got, err)
 			}
 		}
+	}
+}
+
+// An eSIM after its order: its times in UTC, the bytes left (never
+// below zero), and its top-ups as a top-up's own document shows them.
+func TestEsimAfterTheSale(t *testing.T) {
+	at := timestamppb.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.FixedZone("CET", 3600)))
+	e := order().GetEsims()[0]
+	e.Status, e.InstalledAt, e.ActivatedAt, e.ExpiresAt = "DEPLETED", at, at, at
+	e.Data = &orderingv1.EsimData{TotalBytes: 100, UsedBytes: 100, UpdatedAt: at}
+	e.Topups = []*orderingv1.TopUp{{
+		Id: "t1", EsimId: e.GetId(), PlanId: "p1", Days: 7, Bytes: 50, Status: orderingv1.OrderStatus_ORDER_STATUS_FAILED,
+		Price: &orderingv1.Price{UnitMinor: 450, TotalMinor: 450, Currency: "EUR"}, CreatedAt: at,
+		Error: &orderingv1.OrderError{Code: "provider_error", Message: "refused"},
+	}}
+	got, err := partnerapi.EsimFromProto(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := partnerapi.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"status":"DEPLETED"`, `"installed_at":"2025-03-14T08:00:00Z"`, `"expires_at":"2025-03-14T08:00:00Z"`,
+		`"total_bytes":100,"used_bytes":100,"remaining_bytes":0`,
+		`"topups":[{"id":"t1","esim_id":"0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d4f","plan_id":"p1","days":7,"price":{"amount":4.50,"currency":"EUR"},"status":"failed","error":{"code":"provider_error","message":"refused"},"created_at":"2025-03-14T08:00:00Z"}]`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("eSIM document lacks %s:\n%s", want, b)
+		}
+	}
+	e.Status = "LOST"
+	if _, err := partnerapi.EsimFromProto(e); !errors.Is(err, partnerapi.ErrUnknown) {
+		t.Errorf("an unknown eSIM status = %v, want ErrUnknown", err)
+	}
+	e.Status = "ACTIVE"
+	e.Topups[0].Status = 9
+	if _, err := partnerapi.EsimFromProto(e); !errors.Is(err, partnerapi.ErrUnknown) {
+		t.Errorf("an unknown top-up status = %v, want ErrUnknown", err)
 	}
 }
