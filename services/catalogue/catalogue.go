@@ -317,7 +317,10 @@ func sameContent(a, b Plan) bool {
 type ListFilter struct {
 	// Country is an ISO 3166-1 alpha-2 code; plans covering it match.
 	Country string
-	Type    PlanType
+	// Covers keeps only plans covering every one of these codes: the plans
+	// that may top up an eSIM whose plan covers them.
+	Covers []string
+	Type   PlanType
 	// Currency keeps only plans priced in it.
 	Currency Currency
 	Page     int
@@ -339,11 +342,13 @@ func (p PlanPage) HasMore() bool { return p.Page*p.Limit < p.Total }
 // ListQuery is a validated ListFilter as the store runs it: active plans
 // only, newest first, ties broken by id so pages never overlap or skip.
 type ListQuery struct {
-	Country  string
-	Type     PlanType
-	Currency Currency
-	Limit    int
-	Offset   int
+	// Countries are the codes a plan must cover, every one of them (the
+	// country filter and Covers together), upper case, sorted, each once.
+	Countries []string
+	Type      PlanType
+	Currency  Currency
+	Limit     int
+	Offset    int
 }
 
 // UpsertResult counts what an upsert did to each plan it was given.
@@ -408,18 +413,32 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 		return PlanPage{}, invalid(field, "%s", reason)
 	}
 	q := ListQuery{
-		// Filters come from partners' query strings: accept "jp" for "JP".
-		Country:  upperASCII(strings.TrimSpace(f.Country)),
 		Type:     f.Type,
 		Currency: Currency(upperASCII(strings.TrimSpace(string(f.Currency)))),
 		Limit:    page.Limit,
 		Offset:   page.Offset(),
 	}
-	if q.Country != "" && !ValidCountry(q.Country) {
-		// A partner reads this reason as the gateway's own, so it is
-		// worded as the gateway words a malformed code.
-		return PlanPage{}, invalid("country", "want an ISO 3166-1 alpha-2 country code, such as JP")
+	// Filters come from partners' query strings: accept "jp" for "JP".
+	if c := filterCountry(f.Country); c != "" {
+		if !ValidCountry(c) {
+			// A partner reads this reason as the gateway's own, so it is
+			// worded as the gateway words a malformed code.
+			return PlanPage{}, invalid("country", "%s", countryReason)
+		}
+		q.Countries = append(q.Countries, c)
 	}
+	if len(f.Covers) > len(isoCountries) {
+		return PlanPage{}, invalid("covers", "must hold at most %d codes, got %d", len(isoCountries), len(f.Covers))
+	}
+	for i, c := range f.Covers {
+		c = filterCountry(c)
+		if !ValidCountry(c) {
+			return PlanPage{}, invalid(fmt.Sprintf("covers[%d]", i), "%s", countryReason)
+		}
+		q.Countries = append(q.Countries, c)
+	}
+	slices.Sort(q.Countries)
+	q.Countries = slices.Compact(q.Countries)
 	switch q.Type {
 	case "", PlanTypeFixed, PlanTypePerDay:
 	default:
@@ -434,6 +453,10 @@ func (s *Service) ListPlans(ctx context.Context, f ListFilter) (PlanPage, error)
 	}
 	return PlanPage{Plans: plans, Total: total, Page: page.Number, Limit: page.Limit}, nil
 }
+
+const countryReason = "want an ISO 3166-1 alpha-2 country code, such as JP"
+
+func filterCountry(s string) string { return upperASCII(strings.TrimSpace(s)) }
 
 // upperASCII upper-cases a to z only. strings.ToUpper also folds the
 // dotless i and the long s onto I and S, so "ıt" and "uſ" would pass as IT

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -317,6 +318,10 @@ func TestListPlansPagination(t *testing.T) {
 		{ListFilter{Limit: MaxPageLimit + 1}, "limit"},
 		{ListFilter{Country: "ZZ"}, "country"},
 		{ListFilter{Country: "Japan"}, "country"},
+		{ListFilter{Covers: []string{"JP", "ZZ"}}, "covers[1]"},
+		{ListFilter{Covers: []string{"u\u017f"}}, "covers[0]"},
+		{ListFilter{Covers: []string{""}}, "covers[0]"},
+		{ListFilter{Covers: make([]string, 250)}, "covers"},
 		{ListFilter{Type: "monthly"}, "type"},
 		{ListFilter{Currency: "JPY"}, "currency"},
 	} {
@@ -330,9 +335,21 @@ func TestListPlansNormalisesFilters(t *testing.T) {
 	if _, err := svc.ListPlans(context.Background(), ListFilter{Country: " jp", Currency: "eur", Type: PlanTypePerDay}); err != nil {
 		t.Fatal(err)
 	}
-	want := ListQuery{Country: "JP", Currency: EUR, Type: PlanTypePerDay, Limit: 20}
-	if st.lastQuery != want {
+	want := ListQuery{Countries: []string{"JP"}, Currency: EUR, Type: PlanTypePerDay, Limit: 20}
+	if !reflect.DeepEqual(st.lastQuery, want) {
 		t.Fatalf("store query %+v, want %+v", st.lastQuery, want)
+	}
+
+	// The country filter and covers ask the same of a plan: the store gets
+	// each code once, sorted.
+	if _, err := svc.ListPlans(context.Background(), ListFilter{Country: "kr", Covers: []string{"JP", " kr", "FR", "jp"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.lastQuery.Countries; !slices.Equal(got, []string{"FR", "JP", "KR"}) {
+		t.Fatalf("store countries %q, want FR JP KR", got)
+	}
+	if _, err := svc.ListPlans(context.Background(), ListFilter{}); err != nil || st.lastQuery.Countries != nil {
+		t.Fatalf("no country filter: %v, store countries %q", err, st.lastQuery.Countries)
 	}
 }
 

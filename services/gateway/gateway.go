@@ -58,7 +58,9 @@ type Plan struct {
 
 // PlanQuery selects a page of plans. Page is 1-based.
 type PlanQuery struct {
-	Country  string
+	Country string
+	// Covers keeps only plans covering every one of these countries.
+	Covers   []string
 	Type     PlanType
 	Currency string
 	Page     int

@@ -32,6 +32,29 @@ type NewOrder struct {
 	IdempotencyKey string
 }
 
+// NewTopUp is a partner's request to buy more of the same for an eSIM.
+// Days is nil when the request left it out.
+type NewTopUp struct {
+	EsimID         string
+	PlanID         string
+	Days           *int
+	IdempotencyKey string
+}
+
+// EsimCoverage is what a plan must match to top up an eSIM: the type of
+// the eSIM's plan and every country it covered.
+type EsimCoverage struct {
+	Type      PlanType
+	Countries []string
+}
+
+// Simulation is a sandbox eSIM's move as a device or the network would
+// make it: install, activate, consume (Bytes) or expire.
+type Simulation struct {
+	Action string
+	Bytes  *int64
+}
+
 // OrderQuery selects a page of a partner's orders, newest first.
 type OrderQuery struct {
 	Status    OrderStatus // "" for any

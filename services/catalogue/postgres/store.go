@@ -42,9 +42,10 @@ func (s *Store) ListActivePlans(ctx context.Context, q catalogue.ListQuery) ([]c
 	if q.Limit < 1 || q.Limit > catalogue.MaxPageLimit || q.Offset < 0 || q.Offset > math.MaxInt32 {
 		return nil, 0, fmt.Errorf("list plans: page of %d plans at offset %d is out of range (limit 1..%d)", q.Limit, q.Offset, catalogue.MaxPageLimit)
 	}
-	countries := []string{}
-	if q.Country != "" {
-		countries = []string{q.Country}
+	// An empty array is contained in every plan's countries: no filter.
+	countries := q.Countries
+	if countries == nil {
+		countries = []string{}
 	}
 	params := db.ListActivePlansParams{
 		Countries: countries, PlanType: string(q.Type), Currency: string(q.Currency),

@@ -213,6 +213,12 @@ func TestListFiltersNewestFirst(t *testing.T) {
 		{"JP fixed", catalogue.ListFilter{Country: "JP", Type: catalogue.PlanTypeFixed}, []catalogue.Plan{asia, jpFixed}},
 		{"priced in EUR", catalogue.ListFilter{Currency: catalogue.EUR}, []catalogue.Plan{eurOnly, frFixed, jpDay, jpFixed}},
 		{"priced in GBP in JP", catalogue.ListFilter{Currency: catalogue.GBP, Country: "JP"}, []catalogue.Plan{jpDay, jpFixed}},
+		{"covering JP", catalogue.ListFilter{Covers: []string{"JP"}}, []catalogue.Plan{asia, jpDay, jpFixed}},
+		{"covering JP and KR", catalogue.ListFilter{Covers: []string{"KR", "jp"}}, []catalogue.Plan{asia}},
+		{"covering JP and FR", catalogue.ListFilter{Covers: []string{"JP", "FR"}}, nil},
+		{"covering KR in JP", catalogue.ListFilter{Country: "JP", Covers: []string{"KR"}}, []catalogue.Plan{asia}},
+		{"fixed covering JP", catalogue.ListFilter{Type: catalogue.PlanTypeFixed, Covers: []string{"JP"}}, []catalogue.Plan{asia, jpFixed}},
+		{"empty covers", catalogue.ListFilter{Covers: []string{}}, []catalogue.Plan{asia, eurOnly, frFixed, jpDay, jpFixed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page, err := svc.ListPlans(ctx, tc.f)

@@ -41,6 +41,7 @@ func Handler(svc *catalogue.Service, log *slog.Logger, callers internalauth.Call
 func (s *Server) ListPlans(ctx context.Context, req *cataloguev1.ListPlansRequest) (*cataloguev1.ListPlansResponse, error) {
 	f := catalogue.ListFilter{
 		Country:  req.GetCountry(),
+		Covers:   req.GetCovers(),
 		Currency: catalogue.Currency(req.GetCurrency()),
 		Page:     int(req.GetPage()),
 		Limit:    int(req.GetLimit()),

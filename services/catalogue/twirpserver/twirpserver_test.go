@@ -110,6 +110,29 @@ func TestListPlansInJapan(t *testing.T) {
 	}
 }
 
+// Covers is what the gateway's topup_for asks: plans covering every
+// country of an eSIM's plan, fewer than cover any one of them.
+func TestListPlansCoveringCountries(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	jp, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Covers: []string{"JP"}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := f.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{Covers: []string{"jp", "FR"}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(both.Plans) == 0 || int(both.Total) != len(both.Plans) || both.Total >= jp.Total {
+		t.Fatalf("covering JP: %d plans; covering JP and FR: %d plans (total %d)", jp.Total, len(both.Plans), both.Total)
+	}
+	for _, p := range both.Plans {
+		if !slices.Contains(p.Countries, "JP") || !slices.Contains(p.Countries, "FR") {
+			t.Fatalf("plan %s (%s) does not cover JP and FR: %v", p.Id, p.Name, p.Countries)
+		}
+	}
+}
+
 func TestListPlansByTypeAndCurrency(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -243,6 +266,7 @@ func TestInvalidListArgumentsNameTheField(t *testing.T) {
 		{&cataloguev1.ListPlansRequest{Country: "u\u017f"}, "country"},
 		{&cataloguev1.ListPlansRequest{Country: "\u0131t"}, "country"},
 		{&cataloguev1.ListPlansRequest{Currency: "u\u017fd"}, "currency"},
+		{&cataloguev1.ListPlansRequest{Covers: []string{"JP", "Japan"}}, "covers[1]"},
 	} {
 		_, err := f.client.ListPlans(ctx, tc.req)
 		wantInvalidArgument(t, err, tc.field)

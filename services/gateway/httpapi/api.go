@@ -51,6 +51,7 @@ func New(d Deps) http.Handler {
 	registerAmount(api)
 	a.registerPlans(api)
 	a.registerOrders(api)
+	a.registerEsims(api)
 	a.registerEvents(api)
 	a.registerOpenAPI(api)
 	declareHead(api.OpenAPI())
@@ -102,7 +103,7 @@ func config() huma.Config {
 	c.Info.Contact = &huma.Contact{Name: "Partner support, through the partner portal; quote the request_id of the answer in question"}
 	c.Info.License = license
 	c.Tags = tags
-	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds, documentReplays, documentIDs, readsBodies)
+	c.OnAddOperation = append(c.OnAddOperation, documentResponses, pagingBounds, orderBounds, topUpBounds, documentReplays, documentIDs, readsBodies)
 	return c
 }
 
@@ -111,7 +112,7 @@ func config() huma.Config {
 var tags = []*huma.Tag{
 	{Name: "Plans", Description: "The catalogue, priced in the account's currency."},
 	{Name: "Orders", Description: "Buying eSIMs from the prepaid balance, and the orders made."},
-	{Name: "eSIMs", Description: "The profiles orders issued, with what a traveller needs to install them."},
+	{Name: "eSIMs", Description: "The profiles orders issued, with what a traveller needs to install them, their lifecycle and usage, top-ups, and the sandbox's simulation of a device and the network."},
 	{Name: "Balance", Description: "The prepaid balance orders are debited from."},
 	{Name: "Events", Description: "Webhook events and every attempt to deliver them."},
 	{Name: "Webhooks", Description: "What the platform sends to your endpoint: one signed POST per event (Standard Webhooks)."},
@@ -123,9 +124,9 @@ var tags = []*huma.Tag{
 var responseDescriptions = map[string]string{
 	"400": "`invalid_request`: a query parameter is unknown, given twice, given without a value, not URL-encoded or out of range; a body field is missing, unknown, given twice, of the wrong type (a whole number written with a decimal point or exponent included), not valid UTF-8 or out of range; the body is not JSON or over 1 MiB; or the Idempotency-Key is malformed or was used with a different request. `details` names each one.",
 	"401": "`unauthorized`: the API key is missing, malformed, unknown or revoked, or two Authorization headers were sent.",
-	"402": "`insufficient_funds`: the balance does not cover the order; nothing was charged or kept. Top up, then retry with the same Idempotency-Key.",
+	"402": "`insufficient_funds`: the balance does not cover the order or top-up; nothing was charged or kept. Top up, then retry with the same Idempotency-Key.",
 	"404": "`not_found`: no such resource; a retired plan, an unknown id and a malformed id alike.",
-	"502": "`provider_error`: issuing failed and the order was refunded in full; a replay of it answers the same. Place a new order with a new Idempotency-Key.",
+	"502": "`provider_error`: the provider failed and the order or top-up was refunded in full; a replay of it answers the same. Buy again with a new Idempotency-Key.",
 	"429": "`rate_limited`: the key's allowance is spent. Retry after the seconds in `Retry-After`.",
 	"500": "`internal_error`: our fault; the `request_id` helps us find it.",
 }
@@ -221,6 +222,10 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 			a.fail(ctx, err)
 			return
 		}
+		if p.Environment != gateway.Sandbox && op.Metadata[sandboxOnly] == true {
+			a.fail(ctx, withMessage(gateway.ErrNotFound, fmt.Sprintf("%s %s is for sandbox keys only; this key is live.", r.Method, r.URL.EscapedPath())))
+			return
+		}
 		ctx = huma.WithValue(ctx, principalKey{}, p)
 	}
 	// A body over the cap is refused on every endpoint (DESIGN section 3),
@@ -230,6 +235,14 @@ func (a *handlers) authenticateAndLimit(ctx huma.Context, next func(huma.Context
 	if reason := overCap(r, op.RequestBody == nil); reason != "" {
 		a.fail(ctx, gateway.Invalid("body", reason))
 		return
+	}
+	// A malformed id names nothing, as an unknown one: not_found, before
+	// the body is judged (a GET's handler says so itself).
+	if op.RequestBody != nil && slices.ContainsFunc(op.Parameters, func(p *huma.Param) bool { return p.In == "path" && p.Name == "id" }) {
+		if _, ok := canonicalID(ctx.Param("id")); !ok {
+			a.fail(ctx, withMessage(gateway.ErrNotFound, fmt.Sprintf("Nothing at %s: %q is not an id (a UUID).", r.URL.EscapedPath(), ctx.Param("id"))))
+			return
+		}
 	}
 	if op.RequestBody != nil && !a.takeBody(ctx) {
 		return

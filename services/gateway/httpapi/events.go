@@ -14,9 +14,9 @@ import (
 // Event is a webhook event of this environment and its delivery.
 type Event struct {
 	ID        string       `json:"id" doc:"evt_...: the webhook-id header and the payload's id, the same on every attempt. Dedupe on it."`
-	Event     string       `json:"event" enum:"order.completed,order.failed,ping"`
+	Event     string       `json:"event" enum:"order.completed,order.failed,esim.installed,esim.activated,esim.usage,esim.expiring,esim.expired,topup.completed,topup.failed,ping"`
 	CreatedAt time.Time    `json:"created_at"`
-	OrderID   *string      `json:"order_id" format:"uuid" nullable:"true" doc:"null for ping."`
+	OrderID   *string      `json:"order_id" format:"uuid" nullable:"true" doc:"The order the event is about: for eSIM and top-up events, the order that issued the eSIM; null for ping."`
 	Status    string       `json:"status" enum:"pending,delivered,failed,no_endpoint" doc:"pending: an attempt is due or running; delivered: an attempt got a 2xx answer; failed: 3 attempts failed and it is never sent again; no_endpoint: no webhook URL was set for this environment when the event happened."`
 	URL       *string      `json:"url" nullable:"true" doc:"Where the delivery goes; null with no_endpoint."`
 	Attempts  []AttemptDoc `json:"attempts" doc:"Oldest first; at most 3."`
@@ -34,8 +34,8 @@ type AttemptDoc struct {
 type listEventsInput struct {
 	StrictQuery
 	PageParams
-	Event   string `query:"event" enum:"order.completed,order.failed,ping" doc:"Only events of this kind."`
-	OrderID string `query:"order_id" doc:"Only the events of this order."`
+	Event   string `query:"event" enum:"order.completed,order.failed,esim.installed,esim.activated,esim.usage,esim.expiring,esim.expired,topup.completed,topup.failed,ping" doc:"Only events of this kind."`
+	OrderID string `query:"order_id" doc:"Only the events of this order, its eSIMs' and their top-ups' included."`
 }
 
 type listEventsOutput struct {

@@ -36,10 +36,14 @@ const fuzzKey = "sk_sandbox_fuzz"
 type backends struct {
 	calls int
 	order *gateway.NewOrder
+	topUp *gateway.NewTopUp
 	query any // the last list query: a PlanQuery, OrderQuery, EsimQuery or EventQuery
 }
 
 func (b *backends) Authenticate(_ context.Context, secret string) (gateway.Principal, error) {
+	if secret == liveKey {
+		return gateway.Principal{AccountID: "acc", Environment: gateway.Live, KeyID: "live-key", Currency: "USD"}, nil
+	}
 	if secret != fuzzKey {
 		return gateway.Principal{}, gateway.ErrUnauthorized
 	}
@@ -90,6 +94,22 @@ func (b *backends) ListEsims(_ context.Context, _ gateway.Principal, q gateway.E
 	return nil, 0, nil
 }
 
+func (b *backends) CreateTopUp(_ context.Context, _ gateway.Principal, in gateway.NewTopUp) (TopUp, bool, error) {
+	b.calls++
+	b.topUp = &in
+	return TopUp{ID: "0190a3c2-7f3e-7a43-9c1d-3f0b6a1e2d50", EsimID: in.EsimID, PlanID: in.PlanID, Days: 7, Price: TopUpPrice{Currency: "USD"},
+		Status: partnerapi.OrderCompleted, CreatedAt: time.Unix(0, 0).UTC()}, false, nil
+}
+
+func (b *backends) EsimCoverage(context.Context, gateway.Principal, string) (gateway.EsimCoverage, error) {
+	b.calls++
+	return gateway.EsimCoverage{Type: gateway.Fixed, Countries: []string{"FR", "JP"}}, nil
+}
+
+func (b *backends) SimulateEsim(context.Context, gateway.Principal, string, gateway.Simulation) (Esim, error) {
+	return Esim{}, gateway.ErrNotFound
+}
+
 func (b *backends) ActivationCode(context.Context, string) (string, error) {
 	return "", gateway.ErrNotFound
 }
@@ -125,7 +145,7 @@ type answer struct {
 
 func serve(t *testing.T, h http.Handler, b *backends, req *http.Request) answer {
 	t.Helper()
-	b.calls, b.order, b.query = 0, nil, nil
+	b.calls, b.order, b.topUp, b.query = 0, nil, nil, nil
 	req.Header.Set("Authorization", "Bearer "+fuzzKey)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

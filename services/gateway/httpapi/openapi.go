@@ -52,23 +52,26 @@ func (a *handlers) registerOpenAPI(api huma.API) {
 // license is the document's: the repository's LICENSE.
 var license = &huma.License{Name: "Apache 2.0", Identifier: "Apache-2.0"}
 
-// documentReplays describes create-order's replays as they are sent: the
-// 200 of a retry carries the order as the 201 did, with Location and
-// Idempotent-Replay: true; a replayed 502 carries Idempotent-Replay too;
-// a first answer never does. huma documents a response body and headers
-// on the default status (201) alone.
+// documentReplays describes the replays of create-order and create-topup
+// as they are sent: the 200 of a retry carries the order (or top-up) as
+// the 201 did, with its Location if any and Idempotent-Replay: true; a
+// replayed 502 carries Idempotent-Replay too; a first answer never does.
+// huma documents a response body and headers on the default status (201)
+// alone.
 func documentReplays(_ *huma.OpenAPI, op *huma.Operation) {
-	if op.OperationID != "create-order" {
+	if op.OperationID != "create-order" && op.OperationID != "create-topup" {
 		return
 	}
 	created, replay, failed := op.Responses["201"], op.Responses["200"], op.Responses["502"]
 	if created == nil || replay == nil || failed == nil {
-		panic("httpapi: create-order must document 200, 201 and 502")
+		panic("httpapi: " + op.OperationID + " must document 200, 201 and 502")
 	}
 	replayed := created.Headers["Idempotent-Replay"]
 	delete(created.Headers, "Idempotent-Replay")
 	replay.Content = created.Content
-	replay.Headers["Location"] = created.Headers["Location"]
+	if location := created.Headers["Location"]; location != nil {
+		replay.Headers["Location"] = location
+	}
 	replay.Headers["Idempotent-Replay"] = &huma.Param{
 		Description: "Always true: this answers an earlier request with the same Idempotency-Key.",
 		Required:    true,
@@ -81,13 +84,13 @@ func documentReplays(_ *huma.OpenAPI, op *huma.Operation) {
 }
 
 // documentIDs says, in the document alone, that a path id or a query
-// parameter naming one (order_id) is a UUID. The schema huma checks
+// parameter naming one (order_id, topup_for) is a UUID. The schema huma checks
 // requests with stays without the format: a malformed id in a path is
 // not_found, as an unknown one is (DESIGN section 3), and a malformed
 // order_id is worded by its handler.
 func documentIDs(_ *huma.OpenAPI, op *huma.Operation) {
 	for _, p := range op.Parameters {
-		isID := p.In == "path" && p.Name == "id" || p.In == "query" && strings.HasSuffix(p.Name, "_id")
+		isID := p.In == "path" && p.Name == "id" || p.In == "query" && (strings.HasSuffix(p.Name, "_id") || p.Name == "topup_for")
 		if !isID || p.Schema == nil {
 			continue
 		}

@@ -92,6 +92,14 @@ type Orders interface {
 	ListOrders(ctx context.Context, p gateway.Principal, q gateway.OrderQuery) (orders []Order, total int, err error)
 	GetEsim(ctx context.Context, p gateway.Principal, id string) (Esim, error)
 	ListEsims(ctx context.Context, p gateway.Principal, q gateway.EsimQuery) (esims []Esim, total int, err error)
+	// CreateTopUp answers the top-up and whether an earlier request with
+	// the same idempotency key made it, as CreateOrder does: a failed
+	// top-up is an answer; gateway.ErrNotFound is the eSIM or the plan.
+	CreateTopUp(ctx context.Context, p gateway.Principal, in gateway.NewTopUp) (topUp TopUp, replayed bool, err error)
+	// EsimCoverage is what a plan must match to top up the eSIM.
+	EsimCoverage(ctx context.Context, p gateway.Principal, id string) (gateway.EsimCoverage, error)
+	// SimulateEsim moves a sandbox eSIM; gateway.ErrNotFound in live.
+	SimulateEsim(ctx context.Context, p gateway.Principal, id string, sim gateway.Simulation) (Esim, error)
 	// ActivationCode is what the QR image of token encodes;
 	// gateway.ErrNotFound for a token no eSIM has.
 	ActivationCode(ctx context.Context, token string) (string, error)
@@ -110,10 +118,14 @@ type createOrderInput struct {
 	Body           OrderRequest
 }
 
-// Resolve refuses an Idempotency-Key that is not one: given twice, too
-// long, or not printable ASCII.
+// Resolve refuses an Idempotency-Key that is not one (idempotencyKeyFault).
 func (in *createOrderInput) Resolve(ctx huma.Context) []error {
-	errs := in.StrictQuery.Resolve(ctx)
+	return append(in.StrictQuery.Resolve(ctx), idempotencyKeyFault(ctx, in.IdempotencyKey)...)
+}
+
+// idempotencyKeyFault refuses an Idempotency-Key that is not one: given
+// twice, too long, or not printable ASCII.
+func idempotencyKeyFault(ctx huma.Context, key string) []error {
 	var values []string
 	ctx.EachHeader(func(name, value string) {
 		if strings.EqualFold(name, "Idempotency-Key") {
@@ -124,15 +136,15 @@ func (in *createOrderInput) Resolve(ctx huma.Context) []error {
 	switch {
 	case len(values) > 1:
 		reason = "given more than once"
-	case len(in.IdempotencyKey) > limits.MaxIdempotencyKey:
+	case len(key) > limits.MaxIdempotencyKey:
 		reason = fmt.Sprintf("want at most %d characters", limits.MaxIdempotencyKey)
-	case strings.ContainsFunc(in.IdempotencyKey, func(r rune) bool { return r < ' ' || r > '~' }):
+	case strings.ContainsFunc(key, func(r rune) bool { return r < ' ' || r > '~' }):
 		reason = "want printable ASCII characters only"
 	}
-	if reason != "" {
-		errs = append(errs, &huma.ErrorDetail{Location: "header.Idempotency-Key", Message: reason})
+	if reason == "" {
+		return nil
 	}
-	return errs
+	return []error{&huma.ErrorDetail{Location: "header.Idempotency-Key", Message: reason}}
 }
 
 // inFlightMessage answers an order over its account's cap of orders in

@@ -127,6 +127,8 @@ type listPlansInput struct {
 	// catalogue's to say.
 	Country string `query:"country" pattern:"^[A-Za-z]{2}$" doc:"ISO 3166-1 alpha-2 code: only plans that cover this country." example:"JP"`
 	Type    string `query:"type" enum:"fixed,per_day" doc:"Only plans of this type."`
+	// The eSIM is read in the key's scope: another's is not_found.
+	TopUpFor string `query:"topup_for" doc:"eSIM id (UUID): only the plans that may top it up, of its plan's type and covering every country its plan covers."`
 }
 
 // Resolve adds to StrictQuery's findings, which it would otherwise hide, a
@@ -175,10 +177,10 @@ func (a *handlers) registerPlans(api huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/plans",
 		Summary:     "List plans",
-		Description: "Active plans priced in the account's currency, newest first.",
+		Description: "Active plans priced in the account's currency, newest first. With `topup_for`, only those that may top up that eSIM (POST /v1/esims/{id}/topups); another account's or environment's eSIM, or an unknown one, is not_found.",
 		Tags:        []string{"Plans"},
 		Security:    bearerAuth,
-		Errors:      readErrors,
+		Errors:      append([]int{http.StatusNotFound}, readErrors...),
 	}, a.listPlans)
 
 	huma.Register(api, huma.Operation{
@@ -196,15 +198,37 @@ func (a *handlers) registerPlans(api huma.API) {
 func (a *handlers) listPlans(ctx context.Context, in *listPlansInput) (*listPlansOutput, error) {
 	// The catalogue owns the list of country codes and names a bad one as
 	// an invalid "country" argument.
-	plans, total, err := a.Catalogue.ListPlans(ctx, gateway.PlanQuery{
+	q := gateway.PlanQuery{
 		Country:  strings.ToUpper(in.Country),
 		Type:     gateway.PlanType(in.Type),
 		Currency: principalFrom(ctx).Currency,
 		Page:     in.orDefaults().Page,
 		Limit:    in.orDefaults().Limit,
-	})
+	}
+	otherType := false
+	if in.TopUpFor != "" {
+		id, ok := canonicalID(in.TopUpFor)
+		if !ok {
+			return nil, fromDomain(ctx, gateway.Invalid("topup_for", "want an eSIM id (a UUID)"))
+		}
+		c, err := a.Orders.EsimCoverage(ctx, principalFrom(ctx), id)
+		if errors.Is(err, gateway.ErrNotFound) {
+			return nil, fromDomain(ctx, withMessage(err, fmt.Sprintf("No eSIM %q in this environment.", in.TopUpFor)))
+		}
+		if err != nil {
+			return nil, a.problem(ctx, err)
+		}
+		// No plan of another type tops the eSIM up; the catalogue is still
+		// asked, to judge the other filters as it always does.
+		otherType = q.Type != "" && q.Type != c.Type
+		q.Type, q.Covers = c.Type, c.Countries
+	}
+	plans, total, err := a.Catalogue.ListPlans(ctx, q)
 	if err != nil {
 		return nil, a.problem(ctx, err)
+	}
+	if otherType {
+		plans, total = nil, 0
 	}
 	out := &listPlansOutput{Body: ListEnvelope[Plan]{Data: make([]Plan, len(plans)), Pagination: in.pagination(total)}}
 	for i, plan := range plans {

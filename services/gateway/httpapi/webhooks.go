@@ -13,30 +13,55 @@ import (
 // receive to the schemas below.
 var webhookEvents = []struct {
 	name, summary, description, when string
-	// data is the schema of the body's data; an order is the registry's.
+	// data is the schema of the body's data; an order, an eSIM and a
+	// top-up are the registry's.
 	data func(reg huma.Registry) *huma.Schema
+	// threshold: the body carries threshold_percent beside data.
+	threshold bool
 }{
 	{"order.completed", "An order completed", "Sent when an order's eSIMs were issued. `data` is the order exactly as GET /v1/orders/{id} answers it: completed, with every eSIM.",
-		"When the order completed.", orderSchema},
+		"When the order completed.", orderSchema, false},
 	{"order.failed", "An order failed", "Sent when issuing failed and the order was refunded in full. `data` is the order exactly as GET /v1/orders/{id} answers it: failed, with its error and no eSIMs.",
-		"When the order failed.", orderSchema},
+		"When the order failed.", orderSchema, false},
+	{"esim.installed", "An eSIM was installed", "Sent when the eSIM's profile was downloaded and installed on a device: INSTALLED. `data` is the eSIM exactly as GET /v1/esims/{id} answers it.",
+		"When the profile was installed.", esimSchema, false},
+	{"esim.activated", "An eSIM was activated", "Sent when the eSIM first attached to a network: ACTIVE, its validity clock started (`activated_at`, `expires_at`). `data` is the eSIM exactly as GET /v1/esims/{id} answers it.",
+		"When the eSIM attached.", esimSchema, false},
+	{"esim.usage", "An eSIM crossed a usage threshold", "Sent once for each of 50, 80 and 100 percent of the eSIM's total bytes that its use crossed, the envelope's `threshold_percent` saying which (at 100 the eSIM is DEPLETED). Not sent for unlimited plans. `data` is the eSIM exactly as GET /v1/esims/{id} answers it.",
+		"When the usage crossing the threshold was read.", esimSchema, true},
+	{"esim.expiring", "An eSIM expires within 24 hours", "Sent once, 24 hours before `expires_at`; a top-up that extends the validity sends it again 24 hours before the new end. `data` is the eSIM exactly as GET /v1/esims/{id} answers it.",
+		"When the notice was due.", esimSchema, false},
+	{"esim.expired", "An eSIM expired", "Sent when the eSIM's validity ended: EXPIRED, final. `data` is the eSIM exactly as GET /v1/esims/{id} answers it.",
+		"When the eSIM expired.", esimSchema, false},
+	{"topup.completed", "A top-up completed", "Sent when a top-up was applied to its eSIM. `data` is the top-up exactly as POST /v1/esims/{id}/topups answers it: completed.",
+		"When the top-up completed.", topUpSchema, false},
+	{"topup.failed", "A top-up failed", "Sent when the provider refused a top-up and it was refunded in full. `data` is the top-up: failed, with its error.",
+		"When the top-up failed.", topUpSchema, false},
 	{"ping", "A test event", "Sent when a test event is asked for (the portal, `esimctl webhooks send-test`), to check the endpoint and its signature check.",
 		"When the test was asked for.", func(huma.Registry) *huma.Schema {
 			return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: false, Required: []string{"message"}, Properties: map[string]*huma.Schema{
 				"message": {Type: huma.TypeString, Examples: []any{"A test event from the eSIM platform: your endpoint works."}},
 			}}
-		}},
+		}, false},
 }
 
 func orderSchema(reg huma.Registry) *huma.Schema {
 	return reg.Schema(reflect.TypeFor[Order](), true, "")
 }
 
+func esimSchema(reg huma.Registry) *huma.Schema {
+	return reg.Schema(reflect.TypeFor[Esim](), true, "")
+}
+
+func topUpSchema(reg huma.Registry) *huma.Schema {
+	return reg.Schema(reflect.TypeFor[TopUp](), true, "")
+}
+
 // eventSchema is the body of one event. Written out, not a Go type's: a
 // component that only webhooks name is pruned by code generators
 // (oapi-codegen) that then refer to it all the same, and the client they
 // make does not compile.
-func eventSchema(reg huma.Registry, name, when string, data func(huma.Registry) *huma.Schema) *huma.Schema {
+func eventSchema(reg huma.Registry, name, when string, data func(huma.Registry) *huma.Schema, threshold bool) *huma.Schema {
 	str := func(description string) *huma.Schema {
 		return &huma.Schema{Type: huma.TypeString, Description: description}
 	}
@@ -48,12 +73,20 @@ func eventSchema(reg huma.Registry, name, when string, data func(huma.Registry) 
 	env.Enum = []any{"sandbox", "live"}
 	event := str("The event kind.")
 	event.Enum = []any{name}
-	return &huma.Schema{
+	body := &huma.Schema{
 		Type:                 huma.TypeObject,
 		AdditionalProperties: false,
 		Required:             []string{"id", "event", "created_at", "environment", "data"},
 		Properties:           map[string]*huma.Schema{"id": id, "event": event, "created_at": created, "environment": env, "data": data(reg)},
 	}
+	if threshold {
+		body.Required = append(body.Required, "threshold_percent")
+		body.Properties["threshold_percent"] = &huma.Schema{
+			Type: huma.TypeInteger, Enum: []any{50, 80, 100},
+			Description: "The percentage of the eSIM's total bytes whose use this event reports crossing.",
+		}
+	}
+	return body
 }
 
 // eventIDPattern is the form of an event id.
@@ -85,7 +118,7 @@ func declareWebhooks(doc *huma.OpenAPI) {
 	}
 	doc.Webhooks = map[string]*huma.PathItem{}
 	for _, e := range webhookEvents {
-		body := eventSchema(doc.Components.Schemas, e.name, e.when, e.data)
+		body := eventSchema(doc.Components.Schemas, e.name, e.when, e.data, e.threshold)
 		doc.Webhooks[e.name] = &huma.PathItem{Post: &huma.Operation{
 			Method:      http.MethodPost,
 			OperationID: "webhook-" + e.name,

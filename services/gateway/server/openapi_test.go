@@ -17,8 +17,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/esimplatform/esim/proto/limits"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
-	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
 
@@ -222,6 +222,28 @@ func replaysAreDocumentedAsSent(t *testing.T, p *platform) {
 	checkDocumentedHeaders(t, "502 replay", create.Responses.Status(502), failedReplay)
 }
 
+// TestTopUpReplaysAreDocumentedAsSent: a top-up's 201 and its replay's
+// 200 carry the headers the document lists for them, Idempotent-Replay
+// required on the replay. A platform of its own: the top-up's event is
+// not the webhook deliveries' business above.
+func TestTopUpReplaysAreDocumentedAsSent(t *testing.T) {
+	p := start(t, options{})
+	pt := p.partner("USD", sandbox, 100_00)
+	fixed, _, _ := p.planOf(pt.key, "fixed")
+	esimID := pt.orderEsim(fixed)
+	topUp := p.openAPIDoc().Paths.Find("/esims/{id}/topups").Post
+	body := orderBody(fixed, "")
+	first, replay := pt.topUpEsim(esimID, "top-up", body), pt.topUpEsim(esimID, "top-up", body)
+	if first.status != http.StatusCreated || replay.status != http.StatusOK || replay.header.Get("Idempotent-Replay") != "true" || first.header.Get("Idempotent-Replay") != "" {
+		t.Fatalf("top-up then replay: %d (Idempotent-Replay %q), %d (%q)", first.status, first.header.Get("Idempotent-Replay"), replay.status, replay.header.Get("Idempotent-Replay"))
+	}
+	checkDocumentedHeaders(t, "201", topUp.Responses.Status(201), first)
+	checkDocumentedHeaders(t, "200 replay", topUp.Responses.Status(200), replay)
+	if h := topUp.Responses.Status(200).Value.Headers["Idempotent-Replay"]; h == nil || !h.Value.Required {
+		t.Error("the 200 replay does not require Idempotent-Replay")
+	}
+}
+
 // checkWebhook holds a delivery to the document's webhooks section: its
 // body to its event's schema, its signing headers to theirs.
 func checkWebhook(t *testing.T, doc *openapi3.T, d webhooktest.Delivery) {
@@ -268,9 +290,9 @@ func webhookDeliveriesMatchTheDocument(t *testing.T, p *platform) {
 	for name := range doc.Webhooks {
 		documented = append(documented, name)
 	}
-	for _, e := range webhook.EventTypes {
-		sent = append(sent, string(e))
-	}
+	// The contract's list: proto/limits names every event the platform
+	// sends, the eSIM's included.
+	sent = slices.Clone(limits.EventTypes)
 	slices.Sort(documented)
 	slices.Sort(sent)
 	if !slices.Equal(documented, sent) {

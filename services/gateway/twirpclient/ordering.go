@@ -125,6 +125,48 @@ func (o *Ordering) ListEsims(ctx context.Context, p gateway.Principal, q gateway
 	return esims, int(res.GetTotal()), nil
 }
 
+// CreateTopUp implements httpapi.Orders.
+func (o *Ordering) CreateTopUp(ctx context.Context, p gateway.Principal, in gateway.NewTopUp) (partnerapi.TopUp, bool, error) {
+	res, err := o.orders.CreateTopUp(ctx, &orderingv1.CreateTopUpRequest{
+		Scope:          scope(p),
+		Currency:       p.Currency,
+		IdempotencyKey: in.IdempotencyKey,
+		EsimId:         in.EsimID,
+		PlanId:         in.PlanID,
+		Days:           optional(in.Days),
+	})
+	if err != nil {
+		return partnerapi.TopUp{}, false, translate("ordering", err)
+	}
+	topUp, err := partnerapi.TopUpFromProto(res.GetTopup())
+	if err != nil {
+		return partnerapi.TopUp{}, false, fmt.Errorf("ordering: %w", err)
+	}
+	return topUp, res.GetReplayed(), nil
+}
+
+// EsimCoverage implements httpapi.Orders.
+func (o *Ordering) EsimCoverage(ctx context.Context, p gateway.Principal, id string) (gateway.EsimCoverage, error) {
+	res, err := o.client.GetEsim(ctx, &orderingv1.GetEsimRequest{Id: id, Scope: scope(p)})
+	if err != nil {
+		return gateway.EsimCoverage{}, translate("ordering", err)
+	}
+	c := gateway.EsimCoverage{Type: gateway.Fixed, Countries: res.GetCountries()}
+	if res.GetPerDay() {
+		c.Type = gateway.PerDay
+	}
+	return c, nil
+}
+
+// SimulateEsim implements httpapi.Orders.
+func (o *Ordering) SimulateEsim(ctx context.Context, p gateway.Principal, id string, sim gateway.Simulation) (partnerapi.Esim, error) {
+	res, err := o.client.SimulateEsim(ctx, &orderingv1.SimulateEsimRequest{Scope: scope(p), EsimId: id, Action: sim.Action, Bytes: sim.Bytes})
+	if err != nil {
+		return partnerapi.Esim{}, translate("ordering", err)
+	}
+	return partnerapi.EsimFromProto(res)
+}
+
 // ActivationCode implements httpapi.Orders.
 func (o *Ordering) ActivationCode(ctx context.Context, token string) (string, error) {
 	res, err := o.client.GetActivationCode(ctx, &orderingv1.GetActivationCodeRequest{QrToken: token})

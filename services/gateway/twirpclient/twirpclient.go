@@ -180,6 +180,7 @@ func (c *Catalogue) getPlans(ctx context.Context, batch []planLookup) ([]*catalo
 func (c *Catalogue) ListPlans(ctx context.Context, q gateway.PlanQuery) ([]gateway.Plan, int, error) {
 	res, err := c.client.ListPlans(ctx, &cataloguev1.ListPlansRequest{
 		Country:  q.Country,
+		Covers:   q.Covers,
 		Type:     planType(q.Type),
 		Page:     int32(q.Page),
 		Limit:    int32(q.Limit),

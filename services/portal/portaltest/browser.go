@@ -118,6 +118,20 @@ func (b *Browser) Post(path string, form url.Values) Response {
 	return b.Do(req)
 }
 
+// At is a browser on the portal at base (StartPortal's), signed in as b
+// is.
+func (b *Browser) At(base string) *Browser {
+	u, err := url.Parse(base)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	if c := b.SessionCookie(); c != nil {
+		jar.SetCookies(u, []*http.Cookie{c})
+	}
+	return &Browser{t: b.t, base: u, Client: &http.Client{Jar: jar, CheckRedirect: b.Client.CheckRedirect}}
+}
+
 // SessionCookie is the browser's session cookie, or nil; a browser test
 // (chromedp) sets it in its own browser to start signed in.
 func (b *Browser) SessionCookie() *http.Cookie {

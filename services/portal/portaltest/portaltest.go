@@ -48,8 +48,12 @@ type Platform struct {
 	Wallet    walletv1.Wallet
 	Ordering  orderingv1.Ordering
 	Webhook   webhookv1.Webhook
-	// AccountsURL lets a test call accounts as another caller.
-	AccountsURL string
+	// AccountsURL and OrderingURL let a test call accounts and ordering
+	// as another caller (ordering's top-ups as the gateway).
+	AccountsURL, OrderingURL string
+
+	cfg server.Config
+	tel *telemetry.Telemetry
 }
 
 // Options change the portal's configuration from Start's.
@@ -159,15 +163,10 @@ func StartWith(t testing.TB, opt Options) *Platform {
 	if opt.SignUpLimitWindow > 0 {
 		cfg.SignUpLimitWindow = opt.SignUpLimitWindow
 	}
-	portal, err := server.New(ctx, cfg, tel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(portal.Close)
-
-	return &Platform{
+	p := &Platform{
 		t:           t,
-		URL:         serve(portal.Handler()),
+		cfg:         cfg,
+		tel:         tel,
 		GatewayURL:  gatewayURL,
 		APIURL:      gatewayURL + "/v1",
 		Accounts:    accountsv1.NewAccountsProtobufClient(accountsURL, internalauthtest.Client(internalauth.Operator)),
@@ -176,7 +175,30 @@ func StartWith(t testing.TB, opt Options) *Platform {
 		Ordering:    orderingtest.Client(orderingURL, internalauth.Operator),
 		Webhook:     webhooktest.Client(webhookURL, internalauth.Operator),
 		AccountsURL: accountsURL,
+		OrderingURL: orderingURL,
 	}
+	p.URL = p.StartPortal(nil)
+	return p
+}
+
+// StartPortal starts a portal in front of the platform's services, its
+// configuration changed by edit (when not nil), and returns its base URL:
+// a test of a page whose service fails starts one that calls a closed
+// port instead.
+func (p *Platform) StartPortal(edit func(*server.Config)) string {
+	p.t.Helper()
+	cfg := p.cfg
+	if edit != nil {
+		edit(&cfg)
+	}
+	portal, err := server.New(context.Background(), cfg, p.tel)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(portal.Close)
+	s := httptest.NewServer(portal.Handler())
+	p.t.Cleanup(s.Close)
+	return s.URL
 }
 
 // Config is the portal's configuration for a test against the given

@@ -18,6 +18,9 @@ import (
 	"github.com/makiuchi-d/gozxing"
 	"github.com/makiuchi-d/gozxing/qrcode"
 
+	"github.com/esimplatform/esim/libs/internalauth"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
+	"github.com/esimplatform/esim/services/ordering/orderingtest"
 	"github.com/esimplatform/esim/services/portal/portaltest"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
@@ -159,6 +162,78 @@ func TestInABrowser(t *testing.T) {
 	}
 	if got := decodeQR(t, qrSrc.Value); got != code || !strings.HasPrefix(code, "LPA:1$") {
 		t.Errorf("the QR image decodes to %q; the page shows the activation code %q", got, code)
+	}
+
+	// The eSIM: found on the eSIMs page by its ICCID, its page with its
+	// usage meter (labelled), its lifecycle and its order's completion.
+	var iccid string
+	run("the order's eSIM", into(&iccid, chromedp.Text(chromedp.CSS(`section.esim h2 code`))))
+	run("eSIMs", chromedp.Click(chromedp.CSS(`nav.sections a[href="/sandbox/esims"]`)), chromedp.WaitVisible(chromedp.CSS(`#iccid`)))
+	shoot("esims")
+	var listed int
+	run("search by ICCID", chromedp.SendKeys(chromedp.CSS(`#iccid`), iccid),
+		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#iccid[value="`+iccid+`"]`)),
+		into(&listed, chromedp.Evaluate[int](`document.querySelectorAll('a[href^="/sandbox/esims/"]').length`)))
+	if listed != 1 {
+		t.Errorf("the search by ICCID lists %d eSIMs, want 1", listed)
+	}
+	var meter struct {
+		Value, Max float64
+		Labels     int
+	}
+	var timeline string
+	run("the eSIM's page", chromedp.Click(chromedp.CSS(`a[href^="/sandbox/esims/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`meter#usage`)),
+		into(&meter, chromedp.Evaluate[struct {
+			Value, Max float64
+			Labels     int
+		}](`(m => ({Value: m.value, Max: m.max, Labels: m.labels.length}))(document.querySelector("meter#usage"))`)),
+		into(&timeline, chromedp.Text(chromedp.CSS(`ol.timeline`))))
+	shoot("esim")
+	if meter.Value != 0 || meter.Max <= 0 || meter.Labels != 1 {
+		t.Errorf("the usage meter is %+v, want 0 of the plan's bytes, labelled", meter)
+	}
+	for _, want := range []string{"Done:", "Issued", "To come:", "Installed", "Activated", "Expires"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
+		}
+	}
+	// Installed, activated, 60 percent used and topped up in the sandbox,
+	// the reloaded page shows it all.
+	at("the eSIM's page", "/sandbox/esims/")
+	esim, err := p.Ordering.GetEsim(ctx, &orderingv1.GetEsimRequest{Id: location[strings.LastIndex(location, "/")+1:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := &orderingv1.Scope{AccountId: esim.GetAccountId(), Environment: esim.GetEnvironment()}
+	used := esim.GetData().GetTotalBytes() * 6 / 10
+	for _, sim := range []*orderingv1.SimulateEsimRequest{{Action: "install"}, {Action: "activate"}, {Action: "consume", Bytes: &used}} {
+		sim.Scope, sim.EsimId = scope, esim.GetId()
+		if _, err := p.Ordering.SimulateEsim(ctx, sim); err != nil {
+			t.Fatalf("simulate %s: %v", sim.Action, err)
+		}
+	}
+	if _, err := orderingtest.Client(p.OrderingURL, internalauth.Gateway).CreateTopUp(ctx, &orderingv1.CreateTopUpRequest{
+		Scope: scope, Currency: "EUR", IdempotencyKey: "browser-topup", EsimId: esim.GetId(), PlanId: esim.GetPlanId(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var topups, toCome int
+	run("the eSIM, later", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`meter#usage`)),
+		into(&meter, chromedp.Evaluate[struct {
+			Value, Max float64
+			Labels     int
+		}](`(m => ({Value: m.value, Max: m.max, Labels: m.labels.length}))(document.querySelector("meter#usage"))`)),
+		into(&timeline, chromedp.Text(chromedp.CSS(`ol.timeline`))),
+		into(&topups, chromedp.Evaluate[int](`document.querySelectorAll('#topups-heading ~ .table-wrap tbody tr').length`)),
+		into(&toCome, chromedp.Evaluate[int](`document.querySelectorAll('ol.timeline li.todo').length`)))
+	shoot("esim-active")
+	if meter.Value != float64(used) || meter.Max != float64(2*esim.GetData().GetTotalBytes()) {
+		t.Errorf("the usage meter is %+v, want %d of %d bytes", meter, used, 2*esim.GetData().GetTotalBytes())
+	}
+	if toCome != 1 || !strings.Contains(timeline, "Top-up") || topups != 1 {
+		t.Errorf("the timeline after install, activation and a top-up (%d steps to come, want the expiry only; %d rows of top-ups):\n%s", toCome, topups, timeline)
 	}
 
 	// A local receiver as the webhook URL, a test event, its attempt.

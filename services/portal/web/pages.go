@@ -12,6 +12,7 @@ import (
 
 	"github.com/esimplatform/esim/libs/money"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	"github.com/esimplatform/esim/proto/limits"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
@@ -366,7 +367,9 @@ func (a *App) sendTestEvent(w http.ResponseWriter, r *http.Request, e envRequest
 
 var (
 	eventStatuses = []string{"pending", "delivered", "failed", "no_endpoint"}
-	eventTypes    = []string{"order.completed", "order.failed", "ping"}
+	// eventTypes are every type the platform sends, as the API's event
+	// filter takes them.
+	eventTypes = limits.EventTypes
 )
 
 type eventsData struct {
@@ -394,7 +397,7 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, e envRequest) {
 		st = webhookv1.DeliveryStatus(v)
 	}
 	if typ != "" && !contains(eventTypes, typ) {
-		a.errorPage(w, r, http.StatusBadRequest, "Bad request", "type must be one of order.completed, order.failed or ping.")
+		a.errorPage(w, r, http.StatusBadRequest, "Bad request", "type must be one of "+strings.Join(eventTypes[:len(eventTypes)-1], ", ")+" or "+eventTypes[len(eventTypes)-1]+".")
 		return
 	}
 	res, err := a.Webhook.ListEvents(r.Context(), &webhookv1.ListEventsRequest{Scope: e.hookScope(), Type: typ, Status: st, Page: int32(page), Limit: portal.PageSize})
@@ -417,7 +420,13 @@ func (a *App) event(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.fail(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "event.html", envView(e, "Event "+ev.GetId(), "events", ev))
+	a.render(w, r, http.StatusOK, "event.html", envView(e, "Event "+ev.GetId(), "events", eventData{Event: ev, EsimID: esimOf(ev)}))
+}
+
+type eventData struct {
+	*webhookv1.Event
+	// EsimID is the eSIM an esim.* or topup.* event is about.
+	EsimID string
 }
 
 func contains(list []string, s string) bool {

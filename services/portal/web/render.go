@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,7 +61,12 @@ var funcs = template.FuncMap{
 	"short": func(v fmt.Stringer, prefix string) string {
 		return strings.ToLower(strings.TrimPrefix(v.String(), prefix))
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":   func(a, b int) int { return a + b },
+	"bytes": byteSize,
+	"lower": strings.ToLower,
+	"join":  strings.Join,
+	// percentOf is pct percent of n, for a meter's bounds.
+	"percentOf": func(n, pct int64) int64 { return n / 100 * pct },
 }
 
 // view is what every page's template gets.
@@ -133,4 +139,27 @@ func (a *App) static(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	http.FileServerFS(staticFiles).ServeHTTP(w, r)
+}
+
+// byteSize writes a byte count the way plans name their data: in units
+// of 1024 (a "5 GB" plan has 5 << 30 bytes), with at most two decimals.
+func byteSize(n int64) string {
+	if n < 1024 && n > -1024 {
+		if n == 1 {
+			return "1 byte"
+		}
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	v := float64(n)
+	unit := ""
+	for _, u := range []string{"KB", "MB", "GB", "TB"} {
+		v /= 1024
+		unit = u
+		if v < 1024 && v > -1024 {
+			break
+		}
+	}
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	return s + " " + unit
 }

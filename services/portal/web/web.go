@@ -98,6 +98,8 @@ func New(d Deps) (*App, error) {
 		handle("GET "+e+"/events/{id}", a.inEnv(env, a.event))
 		handle("GET "+e+"/orders", a.inEnv(env, a.orders))
 		handle("GET "+e+"/orders/{id}", a.inEnv(env, a.order))
+		handle("GET "+e+"/esims", a.inEnv(env, a.esims))
+		handle("GET "+e+"/esims/{id}", a.inEnv(env, a.esim))
 		handle("GET "+e+"/balance", a.inEnv(env, a.balance))
 	}
 	// Free money exists in the sandbox only: live has no such route.

@@ -1,0 +1,4 @@
+package web
+
+// ByteSize is byteSize, for tests to write what a page shows.
+var ByteSize = byteSize
