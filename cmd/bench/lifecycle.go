@@ -34,7 +34,7 @@ const installOrderSize = 50
 
 // installProbe is the closed loop that finds the sustainable rate: this
 // many workers install, one eSIM after another, up to installProbeEsims
-// eSIMs or cfg.duration, whichever ends first.
+// eSIMs (cfg.installProbe) or cfg.duration, whichever ends first.
 const (
 	installProbeWorkers = 16
 	installProbeEsims   = 2000
@@ -108,12 +108,13 @@ func installPhase(ctx context.Context, cfg config, p *platform.Platform, b *benc
 	res.planID = planID
 	api := &partnerAPI{ctx: ctx, base: p.APIBaseURL, key: p.SandboxKey, client: orderClient()}
 	runID := randomHex(6)
-	prepare := func(n int) ([]string, error) {
+	// Each batch of orders has keys of its own: a key is one order.
+	prepare := func(n int, batch string) ([]string, error) {
 		if err := fundOrders(ctx, p, operator, plan, n, say); err != nil {
 			return nil, err
 		}
 		say("installs: ordering %d sandbox eSIMs, %d an order", n, installOrderSize)
-		return sandboxEsims(ctx, api, planID, n, "bench-"+runID+"-install-")
+		return sandboxEsims(ctx, api, planID, n, "bench-"+runID+"-install-"+batch+"-")
 	}
 	drain := func() backlog {
 		say("installs: waiting for earlier events to leave ordering, Kafka and the webhook service")
@@ -127,7 +128,7 @@ func installPhase(ctx context.Context, cfg config, p *platform.Platform, b *benc
 
 	// 1. The sustainable rate: a closed loop of installs, and how fast
 	// their webhooks came.
-	probeIDs, err := prepare(installProbeEsims)
+	probeIDs, err := prepare(cfg.installProbe, "probe")
 	if err != nil {
 		return res, err
 	}
@@ -150,7 +151,7 @@ func installPhase(ctx context.Context, cfg config, p *platform.Platform, b *benc
 	}
 
 	// 2. The open loop at half of it.
-	ids, err := prepare(int(math.Ceil(res.rate * (cfg.warmup + cfg.webhookDuration).Seconds())))
+	ids, err := prepare(int(math.Ceil(res.rate*(cfg.warmup+cfg.webhookDuration).Seconds())), "open")
 	if err != nil {
 		return res, err
 	}

@@ -107,6 +107,13 @@ type config struct {
 	// orders per second, for how long (after warmup).
 	webhookRate     float64
 	webhookDuration time.Duration
+	// installProbe is how many eSIMs the lifecycle phase's closed loop
+	// may install (installProbeEsims); usageDatabase and usageEsims are
+	// the usage phase's scratch database and its eSIMs (usageDatabase,
+	// usageEsims). Tests make them smaller.
+	installProbe  int
+	usageDatabase string
+	usageEsims    int
 }
 
 // The phases -only selects.
@@ -176,6 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("-webhook-rate and -webhook-duration must make at least one order")
 	}
 	cfg.keysDir = operator.DefaultKeysDir(getenv)
+	cfg.installProbe, cfg.usageDatabase, cfg.usageEsims = installProbeEsims, usageDatabase, usageEsims
 	return benchmark(ctx, cfg, stdout, stderr)
 }
 

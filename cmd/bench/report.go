@@ -785,7 +785,7 @@ func (w *webhookResults) section(p func(string, ...any)) {
 func (i *installResults) method(p func(string, ...any), cfg config) {
 	p("- **Installs**: sandbox eSIMs of the fixed plan %s, ordered through the gateway %d to an order beforehand, are installed with `POST /v1/sandbox/esims/{id}/simulate` `{\"action\":\"install\"}` through the gateway, each eSIM once; ", i.planID, installOrderSize)
 	p("the same receiver as the webhooks' verifies each `esim.installed` delivery with the Standard Webhooks library and notes when it had read it by the eSIM id in `data.id`. ")
-	p("The sustainable rate is found first: a closed loop of %d workers installs up to %d eSIMs for at most %s, and the rate the path keeps up with is the lower of the installs answered per second and their webhooks per second, from the loop's start to the last webhook. ", installProbeWorkers, installProbeEsims, cfg.duration)
+	p("The sustainable rate is found first: a closed loop of %d workers installs up to %d eSIMs for at most %s, and the rate the path keeps up with is the lower of the installs answered per second and their webhooks per second, from the loop's start to the last webhook. ", installProbeWorkers, cfg.installProbe, cfg.duration)
 	p("Then installs go out open-loop at half of it for %s after %s of unmeasured warm-up, each when it is due, on a goroutine of its own; an install's latency runs from its 200 read to its webhook read ", i.duration, i.warmup)
 	p("(ordering's transaction and River job, Kafka, the webhook service's consumer, its worker's claim, signing and the POST); a webhook read before its 200 counts as 0 ms. ")
 	p("Before each loop earlier events are let through, as for the webhooks; after the open loop, webhooks still on their way get %s, and one not come by then is missing.\n", deliveryGrace)
@@ -846,7 +846,7 @@ func perSecond(n int, d time.Duration) float64 {
 
 // method says how the usage rows were measured.
 func (u *usageResults) method(p func(string, ...any), cfg config) {
-	p("- **Usage ingestion**: a scratch database `%s` on the same server, made anew each run with ordering's migrations (`ordering/postgres.Open`), holds %d ACTIVE live eSIMs of a 5 GB plan ", usageDatabase, u.esims)
+	p("- **Usage ingestion**: a scratch database `%s` on the same server, made anew each run with ordering's migrations (`ordering/postgres.Open`), holds %d ACTIVE live eSIMs of a 5 GB plan ", cfg.usageDatabase, u.esims)
 	p("(orders of %d completed through ordering's store, activated by an attach reading through `ApplyUsage`). ", usageOrderSize)
 	p("`ordering.Service.ApplyUsage` over the real store (`ordering/postgres`) applies readings in batches of %d (`ordering.UsageBatch`), one batch after another over every eSIM in turn, as ordering's usage pass does, in the bench's process; ", u.batch)
 	p("readings are %s: none crosses a usage threshold, so each updates its row and publishes nothing. ", usageReadingsSource)

@@ -107,13 +107,13 @@ func (s *usageScratch) vacuum(ctx context.Context) error {
 // pgbench updating the same rows' columns a batch at a time, both with
 // one connection at a time for cfg.duration after cfg.warmup.
 func usagePhase(ctx context.Context, cfg config, runDir string, say func(string, ...any)) (res usageResults, err error) {
-	res.esims, res.batch = usageEsims, ordering.UsageBatch
+	res.esims, res.batch = cfg.usageEsims, ordering.UsageBatch
 	pgbenchPath, err := findPgbench()
 	if err != nil {
 		return res, err
 	}
-	say("usage: a scratch database %s of ordering's schema with %d ACTIVE live eSIMs", usageDatabase, usageEsims)
-	s, err := prepareUsage(ctx, cfg.pgURL, usageEsims)
+	say("usage: a scratch database %s of ordering's schema with %d ACTIVE live eSIMs", cfg.usageDatabase, cfg.usageEsims)
+	s, err := prepareUsage(ctx, cfg.pgURL, cfg.usageDatabase, cfg.usageEsims)
 	if err != nil {
 		return res, err
 	}
@@ -180,17 +180,17 @@ func usagePhase(ctx context.Context, cfg config, runDir string, say func(string,
 	return res, nil
 }
 
-// prepareUsage makes the scratch database anew on the server of
+// prepareUsage makes the scratch database name anew on the server of
 // serverURL: ordering's schema (its migrations, as the service runs
 // them), n live eSIMs of completed orders, written through the store,
 // activated by an attach reading through ApplyUsage, and their ICCIDs in
 // batches of UsageBatch in a table of the control's.
-func prepareUsage(ctx context.Context, serverURL string, n int) (*usageScratch, error) {
-	db, err := databaseURL(serverURL, usageDatabase)
+func prepareUsage(ctx context.Context, serverURL, name string, n int) (*usageScratch, error) {
+	db, err := databaseURL(serverURL, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := dropDatabase(ctx, serverURL, usageDatabase); err != nil {
+	if err := dropDatabase(ctx, serverURL, name); err != nil {
 		return nil, err
 	}
 	if err := libpostgres.EnsureDatabase(ctx, db); err != nil {
