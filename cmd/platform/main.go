@@ -135,7 +135,12 @@ func printSummary(w io.Writer, p *platform.Platform, defaultTokenFile string) {
 		fmt.Fprintf(w, "makes it fail, hang or run dry (README, \"Live provisioning\") with this start's token:\n\n")
 		auth := "-H 'Authorization: Bearer " + p.Secret(platform.SMDPSim, "CONTROL_TOKEN") + "'"
 		fmt.Fprintf(w, "  curl -s %s %s/control/state\n", auth, sim)
-		fmt.Fprintf(w, "  curl -s %s -d '{\"function\":\"confirmOrder\",\"mode\":\"fail\",\"count\":1}' %s/control/faults\n\n", auth, sim)
+		fmt.Fprintf(w, "  curl -s %s -d '{\"function\":\"confirmOrder\",\"mode\":\"fail\",\"count\":1}' %s/control/faults\n", auth, sim)
+		fmt.Fprintf(w, "It plays the device and the network too: a live eSIM installs (ordering hears of it over\n")
+		fmt.Fprintf(w, "ES2+), attaches and uses data, which ordering reads from the simulated network:\n\n")
+		fmt.Fprintf(w, "  curl -s %s -X POST %s/control/profiles/<iccid>/install\n", auth, sim)
+		fmt.Fprintf(w, "  curl -s %s -X POST %s/control/profiles/<iccid>/attach\n", auth, sim)
+		fmt.Fprintf(w, "  curl -s %s -d '{\"bytes\":1073741824}' %s/control/profiles/<iccid>/use\n\n", auth, sim)
 	}
 	fmt.Fprintf(w, "Try it:\n\n  curl -s -H 'Authorization: Bearer %s' '%s/plans?country=JP&limit=3'\n", p.SandboxKey, p.APIBaseURL)
 	fmt.Fprintf(w, "  curl -s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: first-order' \\\n", p.SandboxKey)

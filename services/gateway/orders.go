@@ -67,6 +67,7 @@ type OrderQuery struct {
 type EsimQuery struct {
 	OrderID string // "" for any
 	ICCID   string // "" for any
+	Status  string // "" for any
 	Page    int
 	Limit   int
 }

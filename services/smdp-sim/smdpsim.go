@@ -2,8 +2,11 @@
 // profile type and the SGP.22 ES2+ functions that reserve, confirm,
 // release and cancel them, read strictly, with faults a test can inject
 // and vendor styles it can play (Vendor). Calls are deduplicated by
-// header (Header). State lives in memory behind one mutex; the transports
-// are es2plus (the functions) and control (state, faults, vendors).
+// header (Header). It plays the device and the mobile network too
+// (network.go): installs reported to the operator, attach, data used,
+// bundles. State lives in memory behind one mutex; the transports are
+// es2plus (the functions, and the notifier of the operator), network (the
+// usage feed and bundles) and control (state, faults, vendors, devices).
 package smdpsim
 
 import (
@@ -140,6 +143,8 @@ type Config struct {
 	// activation codes.
 	SMDPAddress string
 	Pools       []Pool
+	// Now is the clock of device and network times; time.Now when nil.
+	Now func() time.Time
 }
 
 // Fault makes matching calls misbehave: instead of executing, or, in mode
@@ -326,6 +331,10 @@ type State struct {
 	// Calls counts calls by function and outcome (see Outcome, and
 	// OutcomeReplayed).
 	Calls map[string]map[string]int `json:"calls"`
+	// Devices are the installed profiles, by ICCID, and Bundles the
+	// bundles added, by top-up id.
+	Devices []Device `json:"devices"`
+	Bundles []Bundle `json:"bundles"`
 }
 
 // PoolState counts a pool's profiles by state; Cancelled counts the
@@ -336,6 +345,7 @@ type PoolState struct {
 	Allocated   int    `json:"allocated"`
 	Confirmed   int    `json:"confirmed"`
 	Released    int    `json:"released"`
+	Installed   int    `json:"installed"`
 	Unavailable int    `json:"unavailable"`
 	Cancelled   int    `json:"cancelled"`
 }
@@ -392,6 +402,10 @@ type Sim struct {
 	executed map[callKey]executedCall
 	ring     []callKey
 	next     int
+	// bundles are the network's bundles by top-up id; notifier is the
+	// operator told of downloads (nil: no one).
+	bundles  map[string]Bundle
+	notifier Notifier
 }
 
 type callKey struct {
@@ -431,6 +445,8 @@ type profile struct {
 	matchingID string
 	eid        string
 	history    []string
+	// device is set once the profile is installed on one.
+	device *device
 }
 
 // New makes a Sim with full pools.
@@ -494,6 +510,7 @@ func (s *Sim) reset() {
 	s.executed = map[callKey]executedCall{}
 	s.ring = nil
 	s.next = 0
+	s.bundles = map[string]Bundle{}
 }
 
 // Drain makes every Available profile of profileType Unavailable, so the
@@ -632,6 +649,7 @@ func (s *Sim) State() State {
 			Allocated:   p.counts[StateAllocated],
 			Confirmed:   p.counts[StateConfirmed],
 			Released:    p.counts[StateReleased],
+			Installed:   p.counts[StateInstalled],
 			Unavailable: p.counts[StateUnavailable],
 			Cancelled:   p.cancelled,
 		})
@@ -656,6 +674,7 @@ func (s *Sim) State() State {
 			st.Calls[fn][o] = n
 		}
 	}
+	s.devicesAndBundles(&st)
 	return st
 }
 
@@ -788,10 +807,11 @@ func (s *Sim) CancelOrder(ctx context.Context, req CancelOrderRequest) (Result, 
 			case p == nil:
 				return nil, failed(SubjectICCID, ReasonUnknown, req.ICCID, "unknown ICCID")
 			case p.state == StateAvailable || p.state == StateUnavailable:
-				// The simulator has no download, so a profile is never
-				// past the point where it can be cancelled: these two
-				// are the states with no order to cancel.
 				return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s: no order to cancel", p.state)
+			case p.state == StateInstalled:
+				// Downloaded: the profile is on a device, past the
+				// point where an order can be cancelled.
+				return nil, failed(SubjectICCID, ReasonNotAllowed, req.ICCID, "profile is %s on a device: too late to cancel", p.state)
 			case req.EID != "" && req.EID != p.eid:
 				return nil, failed(SubjectEID, ReasonInvalidAssociation, req.EID, "the profile is not bound to this EID")
 			case req.MatchingID != "" && req.MatchingID != p.matchingID:

@@ -219,5 +219,15 @@ stringData:
     {{- $client.Cert | nindent 4 }}
   client.key: |
     {{- $client.Key | nindent 4 }}
+  {{- /* A server certificate of each peer (a service this one calls
+  back, such as ordering's ES2+ listener), for its Service's names:
+  <peer>.crt and <peer>.key. */}}
+  {{- range .Values.devCerts.peers }}
+  {{- $peer := genSignedCert . nil (list . (printf "%s.%s" . $ns) (printf "%s.%s.svc" . $ns) (printf "%s.%s.svc.cluster.local" . $ns)) $days $ca }}
+  {{ . }}.crt: |
+    {{- $peer.Cert | nindent 4 }}
+  {{ . }}.key: |
+    {{- $peer.Key | nindent 4 }}
+  {{- end }}
 {{- end }}
 {{- end }}

@@ -468,9 +468,44 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 	if !strings.HasPrefix(first.LiveKey, "sk_live_") || first.DemoLiveBalance != DemoSandboxBalance {
 		t.Fatalf("live key %q, live balance %d", first.LiveKey, first.DemoLiveBalance)
 	}
-	if smdp := liveOrder(t, first); smdp != "smdp-sim.esim.invalid" {
+	smdp, iccid, esimID := liveOrder(t, first)
+	if smdp != "smdp-sim.esim.invalid" {
 		t.Errorf("a live eSIM from SM-DP+ %q, want the simulator's", smdp)
 	}
+	// Installed on a device, the profile is reported to ordering's ES2+
+	// listener over mutual TLS, which accepts both reports.
+	if errs := install(t, first, iccid); errs[0] != "" || errs[1] != "" {
+		t.Errorf("ordering's answers to the install's notifications: %q", errs)
+	}
+	var esim struct {
+		Data struct {
+			Status      string `json:"status"`
+			InstalledAt string `json:"installed_at"`
+		} `json:"data"`
+	}
+	getJSON(t, first.APIBaseURL+"/esims/"+esimID, first.LiveKey, &esim)
+	if esim.Data.Status != "INSTALLED" || esim.Data.InstalledAt == "" {
+		t.Errorf("the installed live eSIM: %+v", esim.Data)
+	}
+	// Attached and used on the simulated network, it is ACTIVE with the
+	// bytes used once ordering's usage read (every USAGE_INTERVAL) ran.
+	device := func(path, body string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, first.URL(SMDPSim)+"/control/profiles/"+iccid+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+first.Secret(SMDPSim, "CONTROL_TOKEN"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	device("/attach", "")
+	device("/use", `{"bytes":1048576}`)
+	waitForUsage(t, first, esimID, 1<<20)
 	// The simulator's control API answers the token of this start only.
 	control := first.URL(SMDPSim) + "/control/state"
 	token := first.Secret(SMDPSim, "CONTROL_TOKEN")
@@ -552,7 +587,7 @@ func TestStartServesTheAPIAndRestartsWithANewKey(t *testing.T) {
 }
 
 // liveOrder orders one eSIM with p's live key and returns its SM-DP+.
-func liveOrder(t *testing.T, p *Platform) string {
+func liveOrder(t *testing.T, p *Platform) (smdpAddress, iccid, id string) {
 	t.Helper()
 	var plans struct {
 		Data []struct {
@@ -575,13 +610,73 @@ func liveOrder(t *testing.T, p *Platform) string {
 		Data struct {
 			Esims []struct {
 				SMDPAddress string `json:"smdp_address"`
+				ICCID       string `json:"iccid"`
+				ID          string `json:"id"`
 			} `json:"esims"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&order); err != nil || resp.StatusCode != http.StatusCreated || len(order.Data.Esims) != 1 {
 		t.Fatalf("live order: %d %+v %v", resp.StatusCode, order, err)
 	}
-	return order.Data.Esims[0].SMDPAddress
+	e := order.Data.Esims[0]
+	return e.SMDPAddress, e.ICCID, e.ID
+}
+
+// waitForUsage polls the partner API until the live eSIM id is ACTIVE
+// with used bytes, or fails the test after a minute (the usage read runs
+// every 10 s under make run).
+func waitForUsage(t *testing.T, p *Platform, id string, used int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var e struct {
+			Data struct {
+				Status string `json:"status"`
+				Data   struct {
+					UsedBytes int64 `json:"used_bytes"`
+				} `json:"data"`
+			} `json:"data"`
+		}
+		getJSON(t, p.APIBaseURL+"/esims/"+id, p.LiveKey, &e)
+		if e.Data.Status == "ACTIVE" && e.Data.Data.UsedBytes == used {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live eSIM is %s with %d bytes used after a minute, want ACTIVE with %d", e.Data.Status, e.Data.Data.UsedBytes, used)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// install has the simulator install the profile iccid on a device, and
+// returns what ordering answered its two notifications (download,
+// installation): "" for each it accepted.
+func install(t *testing.T, p *Platform, iccid string) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.URL(SMDPSim)+"/control/profiles/"+iccid+"/install", nil)
+	req.Header.Set("Authorization", "Bearer "+p.Secret(SMDPSim, "CONTROL_TOKEN"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res struct {
+		Notifications []struct {
+			Sent  bool   `json:"sent"`
+			Error string `json:"error"`
+		} `json:"notifications"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK || len(res.Notifications) != 2 {
+		t.Fatalf("install: %d %+v %v", resp.StatusCode, res, err)
+	}
+	var out []string
+	for _, n := range res.Notifications {
+		if !n.Sent {
+			t.Fatalf("the simulator told no one of the install: %+v", res)
+		}
+		out = append(out, n.Error)
+	}
+	return out
 }
 
 // portalSignIn posts the portal's sign-in form, as a browser on the

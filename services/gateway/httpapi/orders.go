@@ -183,6 +183,7 @@ type listEsimsInput struct {
 	PageParams
 	OrderID string `query:"order_id" doc:"Only the eSIMs of this order."`
 	ICCID   string `query:"iccid" doc:"Only the eSIM with this ICCID."`
+	Status  string `query:"status" enum:"ALLOCATED,INSTALLED,ACTIVE,DEPLETED,EXPIRED" doc:"Only eSIMs in this status."`
 }
 
 type listEsimsOutput struct {
@@ -362,7 +363,7 @@ func (a *handlers) listEsims(ctx context.Context, in *listEsimsInput) (*listEsim
 	}
 	page := in.orDefaults()
 	esims, total, err := a.Orders.ListEsims(ctx, principalFrom(ctx), gateway.EsimQuery{
-		OrderID: strings.ToLower(in.OrderID), ICCID: in.ICCID, Page: page.Page, Limit: page.Limit,
+		OrderID: strings.ToLower(in.OrderID), ICCID: in.ICCID, Status: in.Status, Page: page.Page, Limit: page.Limit,
 	})
 	if err != nil {
 		return nil, a.problem(ctx, err)

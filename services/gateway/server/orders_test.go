@@ -263,6 +263,14 @@ func TestOrdersAFixedAndAPerDayPlan(t *testing.T) {
 	if len(esims.Data) != 1 || esims.Data[0].ID != o.Esims[1].ID {
 		t.Errorf("eSIM by ICCID: %+v", esims.Data)
 	}
+	p.get("/v1/esims?status=ALLOCATED&order_id="+o.ID, bearer(pt.key)).json(t, &esims)
+	if len(esims.Data) != 3 {
+		t.Errorf("ALLOCATED eSIMs of the fixed order: %d, want 3", len(esims.Data))
+	}
+	p.get("/v1/esims?status=ACTIVE", bearer(pt.key)).json(t, &esims)
+	if len(esims.Data) != 0 {
+		t.Errorf("ACTIVE eSIMs of fresh orders: %+v", esims.Data)
+	}
 	var one struct{ Data esimJSON }
 	if r := p.get("/v1/esims/"+o.Esims[2].ID, bearer(pt.key)); r.status != http.StatusOK {
 		t.Errorf("GET /v1/esims/{id}: %d %s", r.status, r.body)
@@ -641,7 +649,11 @@ func TestOrdersAreSeenOnlyByTheirAccountAndEnvironment(t *testing.T) {
 	for _, path := range []string{"/v1/orders/nope", "/v1/esims/{" + o.Data.Esims[0].ID + "}", "/v1/orders/" + uuid.NewString()} {
 		p.expectError(p.get(path, bearer(owner.key)), http.StatusNotFound, "not_found")
 	}
-	e := p.expectError(p.get("/v1/esims?order_id=x&iccid=12", bearer(owner.key)), http.StatusBadRequest, "invalid_request")
+	e := p.expectError(p.get("/v1/esims?status=LOST", bearer(owner.key)), http.StatusBadRequest, "invalid_request")
+	if got := detailFields(e); !slices.Equal(got, []string{"status"}) {
+		t.Errorf("details %v", got)
+	}
+	e = p.expectError(p.get("/v1/esims?order_id=x&iccid=12", bearer(owner.key)), http.StatusBadRequest, "invalid_request")
 	if got := detailFields(e); !slices.Equal(got, []string{"iccid", "order_id"}) {
 		t.Errorf("details %v", got)
 	}

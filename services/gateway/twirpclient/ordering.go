@@ -111,7 +111,7 @@ func (o *Ordering) GetEsim(ctx context.Context, p gateway.Principal, id string) 
 // ListEsims implements httpapi.Orders.
 func (o *Ordering) ListEsims(ctx context.Context, p gateway.Principal, q gateway.EsimQuery) ([]partnerapi.Esim, int, error) {
 	res, err := o.client.ListEsims(ctx, &orderingv1.ListEsimsRequest{
-		Scope: scope(p), Page: int32(q.Page), Limit: int32(q.Limit), OrderId: q.OrderID, Iccid: q.ICCID,
+		Scope: scope(p), Page: int32(q.Page), Limit: int32(q.Limit), OrderId: q.OrderID, Iccid: q.ICCID, Status: q.Status,
 	})
 	if err != nil {
 		return nil, 0, translate("ordering", err)

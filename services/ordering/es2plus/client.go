@@ -1,7 +1,9 @@
 // Package es2plus is a client of the GSMA SGP.22 ES2+ interface, which an
 // operator uses to reserve, release and cancel eSIM profiles on an
 // SM-DP+. It speaks JSON over HTTPS with mutual TLS and has one method per
-// ES2+ function; the ordering provider is built on it.
+// ES2+ function; the ordering provider is built on it. The operator's
+// side of ES2+, the SM-DP+'s handleDownloadProgressInfo, is served by
+// NotificationHandler (notifications.go).
 //
 // Every call ends in one of: success; a *FunctionError, the SM-DP+'s
 // definitive refusal; or a *CallError whose Kind (ErrTimeout,

@@ -3,8 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +60,15 @@ type Config struct {
 	// Without SMDP_URL live orders have no provider: they fail and are
 	// refunded, as they would in a provider's outage.
 	SMDP SMDPConfig
+	// ES2Plus is the operator's side of ES2+: the listener where the
+	// SM-DP+ reports downloads and installations of live profiles
+	// (handleDownloadProgressInfo), over mutual TLS. Without ES2PLUS_ADDR
+	// there is none, and live eSIMs install on their first attach.
+	ES2Plus ES2PlusConfig
+	// Network is the mobile network of live eSIMs: its usage feed and
+	// bundles. Without NETWORK_URL live usage is never read and live
+	// top-ups fail and are refunded.
+	Network NetworkConfig
 	// OrderTimeout bounds the processing of one order once started, which
 	// goes on when its caller hangs up.
 	OrderTimeout time.Duration `env:"ORDER_TIMEOUT, default=30s"`
@@ -189,7 +202,7 @@ func (c Config) Validate() error {
 	if len(c.SandboxSMDPAddress) > 253 || !hostname.MatchString(c.SandboxSMDPAddress) {
 		errs = append(errs, fmt.Errorf("SANDBOX_SMDP_ADDRESS %q: want a lower-case DNS name such as smdp.sandbox.esim.invalid", c.SandboxSMDPAddress))
 	}
-	errs = append(errs, c.SMDP.validate(c.ProviderTimeout))
+	errs = append(errs, c.SMDP.validate(c.ProviderTimeout), c.ES2Plus.validate(c.HTTP.Addr), c.Network.validate(c.ProviderTimeout))
 	errs = append(errs, c.HTTP.Validate(), httpserver.CheckAllowedHosts(c.AllowedHosts), c.Kafka.Validate(), c.Telemetry.Validate())
 	return errors.Join(errs...)
 }
@@ -313,6 +326,85 @@ func (c SMDPConfig) validate(providerTimeout time.Duration) error {
 	}
 	if c.CancelInterval <= 0 {
 		errs = append(errs, fmt.Errorf("SMDP_CANCEL_INTERVAL %s: must be positive", c.CancelInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// ES2PlusConfig is ordering's ES2+ listener, which only the SM-DP+ may
+// reach: a client certificate of ClientCAFile is required at the
+// handshake. In a cluster the files come from a Secret.
+type ES2PlusConfig struct {
+	// Addr is where it listens ([host]:port); empty: no listener.
+	Addr string `env:"ES2PLUS_ADDR"`
+	// CertFile and KeyFile are the listener's server certificate and key;
+	// ClientCAFile the CA certificates that sign the SM-DP+'s client
+	// certificate (PEM).
+	CertFile     string `env:"ES2PLUS_CERT_FILE"`
+	KeyFile      string `env:"ES2PLUS_KEY_FILE"`
+	ClientCAFile string `env:"ES2PLUS_CLIENT_CA_FILE"`
+}
+
+func (c ES2PlusConfig) validate(httpAddr string) error {
+	files := map[string]string{"ES2PLUS_CERT_FILE": c.CertFile, "ES2PLUS_KEY_FILE": c.KeyFile, "ES2PLUS_CLIENT_CA_FILE": c.ClientCAFile}
+	if c.Addr == "" {
+		for name, v := range files {
+			if v != "" {
+				return fmt.Errorf("%s is set but ES2PLUS_ADDR is not: set ES2PLUS_ADDR to serve the SM-DP+'s notifications, or unset %s", name, name)
+			}
+		}
+		return nil
+	}
+	var errs []error
+	_, port, err := net.SplitHostPort(c.Addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		errs = append(errs, fmt.Errorf("ES2PLUS_ADDR %q: want [host]:port, such as :8443", c.Addr))
+	} else if c.Addr == httpAddr && port != "0" {
+		errs = append(errs, fmt.Errorf("ES2PLUS_ADDR %q is HTTP_ADDR too: ES2+ needs a port of its own", c.Addr))
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if files[name] == "" {
+			errs = append(errs, fmt.Errorf("%s: required with ES2PLUS_ADDR (mutual TLS: the listener's certificate, its key, and the CA of the SM-DP+'s)", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NetworkConfig is where the mobile network's API is and how ordering
+// authenticates to it (mutual TLS).
+type NetworkConfig struct {
+	// URL is the API's base URL (https); empty: no network.
+	URL string `env:"NETWORK_URL"`
+	// CertFile and KeyFile are ordering's client certificate and key;
+	// CAFile the CA certificates that sign the network's (PEM).
+	CertFile string `env:"NETWORK_CERT_FILE"`
+	KeyFile  string `env:"NETWORK_KEY_FILE"`
+	CAFile   string `env:"NETWORK_CA_FILE"`
+	// Timeout bounds each call: a usage read of a batch, a bundle.
+	Timeout time.Duration `env:"NETWORK_TIMEOUT, default=10s"`
+}
+
+func (c NetworkConfig) validate(providerTimeout time.Duration) error {
+	files := map[string]string{"NETWORK_CERT_FILE": c.CertFile, "NETWORK_KEY_FILE": c.KeyFile, "NETWORK_CA_FILE": c.CAFile}
+	if c.URL == "" {
+		for name, v := range files {
+			if v != "" {
+				return fmt.Errorf("%s is set but NETWORK_URL is not: set NETWORK_URL to the network's API, or unset %s", name, name)
+			}
+		}
+		return nil
+	}
+	var errs []error
+	if u, err := url.Parse(c.URL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("NETWORK_URL %q: want an https:// URL without credentials, query or fragment, such as https://network.example.com", c.URL))
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if files[name] == "" {
+			errs = append(errs, fmt.Errorf("%s: required with NETWORK_URL (mutual TLS: ordering's certificate, its key, and the CA of the network's)", name))
+		}
+	}
+	// A top-up's bundle is the provider's part of a purchase.
+	if c.Timeout <= 0 || c.Timeout > providerTimeout {
+		errs = append(errs, fmt.Errorf("NETWORK_TIMEOUT %s: must be above 0 and at most PROVIDER_TIMEOUT (%s)", c.Timeout, providerTimeout))
 	}
 	return errors.Join(errs...)
 }

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 
+	"github.com/esimplatform/esim/libs/httpserver"
+	"github.com/esimplatform/esim/libs/service"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering"
 	"github.com/esimplatform/esim/services/ordering/es2plus"
+	"github.com/esimplatform/esim/services/ordering/network"
 	"github.com/esimplatform/esim/services/ordering/postgres"
 )
 
@@ -46,4 +50,50 @@ func newLiveProvider(cfg SMDPConfig, client *es2plus.Client, store *postgres.Sto
 		RetryBackoff: cfg.CancelInterval, CancelBudget: cfg.CancelBudget,
 		SMDPAddress: cfg.address(), ConfirmationCodes: codes,
 	}), nil
+}
+
+// newNetworkClient returns the client of the live eSIMs' network, or nil
+// when none is configured; like the SM-DP+'s, its certificates are read
+// at start.
+func newNetworkClient(cfg NetworkConfig) (*network.Client, error) {
+	if cfg.URL == "" {
+		return nil, nil
+	}
+	client, err := network.New(network.Config{URL: cfg.URL, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, CAFile: cfg.CAFile, Timeout: cfg.Timeout})
+	if err != nil {
+		return nil, fmt.Errorf("network client: %w", err)
+	}
+	return client, nil
+}
+
+// es2plusTLS is the TLS of the listener of the SM-DP+'s notifications,
+// nil without ES2PLUS_ADDR. Its certificates are read at start too.
+func es2plusTLS(cfg ES2PlusConfig) (*tls.Config, error) {
+	if cfg.Addr == "" {
+		return nil, nil
+	}
+	tlsConfig, err := es2plus.ServerTLS(cfg.CertFile, cfg.KeyFile, cfg.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("ES2+ listener: %w", err)
+	}
+	return tlsConfig, nil
+}
+
+// es2plusListener is the listener of the SM-DP+'s notifications, none
+// without its TLS.
+func es2plusListener(cfg ES2PlusConfig, tlsConfig *tls.Config, svc es2plus.ProgressHandler, tel *telemetry.Telemetry) []service.Listener {
+	if tlsConfig == nil {
+		return nil
+	}
+	return []service.Listener{{
+		Name: "es2plus", Setting: "ES2PLUS_ADDR", Addr: cfg.Addr, TLS: tlsConfig,
+		Handler: httpserver.Handler(httpserver.Routes{
+			App:       es2plus.NotificationHandler(svc, tel.Logger),
+			Telemetry: tel,
+			// Mutual TLS decides who may call, whatever name the SM-DP+
+			// used.
+			Public:       true,
+			MaxBodyBytes: es2plus.MaxNotificationBytes,
+		}),
+	}}
 }

@@ -31,7 +31,12 @@ import (
 // jobsStopBudget, then closes Kafka, the pool and the SM-DP+ client.
 type Server struct {
 	*service.Server
+	listeners []service.Listener
 }
+
+// Listeners is the ES2+ listener of the SM-DP+'s notifications, when
+// ES2PLUS_ADDR is set: libs/service serves it beside the API.
+func (s *Server) Listeners() []service.Listener { return s.listeners }
 
 // New opens and migrates the ordering database (River's tables and
 // ordering's), builds the handler and starts the jobs: the publication of
@@ -42,15 +47,29 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	if tel == nil {
 		return nil, errors.New("ordering server: telemetry is required")
 	}
-	// The SM-DP+ client first: its certificates are checked before the
-	// database is touched.
+	// The SM-DP+ client and the ES2+ listener's TLS first: their
+	// certificates are checked before the database is touched.
 	smdp, err := newSMDPClient(cfg.SMDP, tel)
+	if err != nil {
+		return nil, err
+	}
+	es2TLS, err := es2plusTLS(cfg.ES2Plus)
 	if err != nil {
 		return nil, err
 	}
 	srv := service.NewServer(tel.Logger)
 	if smdp != nil {
 		srv.OnClose("the SM-DP+ client", func() error { smdp.Close(); return nil })
+	}
+	net, err := newNetworkClient(cfg.Network)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	networks := map[ordering.Environment]ordering.Network{}
+	if net != nil {
+		srv.OnClose("the network client", func() error { net.Close(); return nil })
+		networks[ordering.Live] = net
 	}
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL.Reveal(),
 		libpostgres.WithTracerProvider(tel.TracerProvider), postgres.WithPoolDefaults())
@@ -88,6 +107,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		LockWait:        cfg.IdempotencyWait,
 		MaxInFlight:     cfg.InFlightPerAccount,
 		Publisher:       publisher,
+		Networks:        networks,
 	})
 	queue, err := jobs.New(pool, jobs.Config{
 		Service: svc, EnsureTopic: publisher.EnsureTopic, Log: tel.Logger, Meter: tel.MeterProvider,
@@ -106,7 +126,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		return nil, fmt.Errorf("ordering jobs: %w", err)
 	}
 	srv.ServeInternal(twirpserver.Handler(svc, tel.Logger, cfg.Callers), tel, pool, cfg.AllowedHosts)
-	return &Server{srv}, nil
+	return &Server{Server: srv, listeners: es2plusListener(cfg.ES2Plus, es2TLS, svc, tel)}, nil
 }
 
 // jobsStopBudget is the most Close waits for the jobs running: River

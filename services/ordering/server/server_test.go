@@ -112,7 +112,7 @@ func TestRecoveryLoopFinishesOrdersOnce(t *testing.T) {
 	// Time enough to see the orders unfinished before the loop takes them.
 	cfg.RecoveryInterval, cfg.RecoveryAfter = 50*time.Millisecond, 3*time.Second
 	u, logs := startLogged(t, cfg)
-	_, _ = startLogged(t, cfg) // a second replica on the same database
+	_, logs2 := startLogged(t, cfg) // a second replica on the same database
 	gateway, operator := orderingtest.Client(u, internalauth.Gateway), orderingtest.Client(u, internalauth.Operator)
 
 	account := uuid.NewString()
@@ -149,8 +149,9 @@ func TestRecoveryLoopFinishesOrdersOnce(t *testing.T) {
 		t.Errorf("two replicas called the wallet for one order at once: %v", overlaps)
 	}
 	mu.Unlock()
-	if !strings.Contains(logs.String(), "recovery finished an order") {
-		t.Errorf("the recovery is not in the log:\n%s", logs)
+	// Either replica may have done all of it.
+	if !strings.Contains(logs.String()+logs2.String(), "recovery finished an order") {
+		t.Errorf("the recovery is in neither replica's log:\n%s\n%s", logs, logs2)
 	}
 }
 

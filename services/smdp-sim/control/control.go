@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -36,6 +37,14 @@ type faultBody struct {
 	ReasonCode  string `json:"reasonCode,omitempty"`
 	Message     string `json:"message,omitempty"`
 	Hang        string `json:"hang,omitempty"`
+}
+
+type installBody struct {
+	EID string `json:"eid,omitempty"`
+}
+
+type useBody struct {
+	Bytes int64 `json:"bytes"`
 }
 
 type drainBody struct {
@@ -124,6 +133,40 @@ func Handler(sim *smdpsim.Sim, token []byte) http.Handler {
 		sim.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
+	// The device and the network: a released profile is downloaded and
+	// installed (the operator is told over ES2+), attaches and uses data.
+	handle("POST /control/profiles/{iccid}/install", func(w http.ResponseWriter, r *http.Request) {
+		var b installBody
+		if r.ContentLength != 0 && !decode(w, r, &b) {
+			return
+		}
+		res, err := sim.Install(r.Context(), r.PathValue("iccid"), b.EID)
+		if err != nil {
+			writeDomainError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	handle("POST /control/profiles/{iccid}/attach", func(w http.ResponseWriter, r *http.Request) {
+		d, err := sim.Attach(r.PathValue("iccid"))
+		if err != nil {
+			writeDomainError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, d)
+	})
+	handle("POST /control/profiles/{iccid}/use", func(w http.ResponseWriter, r *http.Request) {
+		var b useBody
+		if !decode(w, r, &b) {
+			return
+		}
+		d, err := sim.Use(r.PathValue("iccid"), b.Bytes)
+		if err != nil {
+			writeDomainError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, d)
+	})
 	return requireToken(token, mux)
 }
 
@@ -171,8 +214,10 @@ func writeDomainError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &ve):
 		writeError(w, http.StatusBadRequest, ve.Error())
-	case errors.Is(err, smdpsim.ErrNotFound):
+	case errors.Is(err, smdpsim.ErrNotFound), errors.Is(err, smdpsim.ErrUnknownICCID):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, smdpsim.ErrNotAllowed):
+		writeError(w, http.StatusConflict, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
@@ -237,6 +282,30 @@ func (c *Client) SetVendor(ctx context.Context, v smdpsim.Vendor) error {
 // and history.
 func (c *Client) Reset(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "reset", nil, http.StatusNoContent, nil)
+}
+
+// Install downloads and installs the released profile iccid on a device
+// (eid "": the one it is bound to); the simulator tells the operator
+// over ES2+ and answers what became of each notification.
+func (c *Client) Install(ctx context.Context, iccid, eid string) (smdpsim.InstallResult, error) {
+	var res smdpsim.InstallResult
+	err := c.do(ctx, http.MethodPost, "profiles/"+url.PathEscape(iccid)+"/install", installBody{EID: eid}, http.StatusOK, &res)
+	return res, err
+}
+
+// Attach attaches the device of the installed profile iccid to the
+// network.
+func (c *Client) Attach(ctx context.Context, iccid string) (smdpsim.Device, error) {
+	var d smdpsim.Device
+	err := c.do(ctx, http.MethodPost, "profiles/"+url.PathEscape(iccid)+"/attach", nil, http.StatusOK, &d)
+	return d, err
+}
+
+// Use makes the attached device of iccid use n bytes of data.
+func (c *Client) Use(ctx context.Context, iccid string, n int64) (smdpsim.Device, error) {
+	var d smdpsim.Device
+	err := c.do(ctx, http.MethodPost, "profiles/"+url.PathEscape(iccid)+"/use", useBody{Bytes: n}, http.StatusOK, &d)
+	return d, err
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in any, want int, out any) error {

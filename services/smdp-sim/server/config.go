@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/httpserver"
@@ -38,7 +40,55 @@ type Config struct {
 	// ControlToken is the bearer token every control call must carry;
 	// required with CONTROL_API.
 	ControlToken config.Secret `env:"CONTROL_TOKEN"`
-	Telemetry    telemetry.Config
+	// Operator is where the simulator reports downloads and
+	// installations (ES2+ handleDownloadProgressInfo), as an SM-DP+ does.
+	Operator  OperatorConfig
+	Telemetry telemetry.Config
+}
+
+// OperatorConfig is the operator's ES2+ endpoint and the simulator's
+// credentials there (mutual TLS). Without OPERATOR_URL no one is told.
+type OperatorConfig struct {
+	// URL is the operator's ES2+ base URL (https), without the function's
+	// path.
+	URL string `env:"OPERATOR_URL"`
+	// CertFile and KeyFile are the simulator's client certificate and
+	// key; CAFile the CA of the operator's server certificate (PEM).
+	CertFile string `env:"OPERATOR_CERT_FILE"`
+	KeyFile  string `env:"OPERATOR_KEY_FILE"`
+	CAFile   string `env:"OPERATOR_CA_FILE"`
+	// RequesterID is the functionRequesterIdentifier of notifications:
+	// the SM-DP+'s identity at the operator.
+	RequesterID string `env:"OPERATOR_REQUESTER_ID, default=smdp-sim"`
+	// Timeout bounds each notification.
+	Timeout time.Duration `env:"OPERATOR_TIMEOUT, default=10s"`
+}
+
+func (c OperatorConfig) validate() error {
+	if c.URL == "" {
+		for name, v := range map[string]string{"OPERATOR_CERT_FILE": c.CertFile, "OPERATOR_KEY_FILE": c.KeyFile, "OPERATOR_CA_FILE": c.CAFile} {
+			if v != "" {
+				return fmt.Errorf("%s is set but OPERATOR_URL is not: set OPERATOR_URL to the operator's ES2+ URL, or unset %s", name, name)
+			}
+		}
+		return nil
+	}
+	var errs []error
+	if u, err := url.Parse(c.URL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("OPERATOR_URL %q: want an https:// URL without credentials, query or fragment", c.URL))
+	}
+	for name, v := range map[string]string{"OPERATOR_CERT_FILE": c.CertFile, "OPERATOR_KEY_FILE": c.KeyFile, "OPERATOR_CA_FILE": c.CAFile} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: required with OPERATOR_URL (mutual TLS)", name))
+		}
+	}
+	if c.RequesterID == "" || len(c.RequesterID) > 64 {
+		errs = append(errs, errors.New("OPERATOR_REQUESTER_ID: want 1 to 64 characters"))
+	}
+	if c.Timeout <= 0 || c.Timeout > time.Minute {
+		errs = append(errs, fmt.Errorf("OPERATOR_TIMEOUT %s: must be above 0 and at most 1m", c.Timeout))
+	}
+	return errors.Join(errs...)
 }
 
 // MinControlTokenLength is the shortest CONTROL_TOKEN accepted: 32 bytes,
@@ -66,7 +116,7 @@ func (c Config) Validate() error {
 	if len(c.SMDPAddress) > 253 || !hostname.MatchString(c.SMDPAddress) {
 		errs = append(errs, fmt.Errorf("SMDP_ADDRESS %q: want a DNS name, such as smdp.example.com", c.SMDPAddress))
 	}
-	return errors.Join(append(errs, c.HTTP.Validate(), c.Telemetry.Validate())...)
+	return errors.Join(append(errs, c.Operator.validate(), c.HTTP.Validate(), c.Telemetry.Validate())...)
 }
 
 func checkListenAddr(addr string) error {

@@ -18,6 +18,7 @@ import (
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
 	"github.com/esimplatform/esim/services/smdp-sim/control"
 	"github.com/esimplatform/esim/services/smdp-sim/es2plus"
+	"github.com/esimplatform/esim/services/smdp-sim/network"
 )
 
 // Server is an assembled simulator: serve Handler on HTTP_ADDR and
@@ -47,6 +48,16 @@ func New(_ context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, erro
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Operator.URL != "" {
+		n, err := es2plus.NewNotifier(es2plus.NotifierConfig{
+			URL: cfg.Operator.URL, CertFile: cfg.Operator.CertFile, KeyFile: cfg.Operator.KeyFile, CAFile: cfg.Operator.CAFile,
+			RequesterID: cfg.Operator.RequesterID, Timeout: cfg.Operator.Timeout,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("OPERATOR_*: %w", err)
+		}
+		sim.SetNotifier(n)
+	}
 	app := http.NotFoundHandler()
 	if cfg.ControlAPI {
 		app = control.Handler(sim, cfg.ControlToken.Reveal())
@@ -60,7 +71,7 @@ func New(_ context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, erro
 			Telemetry: tel,
 		}),
 		es2plus: httpserver.Handler(httpserver.Routes{
-			App:       es2plus.Handler(sim, tel.Logger),
+			App:       es2plusAndNetwork(es2plus.Handler(sim, tel.Logger), network.Handler(sim, tel.Logger)),
 			Telemetry: tel,
 			// Mutual TLS decides who may call, as at a real SM-DP+,
 			// whatever name the caller used.
@@ -68,6 +79,18 @@ func New(_ context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, erro
 			MaxBodyBytes: es2plus.MaxBodyBytes,
 		}),
 	}, nil
+}
+
+// es2plusAndNetwork serves the network API beside ES2+ on the mutual TLS
+// port: the operator's certificate is its credential for both.
+func es2plusAndNetwork(es2 http.Handler, net http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if network.IsNetworkPath(r.URL.Path) {
+			net.ServeHTTP(w, r)
+			return
+		}
+		es2.ServeHTTP(w, r)
+	})
 }
 
 func loadTLS(cfg Config) (*tls.Config, error) {

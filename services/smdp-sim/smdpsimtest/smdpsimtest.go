@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/esimplatform/esim/libs/config"
 	"github.com/esimplatform/esim/libs/devcerts"
 	"github.com/esimplatform/esim/libs/telemetry"
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
 	"github.com/esimplatform/esim/services/smdp-sim/control"
+	"github.com/esimplatform/esim/services/smdp-sim/es2plus"
 	"github.com/esimplatform/esim/services/smdp-sim/server"
 )
 
@@ -39,6 +41,26 @@ type Sim struct {
 	// the client certificate it accepts.
 	Certs   devcerts.Files
 	Control *control.Client
+	// NetworkURL is the base URL of the network API (ES2PlusURL: it
+	// shares the mutual TLS port).
+	NetworkURL string
+
+	srv *server.Server
+}
+
+// NotifyOperator makes the simulator report downloads to the operator's
+// ES2+ endpoint at url (https), with the client certificate of Certs and
+// trusting Certs' CA for the operator's server certificate.
+func (s *Sim) NotifyOperator(t testing.TB, url string) {
+	t.Helper()
+	n, err := es2plus.NewNotifier(es2plus.NotifierConfig{
+		URL: url, CertFile: s.Certs.ClientCert, KeyFile: s.Certs.ClientKey, CAFile: s.Certs.CACert,
+		RequesterID: "smdp-sim-test", Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv.Sim().SetNotifier(n)
 }
 
 // Start starts a simulator, closed when the test ends.
@@ -91,6 +113,8 @@ func Start(t testing.TB, opts Options) *Sim {
 		SMDPAddress:  opts.SMDPAddress,
 		Certs:        certs,
 		Control:      &control.Client{BaseURL: ctl.URL, Token: token},
+		NetworkURL:   es2.URL,
+		srv:          srv,
 	}
 }
 

@@ -105,6 +105,25 @@ func TestRunServesBothUntilCancelled(t *testing.T) {
 const controlToken = "a-control-token-of-at-least-32-bytes-0123456789"
 
 func TestRunRejectsBadStarts(t *testing.T) {
+	certs, err := devcerts.Generate(t.TempDir(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// with is a configuration that starts, but for vars.
+	with := func(vars map[string]string) map[string]string {
+		all := map[string]string{"TLS_CERT_FILE": certs.ServerCert, "TLS_KEY_FILE": certs.ServerKey, "CLIENT_CA_FILE": certs.CACert}
+		for k, v := range vars {
+			all[k] = v
+		}
+		return all
+	}
+	operator := func(vars map[string]string) map[string]string {
+		all := with(map[string]string{"OPERATOR_URL": "https://ordering:8443", "OPERATOR_CERT_FILE": certs.ClientCert, "OPERATOR_KEY_FILE": certs.ClientKey, "OPERATOR_CA_FILE": certs.CACert})
+		for k, v := range vars {
+			all[k] = v
+		}
+		return all
+	}
 	for name, tc := range map[string]struct {
 		vars map[string]string
 		want string
@@ -116,6 +135,13 @@ func TestRunRejectsBadStarts(t *testing.T) {
 			"CONTROL_TOKEN: 0 bytes; CONTROL_API=true requires at least 32"},
 		"control API with a short token": {map[string]string{"TLS_CERT_FILE": "x", "TLS_KEY_FILE": "x", "CLIENT_CA_FILE": "x", "CONTROL_API": "true", "CONTROL_TOKEN": "short"},
 			"CONTROL_TOKEN: 5 bytes"},
+		"operator files without a URL":  {with(map[string]string{"OPERATOR_CA_FILE": "/ca.crt"}), "OPERATOR_CA_FILE is set but OPERATOR_URL is not"},
+		"an http operator":              {operator(map[string]string{"OPERATOR_URL": "http://ordering:8443"}), `OPERATOR_URL "http://ordering:8443": want an https:// URL`},
+		"an operator without its files": {operator(map[string]string{"OPERATOR_KEY_FILE": ""}), "OPERATOR_KEY_FILE: required with OPERATOR_URL"},
+		"an operator timeout of 0":      {operator(map[string]string{"OPERATOR_TIMEOUT": "0s"}), "OPERATOR_TIMEOUT 0s"},
+		"no requester identifier":       {operator(map[string]string{"OPERATOR_REQUESTER_ID": strings.Repeat("x", 65)}), "OPERATOR_REQUESTER_ID"},
+		"an unreadable operator key":    {operator(map[string]string{"OPERATOR_KEY_FILE": "/nonexistent/client.key"}), "/nonexistent/client.key"},
+		"an operator CA that is no PEM": {operator(map[string]string{"OPERATOR_CA_FILE": certs.ClientKey}), "no PEM certificate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := run(context.Background(), []string{"smdp-sim"}, func(k string) string { return tc.vars[k] }, io.Discard)
