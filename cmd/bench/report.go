@@ -847,9 +847,10 @@ func perSecond(n int, d time.Duration) float64 {
 // method says how the usage rows were measured.
 func (u *usageResults) method(p func(string, ...any), cfg config) {
 	p("- **Usage ingestion**: a scratch database `%s` on the same server, made anew each run with ordering's migrations (`ordering/postgres.Open`), holds %d ACTIVE live eSIMs of a 5 GB plan ", cfg.usageDatabase, u.esims)
-	p("(orders of %d completed through ordering's store, activated by an attach reading through `ApplyUsage`). ", usageOrderSize)
-	p("`ordering.Service.ApplyUsage` over the real store (`ordering/postgres`) applies readings in batches of %d (`ordering.UsageBatch`), one batch after another over every eSIM in turn, as ordering's usage pass does, in the bench's process; ", u.batch)
-	p("readings are %s: none crosses a usage threshold, so each updates its row and publishes nothing. ", usageReadingsSource)
+	p("(orders of %d completed through ordering's store, their profiles issued by smdp-sim and their devices attached, activated by the network's first reading through `ApplyUsage`). ", usageOrderSize)
+	p("Ordering's usage pass is played in the bench's process, one batch of %d (`ordering.UsageBatch`) after another over every eSIM in turn: the batch's readings %s, ", u.batch, usageReadingsSource)
+	p("then applied by `ordering.Service.ApplyUsage` over the real store (`ordering/postgres`). No reading crosses a usage threshold, so each updates its row and publishes nothing. ")
+	p("The devices' use before each batch is the network's doing and is not timed: the rate is readings over the time spent reading and applying them. ")
 	p("A batch is one transaction: its rows locked by ICCID, each reading applied by the domain, the changed rows written in one statement.\n")
 	p("- **Usage control**: pgbench (`-M prepared`, 1 client) on the same database updating one batch of the same rows (a random one of the %d batches, its ICCIDs read by number from a table of the bench's) in one statement: `used_bytes` and `data_updated_at`, found by ICCID as ordering finds them. ", u.esims/max(1, u.batch))
 	p("Both run for %s after %s of warm-up, one batch at a time; readings/s is batches/s times %d.\n", cfg.duration, cfg.warmup, u.batch)

@@ -7,6 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,16 +19,20 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/esimplatform/esim/libs/devcerts"
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/ordering"
+	"github.com/esimplatform/esim/services/ordering/network"
 	orderingpg "github.com/esimplatform/esim/services/ordering/postgres"
-	"github.com/esimplatform/esim/services/ordering/sandbox"
+	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+	smdpserver "github.com/esimplatform/esim/services/smdp-sim/server"
 )
 
 // The usage rows: ordering applying a network's readings, against
 // Postgres doing the bare writes of the same rows.
 const (
-	usageTarget        = "ordering ApplyUsage, readings applied"
+	usageTarget        = "ordering: readings read through its network client and applied (ApplyUsage)"
 	usageControlTarget = "control: pgbench batch UPDATE of the same rows (used_bytes, data_updated_at)"
 )
 
@@ -54,8 +61,11 @@ const usageOrderSize = 50
 const usageStep = 1 << 20
 
 // usageReadingsSource says where the readings came from, for the report.
-const usageReadingsSource = "generated in the bench (ordering's network client and smdp-sim's network API are not on this branch yet), " +
-	"the eSIM's last reading plus 1 MiB, read now"
+const usageReadingsSource = "read through ordering's network client (`ordering/network`, JSON over HTTPS with mutual TLS) from smdp-sim's network API " +
+	"(its real handlers and TLS configuration, `smdp-sim/server`, serving a loopback port of the bench's process), each eSIM's device having used 1 MiB more since its last reading"
+
+// usageProfileType is the smdp-sim pool the eSIMs' profiles come from.
+const usageProfileType = "bench-usage"
 
 // usageResults are the usage rows of a run.
 type usageResults struct {
@@ -80,16 +90,114 @@ func (u usageResults) ratio() float64 {
 	return u.ordering.RPS() / u.control.RPS()
 }
 
-// usageScratch is the scratch database: ordering's store and Service over
-// it, and its eSIMs' ICCIDs in batches.
+// usageScratch is the scratch database, with ordering's store and
+// Service over it, the network its eSIMs' profiles are on, and their
+// ICCIDs in batches.
 type usageScratch struct {
 	url     string
 	pool    *pgxpool.Pool
 	svc     *ordering.Service
+	net     *usageNetwork
 	batches [][]string
 }
 
-func (s *usageScratch) close() { _ = libpostgres.Close(s.pool) }
+func (s *usageScratch) close() {
+	_ = libpostgres.Close(s.pool)
+	s.net.close()
+}
+
+// usageNetwork is smdp-sim playing the network: its Sim, on which the
+// bench plays the devices, and its network API served over mutual TLS on
+// a loopback port, which ordering's network client reads.
+type usageNetwork struct {
+	srv    *smdpserver.Server
+	hs     *http.Server
+	client *network.Client
+}
+
+func (n *usageNetwork) close() {
+	n.client.Close()
+	_ = n.hs.Close()
+	n.srv.Close()
+}
+
+// startNetwork starts smdp-sim with count profiles, certificates of its
+// own in dir, and ordering's client of its network API.
+func startNetwork(ctx context.Context, dir string, count int) (*usageNetwork, error) {
+	certs, err := devcerts.Generate(dir, "127.0.0.1", "localhost")
+	if err != nil {
+		return nil, fmt.Errorf("the network's certificates: %w", err)
+	}
+	srv, err := smdpserver.New(ctx, smdpserver.Config{
+		TLSCertFile: certs.ServerCert, TLSKeyFile: certs.ServerKey, ClientCAFile: certs.CACert,
+		SMDPAddress: "smdp-sim.esim.invalid", ProfileTypes: fmt.Sprintf("%s:%d", usageProfileType, count),
+	}, &telemetry.Telemetry{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, fmt.Errorf("smdp-sim: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("smdp-sim's network API: %w", err)
+	}
+	hs := &http.Server{Handler: srv.ES2PlusHandler(), TLSConfig: srv.TLSConfig(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.ServeTLS(ln, "", "") }() // ends with close
+	client, err := network.New(network.Config{URL: "https://" + ln.Addr().String(), CertFile: certs.ClientCert, KeyFile: certs.ClientKey, CAFile: certs.CACert})
+	if err != nil {
+		_ = hs.Close()
+		srv.Close()
+		return nil, fmt.Errorf("ordering's network client: %w", err)
+	}
+	return &usageNetwork{srv: srv, hs: hs, client: client}, nil
+}
+
+// issue has the SM-DP+ release n profiles (ES2+ downloadOrder and
+// confirmOrder, called in process) and their devices install them and
+// attach, and returns their ICCIDs.
+func (n *usageNetwork) issue(ctx context.Context, count int) ([]string, error) {
+	sim := n.srv.Sim()
+	release := true
+	iccids := make([]string, 0, count)
+	for range count {
+		d, err := sim.DownloadOrder(ctx, smdpsim.DownloadOrderRequest{ProfileType: usageProfileType})
+		if err == nil {
+			_, err = sim.ConfirmOrder(ctx, smdpsim.ConfirmOrderRequest{ICCID: d.ICCID, ReleaseFlag: &release})
+		}
+		if err == nil {
+			_, err = sim.Install(ctx, d.ICCID, "")
+		}
+		if err == nil {
+			_, err = sim.Attach(d.ICCID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("smdp-sim: issue a profile and attach its device: %w", err)
+		}
+		iccids = append(iccids, d.ICCID)
+	}
+	return iccids, nil
+}
+
+// use has the devices of iccids use bytes each.
+func (n *usageNetwork) use(iccids []string, bytes int64) error {
+	for _, iccid := range iccids {
+		if _, err := n.srv.Sim().Use(iccid, bytes); err != nil {
+			return fmt.Errorf("smdp-sim: use data on %s: %w", iccid, err)
+		}
+	}
+	return nil
+}
+
+// readAndApply is one batch of ordering's usage pass: the network's
+// readings of the batch, through ordering's client, applied. It returns
+// how many readings changed an eSIM.
+func (s *usageScratch) readAndApply(ctx context.Context, batch []string) (read, changed int, err error) {
+	readings, err := s.net.client.Usage(ctx, batch)
+	if err != nil {
+		return 0, 0, err
+	}
+	changed, err = s.svc.ApplyUsage(ctx, ordering.Live, readings)
+	return len(readings), changed, err
+}
 
 // vacuum clears the dead rows of earlier updates. Every update of a row
 // leaves one, and an update that finds no room on its row's page writes
@@ -102,10 +210,12 @@ func (s *usageScratch) vacuum(ctx context.Context) error {
 	return nil
 }
 
-// usagePhase measures the usage rows: ordering's ApplyUsage over the real
-// store, one batch after another as its usage pass applies them, then
-// pgbench updating the same rows' columns a batch at a time, both with
-// one connection at a time for cfg.duration after cfg.warmup.
+// usagePhase measures the usage rows: ordering reading a batch through
+// its network client and applying it over the real store, one batch
+// after another as its usage pass does, then pgbench updating the same
+// rows' columns a batch at a time, both one batch at a time for
+// cfg.duration after cfg.warmup. Before each batch its devices use more
+// data, which is not timed.
 func usagePhase(ctx context.Context, cfg config, runDir string, say func(string, ...any)) (res usageResults, err error) {
 	res.esims, res.batch = cfg.usageEsims, ordering.UsageBatch
 	pgbenchPath, err := findPgbench()
@@ -113,47 +223,48 @@ func usagePhase(ctx context.Context, cfg config, runDir string, say func(string,
 		return res, err
 	}
 	say("usage: a scratch database %s of ordering's schema with %d ACTIVE live eSIMs", cfg.usageDatabase, cfg.usageEsims)
-	s, err := prepareUsage(ctx, cfg.pgURL, cfg.usageDatabase, cfg.usageEsims)
+	s, err := prepareUsage(ctx, cfg.pgURL, cfg.usageDatabase, cfg.usageEsims, filepath.Join(runDir, "usage-network"))
 	if err != nil {
 		return res, err
 	}
 	defer s.close()
 
-	pass := 0 // how many readings each eSIM had: the next reports one step more
-	apply := func(d time.Duration) result {
+	// apply runs batches for d of their own time: the devices' use
+	// before each is the network's doing, and not counted.
+	apply := func(d time.Duration) (result, error) {
 		rec := &recorder{}
-		start := time.Now()
-		for i := 0; time.Since(start) < d && ctx.Err() == nil; i++ {
+		var timed time.Duration
+		for i := 0; timed < d && ctx.Err() == nil; i++ {
 			b := s.batches[i%len(s.batches)]
-			if i%len(s.batches) == 0 {
-				pass++
-			}
-			readings := make([]ordering.UsageReading, len(b))
-			now := time.Now()
-			for j, iccid := range b {
-				readings[j] = ordering.UsageReading{ICCID: iccid, UsedBytes: int64(pass) * usageStep, ReadAt: now}
+			if err := s.net.use(b, usageStep); err != nil {
+				return result{}, err
 			}
 			t := time.Now()
-			n, err := s.svc.ApplyUsage(ctx, ordering.Live, readings)
+			read, changed, err := s.readAndApply(ctx, b)
 			took := time.Since(t)
-			if err == nil && n != len(readings) {
-				res.unchanged += len(readings) - n
-				err = fmt.Errorf("%d of %d readings changed no eSIM", len(readings)-n, len(readings))
+			timed += took
+			if err == nil && changed != len(b) {
+				res.unchanged += len(b) - changed
+				err = fmt.Errorf("%d of %d readings changed no eSIM (%d read)", len(b)-changed, len(b), read)
 			}
 			rec.record(took, err)
 		}
-		return merge([]*recorder{rec}, time.Since(start))
+		return merge([]*recorder{rec}, timed), nil
 	}
 	if cfg.warmup > 0 {
 		say("%s: warming up for %s", usageTarget, cfg.warmup)
-		apply(cfg.warmup)
+		if _, err := apply(cfg.warmup); err != nil {
+			return res, err
+		}
 	}
 	res.unchanged = 0
 	if err := s.vacuum(ctx); err != nil {
 		return res, err
 	}
 	say("%s: batches of %d, one at a time, %s", usageTarget, ordering.UsageBatch, cfg.duration)
-	res.ordering = apply(cfg.duration)
+	if res.ordering, err = apply(cfg.duration); err != nil {
+		return res, err
+	}
 	say("%s: %.0f readings/s, p50 %s, p99 %s a batch, %d errors", usageTarget, readingsPerSecond(res.ordering, res.batch), ms(res.ordering.P50), ms(res.ordering.P99), res.ordering.Errors)
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("interrupted: %w", err)
@@ -182,10 +293,12 @@ func usagePhase(ctx context.Context, cfg config, runDir string, say func(string,
 
 // prepareUsage makes the scratch database name anew on the server of
 // serverURL: ordering's schema (its migrations, as the service runs
-// them), n live eSIMs of completed orders, written through the store,
-// activated by an attach reading through ApplyUsage, and their ICCIDs in
-// batches of UsageBatch in a table of the control's.
-func prepareUsage(ctx context.Context, serverURL, name string, n int) (*usageScratch, error) {
+// them), and n live eSIMs of completed orders, written through the store,
+// whose profiles smdp-sim issued and whose devices attached, activated by
+// the network's first reading through ApplyUsage; their ICCIDs in batches
+// of UsageBatch in a table of the control's. dir takes the network's
+// certificates.
+func prepareUsage(ctx context.Context, serverURL, name string, n int, dir string) (*usageScratch, error) {
 	db, err := databaseURL(serverURL, name)
 	if err != nil {
 		return nil, err
@@ -196,17 +309,27 @@ func prepareUsage(ctx context.Context, serverURL, name string, n int) (*usageScr
 	if err := libpostgres.EnsureDatabase(ctx, db); err != nil {
 		return nil, fmt.Errorf("the usage rows' database: %w", err)
 	}
+	nw, err := startNetwork(ctx, dir, n)
+	if err != nil {
+		return nil, err
+	}
+	issued, err := nw.issue(ctx, n)
+	if err != nil {
+		nw.close()
+		return nil, err
+	}
 	pool, err := orderingpg.Open(ctx, db, orderingpg.WithPoolDefaults())
 	if err != nil {
+		nw.close()
 		return nil, fmt.Errorf("the usage rows' database: %w", err)
 	}
-	s := &usageScratch{url: db, pool: pool}
+	s := &usageScratch{url: db, pool: pool, net: nw}
 	store := orderingpg.NewStore(pool, 0)
 	s.svc = ordering.NewService(ordering.Deps{Store: store})
 	scope := ordering.Scope{AccountID: uuid.New(), Environment: ordering.Live}
 	var iccids []string
-	for serial := 1; serial <= n; serial += usageOrderSize {
-		o, esims := usageOrder(scope, int64(serial), min(usageOrderSize, n-serial+1))
+	for first := 0; first < n; first += usageOrderSize {
+		o, esims := usageOrder(scope, first, issued[first:min(first+usageOrderSize, n)])
 		err := store.WithLock(ctx, "bench/"+o.ID.String(), func(ctx context.Context, l ordering.Locked) error {
 			if err := l.InsertOrder(ctx, o); err != nil {
 				return err
@@ -216,22 +339,17 @@ func prepareUsage(ctx context.Context, serverURL, name string, n int) (*usageScr
 		})
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("the usage rows' eSIMs: order %d: %w", serial/usageOrderSize, err)
+			return nil, fmt.Errorf("the usage rows' eSIMs: order %d: %w", first/usageOrderSize, err)
 		}
 		for _, e := range esims {
 			iccids = append(iccids, e.ICCID)
 		}
 	}
 	s.batches = batchesOf(iccids, ordering.UsageBatch)
-	attached := time.Now()
 	for _, b := range s.batches {
-		readings := make([]ordering.UsageReading, len(b))
-		for i, iccid := range b {
-			readings[i] = ordering.UsageReading{ICCID: iccid, AttachedAt: attached, ReadAt: attached}
-		}
-		if k, err := s.svc.ApplyUsage(ctx, ordering.Live, readings); err != nil || k != len(b) {
+		if read, k, err := s.readAndApply(ctx, b); err != nil || k != len(b) {
 			s.close()
-			return nil, fmt.Errorf("activate the usage rows' eSIMs: %d of %d activated: %v", k, len(b), err)
+			return nil, fmt.Errorf("activate the usage rows' eSIMs: %d of %d read, %d activated: %v", read, len(b), k, err)
 		}
 	}
 	var active int
@@ -272,12 +390,12 @@ func dropDatabase(ctx context.Context, serverURL, name string) error {
 	return nil
 }
 
-// usageOrder is a completed live order of count eSIMs of a 5 GB plan,
-// their ICCIDs the sandbox's of serials first to first+count-1: valid and
-// unique in the scratch database.
-func usageOrder(scope ordering.Scope, first int64, count int) (ordering.Order, []ordering.Esim) {
+// usageOrder is a completed live order of a 5 GB plan, an eSIM of each
+// of iccids; first numbers it among the run's.
+func usageOrder(scope ordering.Scope, first int, iccids []string) (ordering.Order, []ordering.Esim) {
 	created := time.Now().UTC().Truncate(time.Microsecond)
-	key := "bench-usage-" + strconv.FormatInt(first, 10)
+	count := len(iccids)
+	key := "bench-usage-" + strconv.Itoa(first)
 	fp := sha256.Sum256([]byte(key))
 	o := ordering.Order{
 		ID: uuid.Must(uuid.NewV7()), Kind: ordering.KindEsims, Scope: scope, IdempotencyKey: key, Fingerprint: fp[:],
@@ -289,7 +407,7 @@ func usageOrder(scope ordering.Scope, first int64, count int) (ordering.Order, [
 	for i := range esims {
 		esims[i] = ordering.Esim{
 			ID: uuid.Must(uuid.NewV7()), OrderID: o.ID, Position: int32(i), PlanName: o.PlanName,
-			ICCID: sandbox.ICCID(first + int64(i)), MatchingID: "BENCH-" + strconv.FormatInt(first+int64(i), 10), SMDPAddress: sandbox.DefaultSMDPAddress,
+			ICCID: iccids[i], MatchingID: "BENCH-" + strconv.Itoa(first+i), SMDPAddress: "smdp-sim.esim.invalid",
 			QRToken: qrToken(), Status: ordering.EsimAllocated,
 			ValidityDays: o.ValidityDays, Data: ordering.EsimData{TotalBytes: o.TotalBytes, UpdatedAt: created},
 			CreatedAt: created,

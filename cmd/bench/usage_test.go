@@ -54,8 +54,8 @@ func TestReportUsage(t *testing.T) {
 		cpus: 2, goVersion: "go1.26", usage: u}
 	md := r.markdown()
 	for _, want := range []string{
-		"-only usage`", "- **Usage ingestion**: a scratch database `esim_bench_usage`", "holds 20000 ACTIVE live eSIMs", "batches of 500 (`ordering.UsageBatch`)",
-		"generated in the bench", "a random one of the 40 batches",
+		"-only usage`", "- **Usage ingestion**: a scratch database `esim_bench_usage`", "holds 20000 ACTIVE live eSIMs", "one batch of 500 (`ordering.UsageBatch`) after another", "is not timed",
+		"read through ordering's network client (`ordering/network`", "from smdp-sim's network API", "a random one of the 40 batches",
 		"## Usage ingestion",
 		"| " + usageTarget + " | 10000 | 200 | 40.00 ms | 100.00 ms | 0 |",
 		"| " + usageControlTarget + " | 12000 | 240 | 38.00 ms | 60.00 ms | 0 |",
