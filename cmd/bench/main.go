@@ -5,8 +5,10 @@
 // gateway side by side with pgbench writing an order's rows on the same
 // Postgres, and reads one back side by side with a bare handler again;
 // then times an order's signed webhook from the order's 201 to a receiver
-// in this process, side by side with that receiver's own round trip; then
-// writes BENCHMARKS.md.
+// in this process, side by side with that receiver's own round trip, and
+// likewise a sandbox eSIM's install to its signed webhook; then applies
+// network usage readings through ordering's store side by side with
+// pgbench writing the same rows; then writes BENCHMARKS.md.
 package main
 
 import (
@@ -98,13 +100,20 @@ type config struct {
 	trials   int
 	pgURL    string
 	redisURL string
-	// only limits the run to the plan rows, the order rows or the
-	// webhook rows ("" for all).
+	// only limits the run to the plan rows, the order rows, the webhook
+	// rows, the install rows or the usage rows ("" for all).
 	only string
 	// webhookRate and webhookDuration are the webhook phase's steady load:
 	// orders per second, for how long (after warmup).
 	webhookRate     float64
 	webhookDuration time.Duration
+	// installProbe is how many eSIMs the lifecycle phase's closed loop
+	// may install (installProbeEsims); usageDatabase and usageEsims are
+	// the usage phase's scratch database and its eSIMs (usageDatabase,
+	// usageEsims). Tests make them smaller.
+	installProbe  int
+	usageDatabase string
+	usageEsims    int
 }
 
 // The phases -only selects.
@@ -112,6 +121,10 @@ const (
 	onlyPlans    = "plans"
 	onlyOrders   = "orders"
 	onlyWebhooks = "webhooks"
+	// onlyLifecycle is the install rows, onlyUsage the usage rows: the
+	// eSIM after the sale (issue 31).
+	onlyLifecycle = "lifecycle"
+	onlyUsage     = "usage"
 )
 
 // runs reports whether the run includes the phases named.
@@ -139,15 +152,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
-	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) or webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip); all by default", func(v string) error {
-		if v != onlyPlans && v != onlyOrders && v != onlyWebhooks {
-			return fmt.Errorf("want %s, %s or %s", onlyPlans, onlyOrders, onlyWebhooks)
+	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip), lifecycle (a sandbox eSIM's simulated install to its signed esim.installed webhook, at half the sustainable rate, against the receiver's own round trip) or usage (usage readings applied by ordering over its Postgres store, against pgbench updating the same rows); all by default", func(v string) error {
+		if v != onlyPlans && v != onlyOrders && v != onlyWebhooks && v != onlyLifecycle && v != onlyUsage {
+			return fmt.Errorf("want %s, %s, %s, %s or %s", onlyPlans, onlyOrders, onlyWebhooks, onlyLifecycle, onlyUsage)
 		}
 		cfg.only = v
 		return nil
 	})
 	fs.Float64Var(&cfg.webhookRate, "webhook-rate", 100, "orders per second of the webhooks phase, a steady open loop")
-	fs.DurationVar(&cfg.webhookDuration, "webhook-duration", 20*time.Second, "length of the webhooks phase's measured load, and of its control")
+	fs.DurationVar(&cfg.webhookDuration, "webhook-duration", 20*time.Second, "length of the webhooks and lifecycle phases' measured loads, and of their controls")
 	// Internal: the baseline server is this binary re-executed.
 	fs.StringVar(&bareBody, serveBareFlag, "", "internal: serve the body in `file` as the bare baseline")
 	if err := fs.Parse(args); err != nil {
@@ -170,6 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("-webhook-rate and -webhook-duration must make at least one order")
 	}
 	cfg.keysDir = operator.DefaultKeysDir(getenv)
+	cfg.installProbe, cfg.usageDatabase, cfg.usageEsims = installProbeEsims, usageDatabase, usageEsims
 	return benchmark(ctx, cfg, stdout, stderr)
 }
 
@@ -177,9 +191,9 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, "==> "+format+"\n", args...) }
 	started := time.Now().UTC()
 
-	// The order rows compare with pgbench: a missing one is said before
-	// the platform starts, not after the plan rows ran.
-	if cfg.runs(onlyOrders) {
+	// The order and usage rows compare with pgbench: a missing one is
+	// said before the platform starts, not after the plan rows ran.
+	if cfg.runs(onlyOrders) || cfg.runs(onlyUsage) {
 		if _, err := findPgbench(); err != nil {
 			return err
 		}
@@ -287,6 +301,20 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		}
 		rep.webhooks = &res
 	}
+	if cfg.runs(onlyLifecycle) {
+		res, err := installPhase(ctx, cfg, p, hooks, say)
+		if err != nil {
+			return err
+		}
+		rep.installs = &res
+	}
+	if cfg.runs(onlyUsage) {
+		res, err := usagePhase(ctx, cfg, runDir, say)
+		if err != nil {
+			return err
+		}
+		rep.usage = &res
+	}
 
 	// Peak memory while everything is still running.
 	for _, pr := range servers {
@@ -316,6 +344,17 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		if w.control.Errors > 0 {
 			say("warning: %s answered %d non-2xx or failed requests (e.g. %s)", webhookControlTarget, w.control.Errors, w.control.FirstErr)
 		}
+	}
+	if i := rep.installs; i != nil {
+		if i.errors+i.probe.Errors > 0 {
+			say("warning: %s: %d installs not answered 200 (e.g. %s)", installTarget, i.errors+i.probe.Errors, firstOf(i.firstErr, i.probe.FirstErr))
+		}
+		if i.missing+i.unverified+i.duplicates > 0 {
+			say("warning: %s: %d webhooks missing, %d unverified (e.g. %s), %d duplicates", installTarget, i.missing, i.unverified, i.firstUnverified, i.duplicates)
+		}
+	}
+	if u := rep.usage; u != nil && u.ordering.Errors+u.control.Errors > 0 {
+		say("warning: usage: %d batches of ordering failed (e.g. %s), %d of pgbench", u.ordering.Errors, u.ordering.FirstErr, u.control.Errors)
 	}
 	return nil
 }
@@ -490,6 +529,16 @@ func pickPlan(ctx context.Context, apiBase, key, filter string) (string, []byte,
 		return "", nil, fmt.Errorf("fetch plan %s: %w", id, err)
 	}
 	return id, body, nil
+}
+
+// firstOf is the first of texts that is not empty.
+func firstOf(texts ...string) string {
+	for _, t := range texts {
+		if t != "" {
+			return t
+		}
+	}
+	return ""
 }
 
 // parseWorkers reads a comma-separated list of positive concurrencies.

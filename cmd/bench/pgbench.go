@@ -114,8 +114,9 @@ type pgbench struct {
 	path string
 	// env is the connection, as libpq reads it: the password never shows
 	// on a command line.
-	env []string
-	dir string // the script and the latency logs
+	env    []string
+	dir    string // the latency logs
+	script string // the transaction, a file
 }
 
 // pgbenchConnEnv gives libpq the connection of databaseURL.
@@ -187,10 +188,11 @@ func preparePgbench(ctx context.Context, serverURL, name, dir string) (*pgbench,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "order.sql"), []byte(pgbenchScript), 0o644); err != nil {
+	script := filepath.Join(dir, "order.sql")
+	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
 		return nil, err
 	}
-	return &pgbench{path: path, env: env, dir: dir}, nil
+	return &pgbench{path: path, env: env, dir: dir, script: script}, nil
 }
 
 // maxClients is how many more connections the server takes, less
@@ -227,7 +229,7 @@ func (b *pgbench) run(ctx context.Context, clients int, d time.Duration) (result
 	}
 	defer os.RemoveAll(logs)
 	secs := max(1, int(math.Ceil(d.Seconds())))
-	cmd := exec.CommandContext(ctx, b.path, "-n", "-f", filepath.Join(b.dir, "order.sql"),
+	cmd := exec.CommandContext(ctx, b.path, "-n", "-f", b.script,
 		"-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)), "-T", strconv.Itoa(secs), "-M", "prepared",
 		"-l", "--log-prefix", filepath.Join(logs, "tx"))
 	cmd.Env = append(withoutLibpqSettings(os.Environ()), b.env...)

@@ -768,8 +768,10 @@ type receiver struct {
 
 	mu    sync.Mutex
 	state receiverState
-	// first is the first verified delivery, the control's model.
-	first delivery
+	// first is the first verified delivery, the control's model, and
+	// firstOf the first of each event type.
+	first   delivery
+	firstOf map[string]delivery
 }
 
 // receiverState is what the receiver got.
@@ -782,10 +784,12 @@ type receiverState struct {
 	firstUnverified        string
 }
 
-// arrival is when an order's webhook had been read, and when, says its
-// payload, the order completed.
+// arrival is when the first webhook about an order or eSIM (data.id) had
+// been read, of which event, and when, says its payload, the event
+// happened.
 type arrival struct {
 	at, completed time.Time
+	event         string
 }
 
 // delivery is a request as the webhook service sent it.
@@ -804,6 +808,7 @@ func startReceiver() (*receiver, error) {
 		addr:    ln.Addr().String(),
 		arrived: make(chan struct{}, 1),
 		state:   receiverState{arrivals: map[string]arrival{}, events: map[string]int{}},
+		firstOf: map[string]delivery{},
 	}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }() // ends with close
@@ -834,6 +839,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var event struct {
+		Event     string    `json:"event"`
 		CreatedAt time.Time `json:"created_at"`
 		Data      struct {
 			ID string `json:"id"`
@@ -874,10 +880,13 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	default:
 		s.events[id]++
 		if _, ok := s.arrivals[event.Data.ID]; !ok {
-			s.arrivals[event.Data.ID] = arrival{at: at, completed: event.CreatedAt}
+			s.arrivals[event.Data.ID] = arrival{at: at, completed: event.CreatedAt, event: event.Event}
 		}
 		if r.first.body == nil {
 			r.first = delivery{header: req.Header.Clone(), body: body}
+		}
+		if _, ok := r.firstOf[event.Event]; !ok {
+			r.firstOf[event.Event] = delivery{header: req.Header.Clone(), body: body}
 		}
 	}
 	r.mu.Unlock()
@@ -910,6 +919,18 @@ func (r *receiver) sample() (delivery, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.first, r.first.body != nil
+}
+
+// sampleOf is the first verified delivery of event type typ, else the
+// first of any.
+func (r *receiver) sampleOf(typ string) (delivery, bool) {
+	r.mu.Lock()
+	d, ok := r.firstOf[typ]
+	r.mu.Unlock()
+	if ok {
+		return d, true
+	}
+	return r.sample()
 }
 
 // await returns once every order of ids has its webhook, ctx ends or

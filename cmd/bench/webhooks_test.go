@@ -148,7 +148,7 @@ func TestTallyClampsWebhooksThatBeatTheirOrder(t *testing.T) {
 func TestOnlyWebhooksSelectsThePhase(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"-help"}, func(string) string { return "" }, io.Discard, &stderr)
-	for _, want := range []string{"or webhooks (", "-webhook-rate", "-webhook-duration"} {
+	for _, want := range []string{"webhooks (an order's 201", "-webhook-rate", "-webhook-duration"} {
 		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), want) {
 			t.Errorf("-help lacks %q (%v):\n%s", want, err, stderr.String())
 		}
@@ -214,9 +214,9 @@ func TestReportWebhooks(t *testing.T) {
 	}
 }
 
-// TestWebhookPhaseAgainstThePlatform runs the phase briefly against the
-// real service binaries, started as `make run` starts them, on databases
-// of its own.
+// TestWebhookPhaseAgainstThePlatform runs the phase, then the install
+// rows' (installPhase), briefly against the real service binaries, started
+// as `make run` starts them, on databases of its own.
 func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 	bin := t.TempDir()
 	declared := servicestest.Build(t, bin)
@@ -256,6 +256,12 @@ func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := webhookPhase(ctx, cfg, p, b, t.Logf)
+	if err != nil {
+		t.Fatal(errors.Join(err, b.close(ctx, t.Logf)))
+	}
+	// The install rows, on the same platform and receiver.
+	installCfg := config{duration: time.Second, webhookDuration: time.Second, installProbe: 2 * installOrderSize}
+	installs, err := installPhase(ctx, installCfg, p, b, t.Logf)
 	if err := errors.Join(err, b.close(ctx, t.Logf)); err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +288,7 @@ func TestWebhookPhaseAgainstThePlatform(t *testing.T) {
 	if q := res.queues; q.reads == 0 || q.failed > 0 || res.backlog.total() != 0 || len(res.cpu) == 0 {
 		t.Errorf("queues %s (%d of %d reads failed: %s), backlog at start %s, CPU %v", q.peak, q.failed, q.reads, q.err, res.backlog, res.cpu)
 	}
+	checkInstalls(t, installs)
 	ep, err := hooks.GetEndpoint(ctx, &webhookv1.GetEndpointRequest{Scope: scope})
 	if err != nil || ep.GetUrl() != previous {
 		t.Errorf("endpoint after the phase %q (%v), want %q back", ep.GetUrl(), err, previous)
