@@ -119,31 +119,15 @@ func (a *handlers) createTopUp(ctx context.Context, in *createTopUpInput) (*crea
 	topUp, replayed, err := a.Orders.CreateTopUp(ctx, principalFrom(ctx), gateway.NewTopUp{
 		EsimID: id, PlanID: in.Body.PlanID, Days: in.Body.Days, IdempotencyKey: in.IdempotencyKey,
 	})
-	switch {
-	case errors.Is(err, gateway.ErrNotFound):
-		// Ordering does not say which of the two it did not find.
-		err = withMessage(err, fmt.Sprintf("No eSIM %q in this environment, or no plan %q on sale. GET /v1/plans?topup_for=%s lists the plans that may top it up.", in.ID, in.Body.PlanID, id))
-	case errors.Is(err, gateway.ErrRateLimited):
-		return nil, huma.ErrorWithHeaders(a.problem(ctx, withMessage(err, inFlightMessage)), http.Header{"Retry-After": {retryAfter}})
+	failed := ""
+	if err == nil && topUp.Status == partnerapi.OrderFailed {
+		failed = fmt.Sprintf("The top-up failed (%s); top-up %s was refunded in full. Buy a new one with a new Idempotency-Key.", topUp.Error.Message, topUp.ID)
 	}
+	// Ordering does not say which of the two it did not find.
+	notFound := fmt.Sprintf("No eSIM %q in this environment, or no plan %q on sale. GET /v1/plans?topup_for=%s lists the plans that may top it up.", in.ID, in.Body.PlanID, id)
+	status, replay, err := a.purchased(ctx, err, notFound, replayed, failed)
 	if err != nil {
-		return nil, a.problem(ctx, err)
-	}
-	replay := ""
-	if replayed {
-		replay = "true"
-	}
-	if topUp.Status == partnerapi.OrderFailed {
-		failure := fromDomain(ctx, withMessage(gateway.ErrProviderFailed, fmt.Sprintf(
-			"The top-up failed (%s); top-up %s was refunded in full. Buy a new one with a new Idempotency-Key.", topUp.Error.Message, topUp.ID)))
-		if replayed {
-			return nil, huma.ErrorWithHeaders(failure, http.Header{"Idempotent-Replay": {replay}})
-		}
-		return nil, failure
-	}
-	status := http.StatusCreated
-	if replayed {
-		status = http.StatusOK
+		return nil, err
 	}
 	return &createTopUpOutput{Status: status, Replay: replay, Body: Envelope[TopUp]{Data: topUp}}, nil
 }

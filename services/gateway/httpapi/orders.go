@@ -293,32 +293,13 @@ func (a *handlers) createOrder(ctx context.Context, in *createOrderInput) (*crea
 		req.Customer = gateway.Customer{Name: deref(c.Name), Email: deref(c.Email), Reference: deref(c.Reference)}
 	}
 	order, replayed, err := a.Orders.CreateOrder(ctx, principalFrom(ctx), req)
-	switch {
-	case errors.Is(err, gateway.ErrNotFound):
-		err = withMessage(err, fmt.Sprintf("No plan %q on sale. GET /v1/plans lists the plans you can order.", in.Body.PlanID))
-	case errors.Is(err, gateway.ErrRateLimited):
-		// Not the key's allowance but the account's orders in flight: the
-		// same Idempotency-Key goes through once one of them ends.
-		return nil, huma.ErrorWithHeaders(a.problem(ctx, withMessage(err, inFlightMessage)), http.Header{"Retry-After": {retryAfter}})
+	failed := ""
+	if err == nil && order.Status == partnerapi.OrderFailed {
+		failed = fmt.Sprintf("Issuing failed (%s); order %s was refunded in full. Place a new order with a new Idempotency-Key.", order.Error.Message, order.ID)
 	}
+	status, replay, err := a.purchased(ctx, err, fmt.Sprintf("No plan %q on sale. GET /v1/plans lists the plans you can order.", in.Body.PlanID), replayed, failed)
 	if err != nil {
-		return nil, a.problem(ctx, err)
-	}
-	replay := ""
-	if replayed {
-		replay = "true"
-	}
-	if order.Status == partnerapi.OrderFailed {
-		failure := fromDomain(ctx, withMessage(gateway.ErrProviderFailed, fmt.Sprintf(
-			"Issuing failed (%s); order %s was refunded in full. Place a new order with a new Idempotency-Key.", order.Error.Message, order.ID)))
-		if replayed {
-			return nil, huma.ErrorWithHeaders(failure, http.Header{"Idempotent-Replay": {replay}})
-		}
-		return nil, failure
-	}
-	status := http.StatusCreated
-	if replayed {
-		status = http.StatusOK
+		return nil, err
 	}
 	return &createOrderOutput{Status: status, Location: basePath + "/orders/" + order.ID, Replay: replay, Body: Envelope[Order]{Data: order}}, nil
 }
@@ -419,4 +400,37 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// purchased answers a purchase (an order, a top-up) as ordering took it:
+// err mapped (not found with notFound's message; over the account's
+// orders in flight with Retry-After), a failed purchase (failed: why) as
+// 502 provider_error, refunded, and otherwise 201, or 200 on a replay. A
+// replay's answer, failed or not, carries Idempotent-Replay.
+func (a *handlers) purchased(ctx context.Context, err error, notFound string, replayed bool, failed string) (status int, replay string, _ error) {
+	switch {
+	case errors.Is(err, gateway.ErrNotFound):
+		err = withMessage(err, notFound)
+	case errors.Is(err, gateway.ErrRateLimited):
+		// Not the key's allowance but the account's orders in flight: the
+		// same Idempotency-Key goes through once one of them ends.
+		return 0, "", huma.ErrorWithHeaders(a.problem(ctx, withMessage(err, inFlightMessage)), http.Header{"Retry-After": {retryAfter}})
+	}
+	if err != nil {
+		return 0, "", a.problem(ctx, err)
+	}
+	if replayed {
+		replay = "true"
+	}
+	if failed != "" {
+		failure := fromDomain(ctx, withMessage(gateway.ErrProviderFailed, failed))
+		if replayed {
+			return 0, "", huma.ErrorWithHeaders(failure, http.Header{"Idempotent-Replay": {replay}})
+		}
+		return 0, "", failure
+	}
+	if replayed {
+		return http.StatusOK, replay, nil
+	}
+	return http.StatusCreated, replay, nil
 }
