@@ -107,7 +107,7 @@ type TopUpPrice struct {
 
 // EsimData is the data allowance and its use.
 type EsimData struct {
-	Unlimited  bool      `json:"unlimited"`
+	Unlimited      bool      `json:"unlimited"`
 	TotalBytes     *int64    `json:"total_bytes" nullable:"true" doc:"null when unlimited; grows with top-ups."`
 	UsedBytes      int64     `json:"used_bytes"`
 	RemainingBytes *int64    `json:"remaining_bytes" nullable:"true" doc:"total_bytes - used_bytes; null when unlimited."`
