@@ -172,17 +172,29 @@ bench: build ## gateway vs bare net/http benchmark, writes BENCHMARKS.md
 # Service images, built by ko with no Docker daemon and no network: static
 # binaries (CGO_ENABLED=0) on the nonroot base image that tools/imagebase
 # writes into KOCACHE, pinned by digest in .ko.yaml. One OCI image layout per
-# service under bin/images/<svc> (git-ignored); the digests are printed.
+# service under bin/images/<svc> and its SPDX SBOM under bin/sbom/<svc>
+# (both git-ignored); the digests are printed.
 KOCACHE := $(CURDIR)/.kocache
 IMAGE_REPO ?= ghcr.io/esimplatform
+# The images' OCI labels name their source, the commit built and the
+# chart's appVersion (the charts' default tag); ko writes an SPDX SBOM of
+# each next to the layouts, under bin/sbom/<svc>.
+IMAGE_SOURCE ?= https://github.com/esimplatform/esim
 
 .PHONY: images
 images: tools ## build every service image into bin/images/ and print digests
 	@mkdir -p $(KOCACHE) bin/images
 	cd tools && GOWORK=off go run ./imagebase -layout $(KOCACHE)/img -verify ../.ko.yaml
-	@for s in $(SERVICES); do \
-	  rm -rf bin/images/$$s; \
+	@revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown); \
+	for s in $(SERVICES); do \
+	  rm -rf bin/images/$$s bin/sbom/$$s; mkdir -p bin/sbom/$$s; \
+	  version=$$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/$$s/Chart.yaml); \
 	  ref=$$(KOCACHE=$(KOCACHE) KO_DOCKER_REPO=$(IMAGE_REPO) ko build --push=false --base-import-paths \
-	    --oci-layout-path=bin/images/$$s ./services/$$s/cmd/$$s); \
-	  echo "image $$s: $(IMAGE_REPO)/$$s@$${ref##*@} (bin/images/$$s)"; \
+	    --oci-layout-path=bin/images/$$s --sbom=spdx --sbom-dir=bin/sbom/$$s \
+	    --image-label org.opencontainers.image.source=$(IMAGE_SOURCE) \
+	    --image-label org.opencontainers.image.revision=$$revision \
+	    --image-label org.opencontainers.image.version=$$version \
+	    --image-label org.opencontainers.image.title=$$s \
+	    ./services/$$s/cmd/$$s); \
+	  echo "image $$s $$version: $(IMAGE_REPO)/$$s@$${ref##*@} (bin/images/$$s, SBOM in bin/sbom/$$s)"; \
 	done
