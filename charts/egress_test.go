@@ -108,7 +108,6 @@ func TestEgress(t *testing.T) {
 }
 
 func checkEgress(t *testing.T, s declaredService, targets map[string]egressTarget) {
-	t.Helper()
 	self := targets[s.Name]
 	np := self.np
 	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
@@ -231,7 +230,6 @@ func checkEgress(t *testing.T, s declaredService, targets map[string]egressTarge
 // alone, IPv4 and IPv6, with every private range left out; no other chart
 // has an address block outside the private ranges.
 func checkInternet(t *testing.T, name string, rules []networkingv1.NetworkPolicyEgressRule) {
-	t.Helper()
 	internet := slices.Contains(internetCharts, name)
 	wholes := map[string]bool{}
 	for i, rule := range rules {
