@@ -283,6 +283,9 @@ type declaredService struct {
 	Kafka    bool     `json:"kafka"`
 	Public   bool     `json:"public"`
 	Calls    []string `json:"calls"`
+	// Env holds ${<service>.<VAR>}: the listeners of other services it
+	// reaches.
+	Env map[string]string `json:"env"`
 }
 
 // declared reads services.yaml, the one list of services.

@@ -3,7 +3,10 @@
 // helm lint in strict mode, strict decoding of every rendered object into its
 // Kubernetes API type (case-sensitive, as the API server decodes), security,
 // probe, shutdown-timing and disruption settings, who the NetworkPolicy
-// admits to the API port and to the metrics port, and that each chart sets
+// admits to the API port and to the metrics port, what it lets each
+// service reach (egress_test.go: DNS, its callees, its data stores, and
+// the internet less the private ranges for the webhook service alone,
+// against ../services.yaml), and that each chart sets
 // exactly the environment variables its service reads. Charts are rendered
 // against the oldest Kubernetes their kubeVersion admits. The tests also
 // strict-decode the development manifests under ../k8s, check the Kafka

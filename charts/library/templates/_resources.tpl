@@ -130,8 +130,12 @@ spec:
   podSelector:
     matchLabels:
       {{- include "library.selectorLabels" . | nindent 6 }}
+  {{- $egress := .Values.networkPolicy.egress | default dict }}
   policyTypes:
     - Ingress
+    {{- if $egress.enabled }}
+    - Egress
+    {{- end }}
   ingress:
     # The HTTP port (the API and the probes) is reachable only from the
     # callers named in values, when any are: the services behind the
@@ -161,6 +165,36 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
     {{- end }}
+  {{- if $egress.enabled }}
+  {{- /* With Egress among the policyTypes, whatever no rule below names is
+  refused, so no rule may be left without peers: an empty "to" would admit
+  every destination. */}}
+  egress:
+    {{- with $egress.calls }}
+    # The services it calls, on their API port alone.
+    - to:
+        {{- range . }}
+        - podSelector:
+            matchLabels:
+              app.kubernetes.io/name: {{ . }}
+        {{- end }}
+      ports:
+        - port: http
+          protocol: TCP
+    {{- end }}
+    {{- range $name, $peer := $egress.peers }}
+    {{- if and $peer $peer.to }}
+    {{- if not $peer.ports }}
+    {{- fail (printf "networkPolicy.egress.peers.%s names no ports: it would admit every port of its peers" $name) }}
+    {{- end }}
+    # {{ $name }}
+    - to:
+        {{- toYaml $peer.to | nindent 8 }}
+      ports:
+        {{- toYaml $peer.ports | nindent 8 }}
+    {{- end }}
+    {{- end }}
+  {{- end }}
 {{- end }}
 {{- end }}
 
