@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -42,7 +44,8 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	// its own token file, so a developer's esimctl keeps theirs.
 	const keyName = "platform main test"
 	tokenFile := filepath.Join(t.TempDir(), "operator-token")
-	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", t.TempDir(), "-operator-token-file", tokenFile,
+	runDir := t.TempDir()
+	args := []string{"-key-name", keyName, "-bin-dir", bin, "-run-dir", runDir, "-operator-token-file", tokenFile,
 		"-db-prefix", pgtest.DatabasePrefix(t, servicestest.Databases(declared)...), "-pg-url", pgtest.AdminURL(), "-redis-url", redistest.URL()}
 	for name, addr := range addrs {
 		args = append(args, "-addr", name+"="+addr)
@@ -78,7 +81,21 @@ func TestRunPrintsAWorkingKeyAndStopsCleanly(t *testing.T) {
 	deadline.Stop()
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	if !strings.HasPrefix(key, "sk_sandbox_") {
-		t.Fatalf("no `sandbox key: sk_sandbox_...` line in:\n%s", printed)
+		// Why run stopped, and what the services said, so that a
+		// failure here can be understood from the test's output alone.
+		var runErr error
+		select {
+		case runErr = <-done:
+		case <-time.After(30 * time.Second):
+			runErr = errors.New("run has not returned after 30 s")
+		}
+		logs, _ := filepath.Glob(filepath.Join(runDir, "logs", "*.log"))
+		var tails strings.Builder
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			fmt.Fprintf(&tails, "--- %s (last 2000 bytes)\n%s\n", filepath.Base(l), b[max(0, len(b)-2000):])
+		}
+		t.Fatalf("no `sandbox key: sk_sandbox_...` line in:\n%s\nrun: %v\n%s", printed, runErr, tails.String())
 	}
 	if !strings.HasPrefix(liveKey, "sk_live_") {
 		t.Errorf("no `live key: sk_live_...` line in:\n%s", printed)
