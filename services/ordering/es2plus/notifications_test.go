@@ -18,7 +18,6 @@ import (
 	"github.com/esimplatform/esim/libs/devcerts"
 	"github.com/esimplatform/esim/libs/internalauth"
 	"github.com/esimplatform/esim/libs/internalauth/internalauthtest"
-	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	"github.com/esimplatform/esim/services/catalogue"
@@ -51,17 +50,27 @@ type liveRig struct {
 
 func newLiveRig(t *testing.T) *liveRig {
 	t.Helper()
+	return newLiveRigVia(t, func(sim *smdpsimtest.Sim) string { return sim.NetworkURL })
+}
+
+// newLiveRigVia is newLiveRig with ordering reaching the network at the
+// URL networkURL gives for the simulator (a proxy in front of it).
+func newLiveRigVia(t *testing.T, networkURL func(*smdpsimtest.Sim) string) *liveRig {
+	t.Helper()
 	sim := smdpsimtest.Start(t, smdpsimtest.Options{ProfileTypes: "esim-travel:20"})
 	deps := orderingtest.StartDeps(t, nil)
-	pool := pgtest.New(t, postgres.Migrations)
-	if err := libpostgres.MigrateRiver(context.Background(), pool); err != nil {
+	// Sized as the server sizes it: a connection per order in flight and
+	// room for everything else.
+	pool, err := postgres.Open(context.Background(), pgtest.WithMaxConns(t, pgtest.NewDatabase(t), postgres.DefaultMaxConns))
+	if err != nil {
 		t.Fatal(err)
 	}
-	store := postgres.NewStore(pool, 0)
+	t.Cleanup(pool.Close)
+	store := postgres.NewStore(pool, postgres.DefaultMaxHolders)
 	client := clientOf(t, sim, sim.Certs, sim.Certs)
 	live := es2plus.NewProvider(client, func(tx ordering.Locked) es2plus.Store { return store.Records(tx) },
 		es2plus.ProfileTypes{Default: "esim-travel"}, nil, es2plus.Settings{RetryBackoff: time.Hour})
-	net, err := network.New(network.Config{URL: sim.NetworkURL, CertFile: sim.Certs.ClientCert, KeyFile: sim.Certs.ClientKey, CAFile: sim.Certs.CACert, Timeout: 5 * time.Second})
+	net, err := network.New(network.Config{URL: networkURL(sim), CertFile: sim.Certs.ClientCert, KeyFile: sim.Certs.ClientKey, CAFile: sim.Certs.CACert, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
