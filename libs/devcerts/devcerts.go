@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/esimplatform/esim/libs/mtls"
 )
 
 // ClientCommonName is the subject of the client certificate: the service
@@ -328,48 +330,11 @@ func writePEM(path, typ string, der []byte, perm os.FileMode) error {
 // ServerTLS is the server side of mutual TLS: the server certificate, and
 // only clients with a certificate the CA signed.
 func (f Files) ServerTLS() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(f.ServerCert, f.ServerKey)
-	if err != nil {
-		return nil, fmt.Errorf("devcerts: %w", err)
-	}
-	pool, err := f.caPool()
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		MinVersion:   tls.VersionTLS12,
-	}, nil
+	return mtls.Server(f.ServerCert, f.ServerKey, f.CACert)
 }
 
 // ClientTLS is the client side: the client certificate, and only servers
 // the CA signed.
 func (f Files) ClientTLS() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
-	if err != nil {
-		return nil, fmt.Errorf("devcerts: %w", err)
-	}
-	pool, err := f.caPool()
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		RootCAs:      pool,
-		MinVersion:   tls.VersionTLS12,
-	}, nil
-}
-
-func (f Files) caPool() (*x509.CertPool, error) {
-	data, err := os.ReadFile(f.CACert)
-	if err != nil {
-		return nil, fmt.Errorf("devcerts: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("devcerts: %s: no PEM certificate", f.CACert)
-	}
-	return pool, nil
+	return mtls.Client(f.ClientCert, f.ClientKey, f.CACert)
 }

@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -35,6 +33,8 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/esimplatform/esim/libs/mtls"
 )
 
 const (
@@ -205,33 +205,11 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 			return nil, fmt.Errorf("es2plus: %s is required", f.name)
 		}
 	}
-	certPEM, err := os.ReadFile(cfg.CertFile)
+	c, err := mtls.Client(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("es2plus: client certificate: %w", err)
+		return nil, fmt.Errorf("es2plus: %w", err)
 	}
-	keyPEM, err := os.ReadFile(cfg.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("es2plus: client key: %w", err)
-	}
-	// tls.X509KeyPair's errors describe the PEM blocks, never the key.
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	clear(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("es2plus: client certificate %s and key %s: %w", cfg.CertFile, cfg.KeyFile, err)
-	}
-	caPEM, err := os.ReadFile(cfg.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("es2plus: CA: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("es2plus: CA %s: no PEM certificate in it", cfg.CAFile)
-	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		RootCAs:      roots,
-		MinVersion:   tls.VersionTLS12,
-	}, nil
+	return c, nil
 }
 
 // Close closes the idle connections to the SM-DP+.

@@ -3,15 +3,12 @@ package es2plus_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,19 +33,11 @@ type holdingNetwork struct {
 
 func (h *holdingNetwork) start(t *testing.T, sim *smdpsimtest.Sim) string {
 	t.Helper()
-	cert, err := tls.LoadX509KeyPair(sim.Certs.ClientCert, sim.Certs.ClientKey)
+	clientTLS, err := sim.Certs.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(sim.Certs.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(caPEM)
-	upstream := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS12},
-	}}
+	upstream := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var b struct {

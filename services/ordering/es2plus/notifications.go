@@ -3,7 +3,6 @@ package es2plus
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,13 +10,14 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/esimplatform/esim/libs/httpserver"
 	"github.com/esimplatform/esim/services/ordering"
+
+	"github.com/esimplatform/esim/libs/mtls"
 )
 
 // The operator's side of ES2+: the SM-DP+ reports the steps of a
@@ -210,22 +210,9 @@ func refuse(w http.ResponseWriter, status int, subject, reason, id, message stri
 // and key, and only clients with a certificate clientCAFile's CA signed
 // get through the handshake (the SM-DP+).
 func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	c, err := mtls.Server(certFile, keyFile, clientCAFile)
 	if err != nil {
-		return nil, fmt.Errorf("es2plus: server certificate %s and key %s: %w", certFile, keyFile, err)
+		return nil, fmt.Errorf("es2plus: SM-DP+ listener: %w", err)
 	}
-	caPEM, err := os.ReadFile(clientCAFile)
-	if err != nil {
-		return nil, fmt.Errorf("es2plus: SM-DP+ CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("es2plus: SM-DP+ CA %s: no PEM certificate in it", clientCAFile)
-	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		MinVersion:   tls.VersionTLS12,
-	}, nil
+	return c, nil
 }

@@ -8,19 +8,18 @@ package network
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/esimplatform/esim/services/ordering"
+
+	"github.com/esimplatform/esim/libs/mtls"
 )
 
 // The paths of the API below its base URL.
@@ -71,20 +70,12 @@ func New(cfg Config) (*Client, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	tlsConfig, err := mtls.Client(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("network: client certificate %s and key %s: %w", cfg.CertFile, cfg.KeyFile, err)
-	}
-	caPEM, err := os.ReadFile(cfg.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("network: CA: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("network: CA %s: no PEM certificate in it", cfg.CAFile)
+		return nil, fmt.Errorf("network: %w", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS12}
+	transport.TLSClientConfig = tlsConfig
 	return &Client{
 		base:    strings.TrimRight(u.String(), "/"),
 		timeout: timeout,

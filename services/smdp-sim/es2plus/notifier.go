@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	smdpsim "github.com/esimplatform/esim/services/smdp-sim"
+
+	"github.com/esimplatform/esim/libs/mtls"
 )
 
 // FunctionHandleDownloadProgressInfo is the function an SM-DP+ calls at
@@ -56,20 +55,12 @@ func NewNotifier(cfg NotifierConfig) (*Notifier, error) {
 	if cfg.RequesterID == "" || cfg.Timeout <= 0 {
 		return nil, errors.New("notifier: RequesterID and a positive Timeout are required")
 	}
-	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	tlsConfig, err := mtls.Client(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("operator client certificate %s and key %s: %w", cfg.CertFile, cfg.KeyFile, err)
-	}
-	caPEM, err := os.ReadFile(cfg.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("operator CA: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("operator CA %s: no PEM certificate in it", cfg.CAFile)
+		return nil, fmt.Errorf("operator: %w", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS12}
+	transport.TLSClientConfig = tlsConfig
 	return &Notifier{
 		url:         strings.TrimRight(u.String(), "/") + PathPrefix + FunctionHandleDownloadProgressInfo,
 		requesterID: cfg.RequesterID,
