@@ -41,6 +41,14 @@ tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools (once per machine
 helm:
 	@tilt/helm.sh version --short >/dev/null
 
+# The Kubernetes control plane the charts' cluster test starts on loopback
+# (etcd, kube-apiserver, controller-manager, scheduler, kwok; kubectl for
+# a shell), pinned by the scratch modules in tools/cluster/ and built once
+# per machine into the tools cache: several minutes the first time.
+.PHONY: cluster-tools
+cluster-tools: ## build the pinned Kubernetes control plane and kwok the cluster test runs (once per machine)
+	@tools/cluster/cluster.sh build >/dev/null
+
 # The OpenAPI linters the contract test runs (Spectral, Redocly), pinned by
 # tools/npm/package-lock.json and installed from it once per machine, into
 # the tools cache under the lockfile's hash (the test looks there, by the
@@ -146,7 +154,7 @@ TEST_FUZZ_TIME ?= 2s
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: helm npm-tools ## run every test, with the race detector, against the local Postgres and Redis
+test: helm npm-tools cluster-tools ## run every test, with the race detector, against the local Postgres and Redis
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"

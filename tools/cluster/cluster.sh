@@ -46,9 +46,11 @@ build_kubernetes() {
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version
     -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor
     -X k8s.io/component-base/version.gitTreeState=clean"
-  for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    GOWORK=off go build -trimpath -ldflags "$ldflags" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd"
-  done
+  # One go build for the four: their shared packages compile once, and the
+  # links run side by side.
+  GOWORK=off go build -trimpath -ldflags "$ldflags" -o "$out/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 }
 build_etcd() {
   # The server module's main package; `go install ...@version` is refused
@@ -234,7 +236,7 @@ start_storage_and_api() {
     --token-auth-file "$dir/pki/tokens.csv" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
-    --service-cluster-ip-range 10.96.0.0/16 --profiling=false
+    --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none --profiling=false
   write_kubeconfig
   # /readyz includes etcd and the bootstrap of the built-in RBAC roles
   # and priority levels, which every later request needs.
@@ -267,8 +269,16 @@ start() {
   ensure_built
   mkdir -p "$dir/logs"
   : >"$dir/cluster.pids"
-  # From here on, a failure leaves nothing running.
-  trap 'stop_processes; exit 1' ERR INT TERM
+  # From here on, a failure (or Ctrl-C) leaves nothing running.
+  started=
+  trap '[ -n "$started" ] || stop_processes' EXIT
+  trap 'exit 1' INT TERM
+  if [ -n "$owner" ]; then
+    # Stops the control plane when its owner exits, however it ends (a test
+    # killed by its timeout runs no cleanup), even while starting it.
+    # tail --pid blocks until then.
+    launch watchdog bash -c 'tail --pid="$1" -f /dev/null; exec "$0" stop "$2"' "$self" "$owner" "$dir"
+  fi
 
   certificates
   local attempt rc
@@ -277,10 +287,9 @@ start() {
     start_storage_and_api || rc=$?
     [ "$rc" = 2 ] || break
     echo "cluster.sh: a port was taken meanwhile; trying others (attempt $attempt)" >&2
-    stop_processes
-    : >"$dir/cluster.pids"
+    stop_processes etcd kube-apiserver
   done
-  [ "$rc" = 0 ] || { stop_processes; exit 1; }
+  [ "$rc" = 0 ] || exit 1
 
   # No HTTPS port for the controllers (--secure-port 0): nothing here
   # scrapes or probes them, and it is two ports fewer to find free.
@@ -319,12 +328,7 @@ EOF
   wait_for "the controller-manager to create the default ServiceAccount" kube-controller-manager 120 \
     kubectl_ get serviceaccount default --namespace default
 
-  if [ -n "$owner" ]; then
-    # Stops the control plane when its owner exits, however it ends (a test
-    # killed by its timeout runs no cleanup). tail --pid blocks until then.
-    launch watchdog bash -c 'tail --pid="$1" -f /dev/null; exec "$0" stop "$2"' "$self" "$owner" "$dir"
-  fi
-  trap - ERR INT TERM
+  started=1
   echo "$dir/kubeconfig"
 }
 
@@ -342,23 +346,31 @@ any_alive() {
   return 1
 }
 
-# stop_processes: TERM to each, newest first (kwok and the controllers
-# before the API server, the API server before etcd), then KILL to what
-# has not exited within 20 seconds.
+# stop_processes [NAME...]: TERM to each process (or only those launched
+# as NAME), all at once (each takes a second or two to exit, and the order
+# does not matter for a control plane about to be thrown away), then KILL
+# to what has not exited within 20 seconds; they are then forgotten.
 stop_processes() {
   [ -e "$dir/cluster.pids" ] || return 0
-  local pid name pids=()
+  local pid name pids=() keep=()
   while read -r pid name; do
+    if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then
+      keep+=("$pid $name")
+      continue
+    fi
     # The watchdog, when it is what runs this stop.
     [ "$pid" != "$$" ] || continue
-    ours "$pid" && pids=("$pid" "${pids[@]}")
+    if ours "$pid"; then pids=("$pid" "${pids[@]}"); fi
   done <"$dir/cluster.pids"
   # Each was launched as the leader of its own process group: the group
   # goes, with any child (the watchdog's tail).
   for pid in "${pids[@]}"; do
     kill -TERM -- "-$pid" 2>/dev/null || true
-    timeout 20 tail --pid="$pid" -f /dev/null || kill -KILL -- "-$pid" 2>/dev/null || true
   done
+  for pid in "${pids[@]}"; do
+    timeout 20 tail --pid="$pid" -s 0.1 -f /dev/null || kill -KILL -- "-$pid" 2>/dev/null || true
+  done
+  printf '%s\n' "${keep[@]}" | grep . >"$dir/cluster.pids" || true
 }
 
 cleanup_files() {
