@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -102,6 +103,7 @@ func TestPlatformOnCluster(t *testing.T) {
 	if len(installed) == 0 {
 		t.Fatal("the install made no Deployment")
 	}
+	t.Logf("installed: %d Deployments Available: %v", len(installed), installed)
 
 	for _, r := range releases {
 		args := append([]string{"upgrade", r.name, r.chart, "--namespace", namespace}, r.values...)
@@ -123,6 +125,7 @@ func TestPlatformOnCluster(t *testing.T) {
 	if len(upgraded) != len(installed) {
 		t.Errorf("Deployments after the install %v, after the upgrade %v", slices.Sorted(maps.Keys(installed)), slices.Sorted(maps.Keys(upgraded)))
 	}
+	t.Logf("upgraded: every Deployment rolled out a new template: %v", upgraded)
 
 	for _, r := range releases {
 		c.helm(ctx, t, "rollback", r.name, "1", "--namespace", namespace)
@@ -138,6 +141,8 @@ func TestPlatformOnCluster(t *testing.T) {
 			t.Errorf("Deployment %s: after the rollback its pods are of template %s, want the install's %s", name, rolledBack[name], hash)
 		}
 	}
+
+	t.Logf("rolled back: every Deployment runs its first template again")
 
 	for _, r := range releases {
 		c.helm(ctx, t, "uninstall", r.name, "--namespace", namespace)
@@ -187,6 +192,12 @@ func startCluster(ctx context.Context, t *testing.T) *cluster {
 	if err != nil {
 		t.Fatalf("kubeconfig %s: %v", c.kubeconfig, err)
 	}
+	// Listing every resource type includes the deprecated v1 Endpoints,
+	// which the API server warns of at each list.
+	cfg.WarningHandler = rest.NoWarnings{}
+	// Client-go's default of 5 requests a second would throttle the look
+	// at every resource type; the control plane is the test's alone.
+	cfg.QPS, cfg.Burst = 200, 400
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +220,7 @@ func (c *cluster) logTails(t *testing.T) {
 			continue
 		}
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		t.Logf("the end of %s:\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-15):], "\n"))
+		t.Logf("the end of %s:\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-10):], "\n"))
 	}
 }
 
@@ -217,7 +228,8 @@ func (c *cluster) logTails(t *testing.T) {
 // repository's root, with a configuration of its own (no repositories or
 // plugins of the developer's), and returns its output. A failure fails the
 // test with that output, and so does a Pod Security warning: the API
-// server warns about a Deployment whose pods `restricted` would refuse.
+// server warns about a Deployment whose pods `restricted` would refuse (and
+// the Deployment would never become Available).
 func (c *cluster) helm(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "tilt/helm.sh", args...)
@@ -233,7 +245,7 @@ func (c *cluster) helm(ctx context.Context, t *testing.T, args ...string) string
 		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	if strings.Contains(string(out), "PodSecurity") {
-		t.Errorf("helm %s: the API server warns of Pod Security violations:\n%s", strings.Join(args, " "), out)
+		t.Fatalf("helm %s: the API server warns of Pod Security violations:\n%s", strings.Join(args, " "), out)
 	}
 	return string(out)
 }
@@ -268,12 +280,16 @@ func (c *cluster) checkRestrictedEnforced(ctx context.Context, t *testing.T) {
 // timeout it fails the test with what each Deployment and its pods say.
 func (c *cluster) waitRolledOut(ctx context.Context, t *testing.T, what string, check func(*appsv1.Deployment) error) map[string]string {
 	t.Helper()
+	// pending is why Deployments were not rolled out at the last look.
 	var hashes map[string]string
 	var pending []string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		deps, err := c.client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			pending = []string{"listing Deployments: " + err.Error()}
+			// The last answer's reasons say more than the deadline's error.
+			if ctx.Err() == nil {
+				pending = []string{"listing Deployments: " + err.Error()}
+			}
 			return false, nil
 		}
 		hashes, pending = map[string]string{}, nil
@@ -429,24 +445,31 @@ func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T) {
 			}
 		}
 	}
+	// left is what the last whole look found; lastErr, why a later one
+	// did not finish.
 	var left []string
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		left = nil
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var now []string
 		for _, r := range resources {
 			objs, err := c.dynamic.Resource(r).Namespace(namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
-				left = append(left, fmt.Sprintf("listing %s: %v", r.Resource, err))
-				continue
+				lastErr = fmt.Errorf("listing %s: %w", r.Resource, err)
+				return false, nil
 			}
 			for _, o := range objs.Items {
 				if !namespaceDefault(r, o.GetName()) {
-					left = append(left, r.Resource+"/"+o.GetName())
+					now = append(now, r.Resource+"/"+o.GetName())
 				}
 			}
 		}
+		left, lastErr = now, nil
 		return len(left) == 0, nil
 	})
 	if err != nil {
+		if left == nil && lastErr != nil {
+			left = []string{lastErr.Error()}
+		}
 		t.Fatalf("after the uninstall, the namespace still holds (%v):\n  %s", err, strings.Join(left, "\n  "))
 	}
 }

@@ -229,6 +229,9 @@ start_storage_and_api() {
   fi
 
   # The service-cluster range only numbers Services; nothing routes it.
+  # Privileged pods are allowed, as on a kubeadm cluster: what refuses them
+  # is a namespace's Pod Security level. No endpoint reconciler: a loopback
+  # address cannot be the kubernetes Service's endpoint.
   launch kube-apiserver "${bin[kubernetes]}/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_client" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
@@ -236,7 +239,8 @@ start_storage_and_api() {
     --token-auth-file "$dir/pki/tokens.csv" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
-    --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none --profiling=false
+    --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none \
+    --allow-privileged=true --profiling=false
   write_kubeconfig
   # /readyz includes etcd and the bootstrap of the built-in RBAC roles
   # and priority levels, which every later request needs.
