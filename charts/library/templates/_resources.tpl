@@ -140,18 +140,34 @@ spec:
     # The HTTP port (the API and the probes) is reachable only from the
     # callers named in values, when any are: the services behind the
     # gateway are not public.
+    {{- $extra := include "library.extraPorts" . | fromYamlArray }}
     - ports:
         - port: http
           protocol: TCP
-        {{- /* The further listeners (extraPorts) are the same callers'. */}}
-        {{- range (include "library.extraPorts" . | fromYamlArray) }}
+        {{- /* A further listener (extraPorts) without peers of its own is
+        the same callers'. */}}
+        {{- range $extra }}
+        {{- if not .from }}
         - port: {{ .name }}
           protocol: TCP
+        {{- end }}
         {{- end }}
       {{- with .Values.networkPolicy.from }}
       from:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+    {{- /* One with peers (ordering's ES2+ listener: the SM-DP+, not the
+    API's callers) admits those alone. */}}
+    {{- range $extra }}
+    {{- if .from }}
+    # {{ .name }}
+    - ports:
+        - port: {{ .name }}
+          protocol: TCP
+      from:
+        {{- toYaml .from | nindent 8 }}
+    {{- end }}
+    {{- end }}
     {{- /* Without metrics nothing scrapes the metrics port, so no rule
     admits anyone to it. */}}
     {{- if .Values.metrics.enabled }}
