@@ -164,11 +164,11 @@ func (st *stack) client(c internalauth.Caller) *http.Client {
 var settings = map[string][]string{
 	"catalogue": {"SEED_CATALOGUE=true"},
 	// A gateway nobody runs: QR images are not fetched here.
-	"ordering": {"QR_BASE_URL=http://127.0.0.1:1/qr", "ORDER_CONCURRENCY=2", "ORDERS_IN_FLIGHT_PER_ACCOUNT=1"},
+	"ordering": {"QR_BASE_URL=http://127.0.0.1:1/qr", "ORDER_CONCURRENCY=4", "ORDERS_IN_FLIGHT_PER_ACCOUNT=2"},
 }
 
 // poolSizes are the connections a replica may open; idle pools hold few.
-var poolSizes = map[string]int{"ordering": 10}
+var poolSizes = map[string]int{"ordering": 12}
 
 // env is service s's settings on database dbURL, as make run derives
 // them from services.yaml: the tokens of its callers, and, when it calls
