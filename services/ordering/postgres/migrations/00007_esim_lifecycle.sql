@@ -47,6 +47,8 @@ CREATE TRIGGER esims_fill_from_order BEFORE INSERT ON esims
     FOR EACH ROW EXECUTE FUNCTION esims_fill_from_order();
 
 ALTER TABLE esims
+    -- contract: the release before this one writes neither column, and
+    -- esims_fill_from_order fills both for it.
     ALTER COLUMN plan_id SET NOT NULL,
     ALTER COLUMN per_day SET NOT NULL,
     DROP CONSTRAINT esims_status_check,
