@@ -240,13 +240,14 @@ func buildRelease(t *testing.T, root, commit, name string) string {
 		t.Fatalf("unpack %s: %v\n%s", commit, err, extractErr.String())
 	}
 
-	// -trimpath: the tree's packages are then compiled under their module
-	// paths, not this temporary directory, so the build cache serves every
-	// package the commit shares with an earlier build. GOWORK is cleared
-	// so the commit's own go.work is the workspace.
+	// Not -trimpath: the modules the commit shares with this tree are then
+	// compiled as this run's builds of the current services compiled them
+	// (same module cache paths), and the build cache serves them; only the
+	// commit's own packages are compiled afresh. GOWORK is cleared so the
+	// commit's own go.work is the workspace.
 	t.Logf("building %s as of %s (once per machine: kept in %s)", name, commit[:10], dir)
 	partial := bin + ".partial"
-	build := exec.Command("go", "build", "-trimpath", "-o", partial, "./services/"+name+"/cmd/"+name)
+	build := exec.Command("go", "build", "-o", partial, "./services/"+name+"/cmd/"+name)
 	build.Dir = tree
 	build.Env = append(os.Environ(), "GOWORK=")
 	if out, err := build.CombinedOutput(); err != nil {
