@@ -134,6 +134,7 @@ func migrationFiles(t testing.TB, name string) []string {
 // which later services are told to call.
 type stack struct {
 	t      *testing.T
+	mu     sync.Mutex // guards tokens: traffic runs beside the test
 	tokens map[internalauth.Caller]string
 	kafka  []string
 	urls   map[string]string
@@ -146,6 +147,8 @@ func newStack(t *testing.T) *stack {
 }
 
 func (st *stack) token(c internalauth.Caller) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.tokens[c] == "" {
 		st.tokens[c] = internalauth.NewToken()
 	}

@@ -162,10 +162,10 @@ func previousRelease(t *testing.T, name string) (commit, bin string) {
 	}
 	shallow, err := git("rev-parse", "--is-shallow-repository")
 	if err != nil {
-		t.Fatalf("the rolling upgrade builds %s's previous release from git history, and %s is not a git clone with history (%v)", name, root, err)
+		t.Fatalf("the rolling upgrade of %s builds its previous release from git history, and %s is not a git clone (%v)", name, root, err)
 	}
 	if shallow == "true" {
-		t.Fatalf("the rolling upgrade builds %s's previous release from git history, which this shallow clone lacks: run `git fetch --unshallow` (CI clones in full)", name)
+		t.Fatalf("the rolling upgrade of %s builds its previous release from git history, which this shallow clone lacks: run `git fetch --unshallow` (CI clones in full)", name)
 	}
 	files := migrationFiles(t, name)
 	newest := filepath.ToSlash(files[len(files)-1])
