@@ -30,6 +30,7 @@ type serviceMonitor struct {
 	Kind       string            `json:"kind"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
 	Spec       struct {
+		JobLabel          string               `json:"jobLabel"`
 		Selector          metav1.LabelSelector `json:"selector"`
 		NamespaceSelector struct {
 			MatchNames []string `json:"matchNames"`
@@ -139,6 +140,9 @@ func TestServiceMonitor(t *testing.T) {
 				t.Errorf("metrics Service %s in %q, clusterIP %q: want a headless Service in %s", svc.Name, svc.Namespace, svc.Spec.ClusterIP, namespace)
 			}
 			checkLabels(t, "metrics Service", svc.Labels)
+			if job := svc.Labels[sm.Spec.JobLabel]; job != d.Labels["app.kubernetes.io/name"] {
+				t.Errorf("ServiceMonitor jobLabel %q gives job %q, want the service's name %q", sm.Spec.JobLabel, job, d.Labels["app.kubernetes.io/name"])
+			}
 			if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 				t.Errorf("metrics Service selector %v does not match the pods %v", svc.Spec.Selector, d.Spec.Template.Labels)
 			}

@@ -313,6 +313,9 @@ metadata:
     {{- toYaml . | nindent 4 }}
     {{- end }}
 spec:
+  # The job label is the service's name (ordering), not the metrics
+  # Service's (ordering-metrics): the dashboard and alerts group by it.
+  jobLabel: app.kubernetes.io/name
   selector:
     matchLabels:
       {{- include "library.selectorLabels" . | nindent 6 }}
