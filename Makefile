@@ -41,6 +41,15 @@ tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools (once per machine
 helm:
 	@tilt/helm.sh version --short >/dev/null
 
+# promtool, which the charts tests check and unit-test the alerts with, and
+# metricnames, with which a platform test holds the alerts and the
+# dashboard to the services' /metrics: built from the Prometheus module
+# pinned in tools/promtool/go.mod (outside the workspace), once per machine
+# into the tools cache, before the tests need them.
+.PHONY: promtool
+promtool:
+	@tools/promtool/run.sh promtool --version >/dev/null
+
 # The OpenAPI linters the contract test runs (Spectral, Redocly), pinned by
 # tools/npm/package-lock.json and installed from it once per machine, into
 # the tools cache under the lockfile's hash (the test looks there, by the
@@ -119,7 +128,7 @@ lint: tools ## gofmt, go vet and staticcheck over every module (charts are linte
 # dependency's own test dependencies, about 3.5 GB.
 .PHONY: tidy
 tidy: ## fail when a module's go.mod or go.sum is not tidy, so each builds outside the workspace too
-	@for m in $(MODULES) tools; do \
+	@for m in $(MODULES) tools tools/promtool; do \
 	  if ! out=$$(cd $$m && go mod tidy -diff 2>&1); then \
 	    echo "$$m: go.mod or go.sum is not tidy (run: cd $$m && go mod tidy):" >&2; echo "$$out" | grep -v '^go: downloading' >&2; exit 1; fi; \
 	done
@@ -146,7 +155,7 @@ TEST_FUZZ_TIME ?= 2s
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: helm npm-tools ## run every test, with the race detector, against the local Postgres and Redis
+test: helm npm-tools promtool ## run every test, with the race detector, against the local Postgres and Redis
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"

@@ -281,3 +281,72 @@ stringData:
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+library.servicemonitor renders, with metrics.serviceMonitor.enabled, a
+Prometheus Operator ServiceMonitor scraping metrics.path on the metrics
+port, and the Service it needs: the operator finds targets through a
+Service port, and the service's own Service carries the API and never
+/metrics. The metrics Service is headless (no virtual IP: Prometheus
+scrapes each pod) and differs from the API's by its component label,
+which is what the ServiceMonitor selects.
+*/}}
+{{- define "library.servicemonitor" -}}
+{{- $sm := .Values.metrics.serviceMonitor | default dict }}
+{{- if $sm.enabled }}
+{{- if not .Values.metrics.enabled }}
+{{- fail "metrics.serviceMonitor.enabled needs metrics.enabled: without it the NetworkPolicy admits no scraper to the metrics port" }}
+{{- end }}
+{{- $name := printf "%s-metrics" (include "library.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- $labels := include "library.labels" . | fromYaml }}
+{{- $_ := set $labels "app.kubernetes.io/component" "metrics" }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- toYaml $labels | nindent 4 }}
+spec:
+  type: ClusterIP
+  clusterIP: None
+  selector:
+    {{- include "library.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ include "library.metricsPort" . }}
+      targetPort: metrics
+      protocol: TCP
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ include "library.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+    {{- with $sm.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  # The job label is the service's name (ordering), not the metrics
+  # Service's (ordering-metrics): the dashboard and alerts group by it.
+  jobLabel: app.kubernetes.io/name
+  selector:
+    matchLabels:
+      {{- include "library.selectorLabels" . | nindent 6 }}
+      app.kubernetes.io/component: metrics
+  namespaceSelector:
+    matchNames:
+      - {{ .Release.Namespace }}
+  endpoints:
+    - port: metrics
+      path: {{ .Values.metrics.path }}
+      {{- with $sm.interval }}
+      interval: {{ . }}
+      {{- end }}
+      {{- with $sm.scrapeTimeout }}
+      scrapeTimeout: {{ . }}
+      {{- end }}
+{{- end }}
+{{- end }}
