@@ -259,49 +259,20 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 }
 
-// esimChart is the umbrella chart charts/esim, or, while it has no
-// Chart.yaml, a chart of its monitoring templates and files alone, so
-// that they are tested as the umbrella renders them either way.
+// esimChart is the umbrella chart charts/esim.
 func esimChart(t *testing.T) *chart.Chart {
 	t.Helper()
-	if _, err := os.Stat("esim/Chart.yaml"); err == nil {
-		chrt, err := loader.Load("esim")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return chrt
-	}
-	chrt := &chart.Chart{Metadata: &chart.Metadata{APIVersion: "v2", Name: "esim", Version: "0.0.0", Type: "application"}}
-	for _, dir := range []string{"templates", "files"} {
-		entries, err := os.ReadDir(filepath.Join("esim", dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			b, err := os.ReadFile(filepath.Join("esim", dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := &chart.File{Name: dir + "/" + e.Name(), Data: b}
-			if dir == "templates" {
-				chrt.Templates = append(chrt.Templates, f)
-			} else {
-				chrt.Files = append(chrt.Files, f)
-			}
-		}
+	chrt, err := loader.Load(umbrella)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return chrt
 }
 
-// monitoringValues are the umbrella's monitoring values, from
-// values-monitoring.yaml until they are folded into values.yaml.
+// monitoringValues are the umbrella's values.
 func monitoringValues(t *testing.T) map[string]any {
 	t.Helper()
-	path := "esim/values-monitoring.yaml"
-	if _, err := os.Stat(path); err != nil {
-		path = "esim/values.yaml"
-	}
-	vals, err := chartutil.ReadValuesFile(path)
+	vals, err := chartutil.ReadValuesFile(filepath.Join(umbrella, "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -293,7 +293,10 @@ which is what the ServiceMonitor selects.
 */}}
 {{- define "library.servicemonitor" -}}
 {{- $sm := .Values.metrics.serviceMonitor | default dict }}
-{{- if $sm.enabled }}
+{{- /* The umbrella's global.serviceMonitor turns every service's on, with
+its labels added to the service's own. */}}
+{{- $global := (.Values.global | default dict).serviceMonitor | default dict }}
+{{- if or $sm.enabled $global.enabled }}
 {{- if not .Values.metrics.enabled }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled: without it the NetworkPolicy admits no scraper to the metrics port" }}
 {{- end }}
@@ -325,7 +328,7 @@ metadata:
   namespace: {{ .Release.Namespace }}
   labels:
     {{- include "library.labels" . | nindent 4 }}
-    {{- with $sm.labels }}
+    {{- with merge (deepCopy ($sm.labels | default dict)) ($global.labels | default dict) }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
 spec:
