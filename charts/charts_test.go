@@ -159,8 +159,8 @@ func decodeAll(t *testing.T, source string, data []byte) []rendered {
 	return out
 }
 
-// applicationCharts lists the chart folders next to this file, without the
-// library chart.
+// applicationCharts lists the services' chart folders next to this file,
+// without the library chart and the umbrella chart (umbrella_test.go).
 func applicationCharts(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir(".")
@@ -179,7 +179,7 @@ func applicationCharts(t *testing.T) []string {
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
-		if meta.Type != "library" {
+		if meta.Type != "library" && meta.Name != umbrella {
 			names = append(names, e.Name())
 		}
 	}
@@ -216,6 +216,11 @@ func renderLoaded(chrt *chart.Chart, vals map[string]any) (map[string]string, er
 // renderFor renders against a cluster of the given version and, as `helm
 // install` does, refuses a chart whose kubeVersion excludes it.
 func renderFor(chrt *chart.Chart, vals map[string]any, kube chartutil.KubeVersion) (map[string]string, error) {
+	return renderRelease(chrt, vals, kube, chrt.Name())
+}
+
+// renderRelease renders as `helm install RELEASE` would.
+func renderRelease(chrt *chart.Chart, vals map[string]any, kube chartutil.KubeVersion, release string) (map[string]string, error) {
 	if c := chrt.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kube.String()) {
 		return nil, fmt.Errorf("chart requires kubeVersion %s, which excludes Kubernetes %s", c, kube.String())
 	}
@@ -224,7 +229,7 @@ func renderFor(chrt *chart.Chart, vals map[string]any, kube chartutil.KubeVersio
 	}
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = kube
-	opts := chartutil.ReleaseOptions{Name: chrt.Name(), Namespace: namespace, Revision: 1, IsInstall: true}
+	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
 	rv, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
 	if err != nil {
 		return nil, err
@@ -813,6 +818,12 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if sc := ps.SecurityContext; sc == nil || !isTrue(sc.RunAsNonRoot) || !isUID(sc.RunAsUser) ||
 		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod securityContext %+v: want runAsNonRoot, runAsUser %d, seccomp RuntimeDefault", sc, nonRootUID)
+	}
+	// Old pods serve until new ones are Ready, which they are only once
+	// migrated (migrations are expand-only: docs/conventions.md).
+	if ru := d.Spec.Strategy.RollingUpdate; d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil ||
+		ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("strategy %+v: want a rolling update with maxUnavailable 0", d.Spec.Strategy)
 	}
 	ann := d.Spec.Template.Annotations
 	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != "/metrics" {

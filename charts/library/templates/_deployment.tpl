@@ -232,7 +232,7 @@ one listener.
 {{- end }}
 {{- $names = append $names $name }}
 {{- $ports = append $ports $port }}
-{{- $out = append $out (dict "name" $name "containerPort" $port "env" (required (printf "extraPorts %s: env is required (the variable that takes its address)" $name) .env) "servicePort" (int (.servicePort | default $port))) }}
+{{- $out = append $out (dict "name" $name "containerPort" $port "env" (required (printf "extraPorts %s: env is required (the variable that takes its address)" $name) .env) "servicePort" (int (.servicePort | default $port)) "from" .from) }}
 {{- end }}
 {{- toYaml $out }}
 {{- end }}
@@ -247,7 +247,10 @@ from the chart's own (tmp). */}}
 library.env renders the container's environment: HTTP_ADDR from
 containerPort, METRICS_ADDR from metrics.port and each extraPorts' env from
 its containerPort (so probes, ports and the listeners cannot disagree), then
-.Values.env (name: value; null removes a variable set by values.yaml), then
+.Values.env (name: value; null removes a variable set by values.yaml;
+global.env, the umbrella chart's settings shared by every service, wins for
+a variable the chart declares and has not dropped, so KAFKA_BROKERS reaches only the services
+that read it), then
 .Values.secretEnv (name: {secretName, key}). METRICS_ADDR is set even with
 metrics.enabled false, so the API port never serves /metrics to whoever the
 NetworkPolicy admits to it. The charts test checks that the names equal
@@ -269,7 +272,11 @@ exactly what the service's server.Config reads.
 - name: {{ .env }}
   value: {{ printf ":%d" (int .containerPort) | quote }}
 {{- end }}
+{{- $shared := (.Values.global | default dict).env | default dict }}
 {{- range $name, $value := .Values.env }}
+{{- if and (not (kindIs "invalid" $value)) (hasKey $shared $name) (not (kindIs "invalid" (get $shared $name))) (ne (toString (get $shared $name)) "") }}
+{{- $value = get $shared $name }}
+{{- end }}
 {{- if not (kindIs "invalid" $value) }}
 {{- if or (has $name $derived) (get ($.Values.secretEnv | default dict) $name) }}
 {{- fail (printf $twice $name) }}

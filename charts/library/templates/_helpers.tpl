@@ -55,11 +55,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The tag defaults to the chart's appVersion so a chart release pins the
+{{/* The tag defaults to global.image.tag (the umbrella chart's one tag for
+every service), then to the chart's appVersion, so a chart release pins the
 image it was tested with; "latest" is refused because it makes rollouts
 unreproducible and breaks rollback. */}}
 {{- define "library.imageTag" -}}
-{{- $tag := .Values.image.tag | default .Chart.AppVersion | toString }}
+{{- $global := (.Values.global | default dict).image | default dict }}
+{{- $tag := .Values.image.tag | default $global.tag | default .Chart.AppVersion | toString }}
 {{- if eq $tag "latest" }}
 {{- fail "image.tag must not be \"latest\": pin a version or a digest" }}
 {{- end }}
@@ -67,9 +69,14 @@ unreproducible and breaks rollback. */}}
 {{- end }}
 
 {{/* A digest, when given, wins over the tag: it is what CI and `make images`
-produce, and it cannot be moved. */}}
+produce, and it cannot be moved. global.image.registry (the umbrella
+chart's) replaces the repository's registry and path, keeping its last
+element, the service's name: one mirror serves every image. */}}
 {{- define "library.image" -}}
 {{- $repo := required "image.repository is required" .Values.image.repository }}
+{{- with ((.Values.global | default dict).image | default dict).registry }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) (base $repo) }}
+{{- end }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" $repo .Values.image.digest }}
 {{- else }}
