@@ -3,6 +3,7 @@ package charts
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,51 +30,40 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// A release the cluster test installs: a chart of this folder with the
-// values files a test install layers over its values.yaml.
-type release struct {
-	name  string
-	chart string // relative to the repository's root, where helm runs
-	// values: helm's --values and --set arguments, for its install and
-	// its upgrade alike.
-	values []string
-	// upgrade: the --set arguments of the upgrade, each a change to every
-	// Deployment's pod template, so that all of them roll out.
-	upgrade []string
-}
-
-// The annotation the upgrade adds to every pod template.
+// The release the cluster test installs, as README's operator section
+// does (`helm install esim charts/esim`, from the repository's root, where
+// helm runs), with the SM-DP+ simulator too, so that every service's chart
+// is in it. The simulator's certificate Secret (smdp-sim-tls) is made by
+// its chart, as in development; an operator would bring one.
 const (
-	upgradeAnnotation = "esim.dev/cluster-test"
-	upgradeValue      = "upgraded"
+	clusterRelease = "esim"
+	clusterChart   = "charts/" + umbrella
 )
 
-// platformReleases: every service's chart, released under its own name with
-// its values-dev.yaml (the way the Tiltfile deploys them), and its
-// NetworkPolicies on, so that they are installed and removed too.
-func platformReleases(t *testing.T) []release {
-	var rs []release
-	for _, c := range applicationCharts(t) {
-		rs = append(rs, release{
-			name:   c,
-			chart:  "charts/" + c,
-			values: []string{"--values", "charts/" + c + "/values-dev.yaml", "--set", "networkPolicy.enabled=true"},
-			upgrade: []string{"--set-string",
-				"podAnnotations." + strings.ReplaceAll(upgradeAnnotation, ".", `\.`) + "=" + upgradeValue},
-		})
-	}
-	return rs
+var clusterValues = []string{
+	"--set", "smdp-sim.enabled=true",
+	"--set", "smdp-sim.devCerts.create=true",
+	"--set", "smdp-sim.devCerts.name=smdp-sim-tls",
 }
+
+// The value the upgrade changes, for every service at once (global.env):
+// each Deployment's pod template, and so each must roll out.
+const (
+	upgradeEnv   = "LOG_LEVEL"
+	upgradeValue = "debug"
+)
 
 // TestPlatformOnCluster installs the platform on a real control plane
 // (kube-apiserver, etcd, controller-manager, scheduler, and kwok's fake
 // node; tools/cluster/cluster.sh), with the pinned helm, into a namespace
-// that enforces the restricted Pod Security Standard: every Deployment
-// must become Available; an upgrade that changes the pod templates must
-// roll each one out; a rollback must bring the first templates back; and
-// an uninstall must leave nothing of the release behind. No container
-// runs (kwok reports pods Running), so this tests what the API server,
-// its admission and the controllers make of the charts, not the services.
+// that enforces the restricted Pod Security Standard, as an operator would:
+// the Secrets README names first, then one helm install. Every Deployment
+// must become Available, with every Secret and ConfigMap its pods read
+// there; an upgrade that changes a shared value must roll each one out; a
+// rollback must bring the first templates back; and an uninstall must
+// leave nothing of the release behind. No container runs (kwok reports
+// pods Running), so this tests what the API server, its admission and the
+// controllers make of the charts, not the services.
 //
 // make test builds the control plane first (make cluster-tools, once per
 // machine); a bare go test builds it on its first run, about 8 minutes on
@@ -94,26 +84,22 @@ func TestPlatformOnCluster(t *testing.T) {
 		t.Fatalf("create namespace %s: %v", namespace, err)
 	}
 	c.checkRestrictedEnforced(ctx, t)
+	operators := c.createOperatorSecrets(ctx, t)
 
-	releases := platformReleases(t)
-	for _, r := range releases {
-		c.helm(ctx, t, append([]string{"install", r.name, r.chart, "--namespace", namespace}, r.values...)...)
+	c.helm(ctx, t, append([]string{"install", clusterRelease, clusterChart, "--namespace", namespace}, clusterValues...)...)
+	installed := c.waitRolledOut(ctx, t, "the install", func(d *appsv1.Deployment) error {
+		return envIs(d, upgradeEnv, func(v string) bool { return v != upgradeValue }, "not "+upgradeValue)
+	})
+	if len(installed) != len(services) {
+		t.Fatalf("the install made Deployments %v, want one per service (%d)", slices.Sorted(maps.Keys(installed)), len(services))
 	}
-	installed := c.waitRolledOut(ctx, t, "the install", nil)
-	if len(installed) == 0 {
-		t.Fatal("the install made no Deployment")
-	}
+	c.checkPodReferences(ctx, t)
 	t.Logf("installed: %d Deployments Available: %v", len(installed), installed)
 
-	for _, r := range releases {
-		args := append([]string{"upgrade", r.name, r.chart, "--namespace", namespace}, r.values...)
-		c.helm(ctx, t, append(args, r.upgrade...)...)
-	}
+	args := append([]string{"upgrade", clusterRelease, clusterChart, "--namespace", namespace}, clusterValues...)
+	c.helm(ctx, t, append(args, "--set", "global.env."+upgradeEnv+"="+upgradeValue)...)
 	upgraded := c.waitRolledOut(ctx, t, "the upgrade", func(d *appsv1.Deployment) error {
-		if got := d.Spec.Template.Annotations[upgradeAnnotation]; got != upgradeValue {
-			return fmt.Errorf("pod template annotation %s is %q, want %q", upgradeAnnotation, got, upgradeValue)
-		}
-		return nil
+		return envIs(d, upgradeEnv, func(v string) bool { return v == upgradeValue }, upgradeValue)
 	})
 	for name, hash := range installed {
 		if upgraded[name] == "" {
@@ -125,29 +111,176 @@ func TestPlatformOnCluster(t *testing.T) {
 	if len(upgraded) != len(installed) {
 		t.Errorf("Deployments after the install %v, after the upgrade %v", slices.Sorted(maps.Keys(installed)), slices.Sorted(maps.Keys(upgraded)))
 	}
+	c.checkPodReferences(ctx, t)
 	t.Logf("upgraded: every Deployment rolled out a new template: %v", upgraded)
 
-	for _, r := range releases {
-		c.helm(ctx, t, "rollback", r.name, "1", "--namespace", namespace)
-	}
+	c.helm(ctx, t, "rollback", clusterRelease, "1", "--namespace", namespace)
 	rolledBack := c.waitRolledOut(ctx, t, "the rollback", func(d *appsv1.Deployment) error {
-		if got, ok := d.Spec.Template.Annotations[upgradeAnnotation]; ok {
-			return fmt.Errorf("pod template still has annotation %s=%q", upgradeAnnotation, got)
-		}
-		return nil
+		return envIs(d, upgradeEnv, func(v string) bool { return v != upgradeValue }, "not "+upgradeValue)
 	})
 	for name, hash := range installed {
 		if rolledBack[name] != hash {
 			t.Errorf("Deployment %s: after the rollback its pods are of template %s, want the install's %s", name, rolledBack[name], hash)
 		}
 	}
-
+	c.checkPodReferences(ctx, t)
 	t.Logf("rolled back: every Deployment runs its first template again")
 
-	for _, r := range releases {
-		c.helm(ctx, t, "uninstall", r.name, "--namespace", namespace)
+	c.helm(ctx, t, "uninstall", clusterRelease, "--namespace", namespace)
+	c.waitNamespaceEmpty(ctx, t, operators)
+}
+
+// envIs reports a Deployment whose pods do not set the variable name, or
+// set it to a value that ok refuses (want says what it accepts).
+func envIs(d *appsv1.Deployment, name string, ok func(string) bool, want string) error {
+	set := false
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		for _, e := range ctr.Env {
+			if e.Name != name {
+				continue
+			}
+			if !ok(e.Value) {
+				return fmt.Errorf("container %s has %s=%q, want %s", ctr.Name, name, e.Value, want)
+			}
+			set = true
+		}
 	}
-	c.waitNamespaceEmpty(ctx, t)
+	if !set {
+		return fmt.Errorf("no container sets %s", name)
+	}
+	return nil
+}
+
+// createOperatorSecrets creates the Secrets the operator brings before the
+// install (operatorSecrets, as README's operator section names them), with
+// values of the right shape (the databases and Redis need not exist: no
+// service runs), and returns their names: they are the operator's, and
+// outlive the release.
+func (c *cluster) createOperatorSecrets(ctx context.Context, t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for name, keys := range operatorSecrets {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, StringData: map[string]string{}}
+		for _, k := range keys {
+			switch name {
+			case "esim-database":
+				s.StringData[k] = "postgres://" + k + ":secret@postgres.invalid:5432/" + k + "?sslmode=require"
+			case "esim-redis":
+				s.StringData[k] = "rediss://:secret@redis.invalid:6379/0"
+			default:
+				s.StringData[k] = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+			}
+		}
+		if _, err := c.client.CoreV1().Secrets(namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create the operator's Secret %s: %v", name, err)
+		}
+		names[name] = true
+	}
+	return names
+}
+
+// checkPodReferences checks that every Secret and ConfigMap the pods read
+// (environment variables, volumes), and every key of them they name,
+// exists in the namespace: a kubelet would not start a container without
+// them (CreateContainerConfigError, or a volume that never mounts), and
+// kwok's fake one starts pods regardless. Optional references may be
+// missing.
+func (c *cluster) checkPodReferences(ctx context.Context, t *testing.T) {
+	t.Helper()
+	pods, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	secrets, configMaps := map[string]map[string]bool{}, map[string]map[string]bool{}
+	if list, err := c.client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("listing Secrets: %v", err)
+	} else {
+		for _, s := range list.Items {
+			secrets[s.Name] = map[string]bool{}
+			for k := range s.Data {
+				secrets[s.Name][k] = true
+			}
+		}
+	}
+	if list, err := c.client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("listing ConfigMaps: %v", err)
+	} else {
+		for _, m := range list.Items {
+			configMaps[m.Name] = map[string]bool{}
+			for k := range m.Data {
+				configMaps[m.Name][k] = true
+			}
+		}
+	}
+	missing := map[string]bool{}
+	need := func(pod, kind string, objs map[string]map[string]bool, name, key string, optional *bool) {
+		if deref(optional, false) {
+			return
+		}
+		switch {
+		case objs[name] == nil:
+			missing[fmt.Sprintf("pod %s reads %s %s, which does not exist", pod, kind, name)] = true
+		case key != "" && !objs[name][key]:
+			missing[fmt.Sprintf("pod %s reads key %s of %s %s, which it does not hold", pod, key, kind, name)] = true
+		}
+	}
+	for _, p := range pods.Items {
+		// The pods that still run the previous template are on their way out.
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, ctr := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
+			for _, e := range ctr.Env {
+				if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil {
+					need(p.Name, "Secret", secrets, r.SecretKeyRef.Name, r.SecretKeyRef.Key, r.SecretKeyRef.Optional)
+				}
+				if r := e.ValueFrom; r != nil && r.ConfigMapKeyRef != nil {
+					need(p.Name, "ConfigMap", configMaps, r.ConfigMapKeyRef.Name, r.ConfigMapKeyRef.Key, r.ConfigMapKeyRef.Optional)
+				}
+			}
+			for _, f := range ctr.EnvFrom {
+				if f.SecretRef != nil {
+					need(p.Name, "Secret", secrets, f.SecretRef.Name, "", f.SecretRef.Optional)
+				}
+				if f.ConfigMapRef != nil {
+					need(p.Name, "ConfigMap", configMaps, f.ConfigMapRef.Name, "", f.ConfigMapRef.Optional)
+				}
+			}
+		}
+		for _, v := range p.Spec.Volumes {
+			if s := v.Secret; s != nil {
+				for _, it := range s.Items {
+					need(p.Name, "Secret", secrets, s.SecretName, it.Key, s.Optional)
+				}
+				need(p.Name, "Secret", secrets, s.SecretName, "", s.Optional)
+			}
+			if m := v.ConfigMap; m != nil {
+				for _, it := range m.Items {
+					need(p.Name, "ConfigMap", configMaps, m.Name, it.Key, m.Optional)
+				}
+				need(p.Name, "ConfigMap", configMaps, m.Name, "", m.Optional)
+			}
+			if pr := v.Projected; pr != nil {
+				for _, src := range pr.Sources {
+					if s := src.Secret; s != nil {
+						for _, it := range s.Items {
+							need(p.Name, "Secret", secrets, s.Name, it.Key, s.Optional)
+						}
+						need(p.Name, "Secret", secrets, s.Name, "", s.Optional)
+					}
+					if m := src.ConfigMap; m != nil {
+						for _, it := range m.Items {
+							need(p.Name, "ConfigMap", configMaps, m.Name, it.Key, m.Optional)
+						}
+						need(p.Name, "ConfigMap", configMaps, m.Name, "", m.Optional)
+					}
+				}
+			}
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(missing)) {
+		t.Error(m)
+	}
 }
 
 // cluster is one control plane started by tools/cluster/cluster.sh.
@@ -423,11 +556,11 @@ func namespaceDefault(resource schema.GroupVersionResource, name string) bool {
 }
 
 // waitNamespaceEmpty waits until the namespace holds nothing but what every
-// namespace holds (and events), looking at every resource type the API
+// namespace holds (and events) and the operator's Secrets, looking at every resource type the API
 // server serves, so that whatever an uninstall leaves behind is found,
 // whatever its kind. Pods, ReplicaSets and endpoints go a moment after
 // their owners, by the garbage collector and the controllers.
-func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T) {
+func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T, operators map[string]bool) {
 	t.Helper()
 	lists, err := c.discovery.ServerPreferredNamespacedResources()
 	if err != nil {
@@ -458,7 +591,7 @@ func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T) {
 				return false, nil
 			}
 			for _, o := range objs.Items {
-				if !namespaceDefault(r, o.GetName()) {
+				if !namespaceDefault(r, o.GetName()) && !(r.Resource == "secrets" && r.Group == "" && operators[o.GetName()]) {
 					now = append(now, r.Resource+"/"+o.GetName())
 				}
 			}
