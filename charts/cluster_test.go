@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -133,7 +134,7 @@ func TestPlatformOnCluster(t *testing.T) {
 	t.Logf("rolled back: every Deployment runs its first template again")
 
 	c.helm(ctx, t, "uninstall", clusterRelease, "--namespace", namespace)
-	c.waitNamespaceEmpty(ctx, t, operators)
+	c.waitReleaseGone(ctx, t, clusterRelease, operators)
 }
 
 // envIs reports a Deployment whose pods do not set the variable name, or
@@ -565,18 +566,26 @@ func namespaceDefault(resource schema.GroupVersionResource, name string) bool {
 	return false
 }
 
-// waitNamespaceEmpty waits until the namespace holds nothing but what every
-// namespace holds (and events) and the operator's Secrets, looking at every resource type the API
-// server serves, so that whatever an uninstall leaves behind is found,
-// whatever its kind. Pods, ReplicaSets and endpoints go a moment after
-// their owners, by the garbage collector and the controllers.
-func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T, operators map[string]bool) {
+// waitReleaseGone waits until the namespace holds nothing but what every
+// namespace holds (and events) and the operator's Secrets, and no
+// cluster-wide object is the release's (Helm annotates each object it
+// makes with its release). It looks at every resource type the API server
+// serves, so that whatever an uninstall leaves behind is found, whatever
+// its kind. Pods, ReplicaSets and endpoints go a moment after their
+// owners, by the garbage collector and the controllers.
+func (c *cluster) waitReleaseGone(ctx context.Context, t *testing.T, release string, operators map[string]bool) {
 	t.Helper()
-	lists, err := c.discovery.ServerPreferredNamespacedResources()
+	// Discovery answers for both kinds of resources even when one API
+	// group fails; none may here.
+	lists, err := c.discovery.ServerPreferredResources()
 	if err != nil {
 		t.Fatalf("discovering the API's resources: %v", err)
 	}
-	var resources []schema.GroupVersionResource
+	type resource struct {
+		gvr        schema.GroupVersionResource
+		namespaced bool
+	}
+	var resources []resource
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -584,7 +593,7 @@ func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T, operator
 		}
 		for _, r := range l.APIResources {
 			if slices.Contains(r.Verbs, "list") && r.Name != "events" {
-				resources = append(resources, gv.WithResource(r.Name))
+				resources = append(resources, resource{gv.WithResource(r.Name), r.Namespaced})
 			}
 		}
 	}
@@ -595,14 +604,27 @@ func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T, operator
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var now []string
 		for _, r := range resources {
-			objs, err := c.dynamic.Resource(r).Namespace(namespace).List(ctx, metav1.ListOptions{})
+			var objs *unstructured.UnstructuredList
+			var err error
+			if r.namespaced {
+				objs, err = c.dynamic.Resource(r.gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+			} else {
+				objs, err = c.dynamic.Resource(r.gvr).List(ctx, metav1.ListOptions{})
+			}
 			if err != nil {
-				lastErr = fmt.Errorf("listing %s: %w", r.Resource, err)
+				lastErr = fmt.Errorf("listing %s: %w", r.gvr.Resource, err)
 				return false, nil
 			}
 			for _, o := range objs.Items {
-				if !namespaceDefault(r, o.GetName()) && !(r.Resource == "secrets" && r.Group == "" && operators[o.GetName()]) {
-					now = append(now, r.Resource+"/"+o.GetName())
+				switch {
+				case !r.namespaced:
+					if o.GetAnnotations()["meta.helm.sh/release-name"] == release {
+						now = append(now, r.gvr.Resource+"/"+o.GetName()+" (cluster-wide)")
+					}
+				case namespaceDefault(r.gvr, o.GetName()):
+				case r.gvr.Group == "" && r.gvr.Resource == "secrets" && operators[o.GetName()]:
+				default:
+					now = append(now, r.gvr.Resource+"/"+o.GetName())
 				}
 			}
 		}
@@ -613,7 +635,7 @@ func (c *cluster) waitNamespaceEmpty(ctx context.Context, t *testing.T, operator
 		if left == nil && lastErr != nil {
 			left = []string{lastErr.Error()}
 		}
-		t.Fatalf("after the uninstall, the namespace still holds (%v):\n  %s", err, strings.Join(left, "\n  "))
+		t.Fatalf("after the uninstall, the release left (%v):\n  %s", err, strings.Join(left, "\n  "))
 	}
 }
 
