@@ -67,8 +67,8 @@ const (
 // controllers make of the charts, not the services.
 //
 // make test builds the control plane first (make cluster-tools, once per
-// machine); a bare go test builds it on its first run, about 8 minutes on
-// 2 cores (give it -timeout 20m then).
+// machine); a bare go test builds it on its first run, 8 to 14 minutes on
+// 2 cores (give it -timeout 30m then).
 func TestPlatformOnCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kubernetes control plane")
