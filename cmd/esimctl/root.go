@@ -115,7 +115,13 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	// esimctl's own completion command takes its place, with esimctl's
+	// usage errors; cobra's hidden __complete, which the scripts call,
+	// stays.
 	root.CompletionOptions.DisableDefaultCmd = true
+	// --version prints what `esimctl version` does.
+	root.Version = thisBuild().Version
+	root.SetVersionTemplate(versionText(thisBuild()) + "\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.accountsURL, "accounts-url", envOr("ESIM_ACCOUNTS_URL", defaultAccountsURL), "accounts service base URL (env ESIM_ACCOUNTS_URL)")
 	pf.StringVar(&c.catalogueURL, "catalogue-url", envOr("ESIM_CATALOGUE_URL", defaultCatalogueURL), "catalogue service base URL (env ESIM_CATALOGUE_URL)")
@@ -127,9 +133,10 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf.StringVar(&c.tokenFile, "token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
 		"`file` holding the operator credential, used unless ESIM_OPERATOR_TOKEN is set (env "+operator.TokenFileEnv+")")
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef("%v%s", err, flagSuggestion(cmd, err)) })
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
-		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv))
+		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv),
+		c.versionCommand(), c.completionCommand())
 	return root
 }
 
@@ -182,16 +189,13 @@ func (c *cli) checkServiceURL(cmd *cobra.Command) error {
 			continue
 		}
 		for name := range strings.SplitSeq(names, ",") {
-			s, ok := c.setting(name)
-			if !ok {
+			if _, ok := c.setting(name); !ok {
 				// A programming error, not the operator's: exit 1.
 				return &failure{msg: fmt.Sprintf("%s: its group names an unknown service %q", commandPath(cmd), name)}
 			}
-			base, err := serviceURL(*s.url, s.flag, s.env, s.def)
-			if err != nil {
+			if err := c.checkService(name); err != nil {
 				return err
 			}
-			*s.url = base
 		}
 		return nil
 	}
@@ -199,17 +203,28 @@ func (c *cli) checkServiceURL(cmd *cobra.Command) error {
 	return &failure{msg: commandPath(cmd) + ": no service named for its group"}
 }
 
+// checkService checks the base URL of one service, for a command that
+// calls it only on some runs (esims list --account reads the account from
+// accounts first): before that call, not before every run.
+func (c *cli) checkService(name string) error {
+	s, ok := c.setting(name)
+	if !ok {
+		return &failure{msg: fmt.Sprintf("unknown service %q", name)}
+	}
+	base, err := serviceURL(*s.url, s.flag, s.env, s.def)
+	if err != nil {
+		return err
+	}
+	*s.url = base
+	return nil
+}
+
 // missingSubcommand is what a group (esimctl itself included) does when
 // given no subcommand: a usage error naming the subcommands. Printing the
 // help and exiting 0 instead would let a script that lost its subcommand
 // "succeed" with no JSON on stdout. --help still prints the help.
 func missingSubcommand(cmd *cobra.Command, _ []string) error {
-	var names []string
-	for _, sub := range cmd.Commands() {
-		if sub.IsAvailableCommand() {
-			names = append(names, sub.Name())
-		}
-	}
+	names := subcommandNames(cmd)
 	if !cmd.HasParent() {
 		return usagef("missing command: %s", orList(names))
 	}
@@ -226,11 +241,45 @@ func orList(names []string) string {
 
 // noSubcommand turns stray words after a group into a usage error; cobra
 // would otherwise print the help and exit 0, which hides typos in scripts.
+// A word close to a subcommand's name (a typo, or its first letters) is
+// answered with that name.
 func noSubcommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(args[0], subcommandNames(cmd)))
 	}
 	return nil
+}
+
+// subcommandNames are the subcommands an operator may type after cmd.
+func subcommandNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
+}
+
+// flagSuggestion answers pflag's "unknown flag: --acount" with the flags
+// of cmd close to it.
+func flagSuggestion(cmd *cobra.Command, err error) string {
+	typed, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, "--"+f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	// A flag's value follows it with a space or "=": only the name is
+	// compared.
+	typed, _, _ = strings.Cut(typed, "=")
+	return didYouMean("--"+typed, names)
 }
 
 // exactArgs is cobra.ExactArgs with the argument names in the message.
@@ -248,10 +297,72 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
+// idFlag is an id a command takes as --<flag> ID, the way every command
+// takes ids, or as its one argument, the way `get` and a few others took
+// theirs before the flags and still do: `orders get --order ID` and
+// `orders get ID` are the same command.
+type idFlag struct {
+	flag, arg string
+	value     string
+}
+
+// addIDFlag gives cmd --flag and lets ARG stand for it; cmd.Args must
+// accept at most one argument (idArgs does).
+func addIDFlag(cmd *cobra.Command, flag, arg, usage string) *idFlag {
+	f := &idFlag{flag: flag, arg: arg}
+	cmd.Flags().StringVar(&f.value, flag, "", usage+" (required; or given alone as "+arg+")")
+	return f
+}
+
+// idArgs accepts the id's one optional argument.
+func idArgs(f *idFlag) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usagef("%s takes at most 1 argument: %s, or --%s %s (got %d)", commandPath(cmd), f.arg, f.flag, f.arg, len(args))
+		}
+		return nil
+	}
+}
+
+// get is the id as given, and how: "--order" or "ORDER_ID", as a message
+// about it names it. Given both ways, the two must agree.
+func (f *idFlag) get(cmd *cobra.Command, args []string) (raw, name string, err error) {
+	flagSet := cmd.Flags().Changed(f.flag)
+	switch {
+	case flagSet && len(args) == 1 && args[0] != f.value:
+		return "", "", usagef("%s: --%s %q and %s %q disagree: give the id once", commandPath(cmd), f.flag, f.value, f.arg, args[0])
+	case flagSet:
+		return f.value, "--" + f.flag, nil
+	case len(args) == 1:
+		return args[0], f.arg, nil
+	}
+	return "", "", usagef("%s: missing --%s %s (or the id alone, as %s)", commandPath(cmd), f.flag, f.arg, f.arg)
+}
+
+// id is get's id, checked as a UUID by parseID.
+func (f *idFlag) id(cmd *cobra.Command, args []string) (string, error) {
+	raw, name, err := f.get(cmd, args)
+	if err != nil {
+		return "", err
+	}
+	return parseID(name, raw)
+}
+
 // commandPath is the command as an error message names it: run prefixes
 // "esimctl: ", so the path is said without the root ("plans retire").
 func commandPath(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// checkName refuses a blank --flag ("" or spaces only) where a name is
+// created, before any call: `--name "$N"` with N unset must not make a
+// nameless account or key, nor reach the service to be refused there.
+// hint says what to give instead.
+func checkName(cmd *cobra.Command, flag, value, hint string) error {
+	if cmd.Flags().Changed(flag) && strings.TrimSpace(value) == "" {
+		return usagef("invalid --%s %q: blank; %s", flag, value, hint)
+	}
+	return nil
 }
 
 // parseID checks an account, key or plan id before any service is called:
