@@ -21,7 +21,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, esims, events, keys, orders, plans, provider, users, wallet or webhooks"},
+		{[]string{}, "esimctl: missing command: accounts, completion, esims, events, keys, orders, plans, provider, users, version, wallet or webhooks"},
 		{[]string{"provider"}, "esimctl: provider: missing subcommand: check"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, enable-live, get, list or set-rate-limit"},
 		{[]string{"users"}, "esimctl: users: missing subcommand: invite"},
@@ -78,17 +78,13 @@ func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 		// An argument the service refuses is a usage error, as one esimctl
 		// refuses itself.
 		{[]string{"accounts", "create", "--name", strings.Repeat("n", 1000)}, "create account", 2},
-		{[]string{"accounts", "get", unknownID}, "get account " + unknownID, 1},
-		{[]string{"accounts", "get", upperID}, "get account " + unknownID, 1},
-		{[]string{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "10"}, "set rate limit of account " + unknownID, 1},
-		{[]string{"accounts", "enable-live", upperID}, "enable live for account " + unknownID, 1},
-		{[]string{"users", "invite", "--account", upperID, "--email", "ann@example.com"}, "invite to account " + unknownID, 1},
+		// An unknown account is "account X not found" everywhere
+		// (TestUnknownAccount); what else the accounts service refuses
+		// keeps its context.
 		{[]string{"users", "invite", "--account", acct.ID, "--email", "not an email", "--json"}, "invite to account " + acct.ID, 2},
-		{[]string{"keys", "create", "--account", unknownID, "--env", "sandbox"}, "create key for account " + unknownID, 1},
-		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + unknownID, 1},
-		{[]string{"keys", "list", "--account", unknownID}, "list keys of account " + unknownID, 1},
+		{[]string{"keys", "create", "--account", strings.ToUpper(acct.ID), "--env", "sandbox", "--name", strings.Repeat("k", 1000)}, "create key for account " + acct.ID, 2},
 		{[]string{"keys", "revoke", "--account", acct.ID, "--key", unknownID}, "revoke key " + unknownID + " of account " + acct.ID, 1},
-		{[]string{"keys", "revoke", "--account", unknownID, "--key", unknownID, "--json"}, "revoke key " + unknownID + " of account " + unknownID, 1},
+		{[]string{"keys", "revoke", "--account", strings.ToUpper(acct.ID), "--key", upperID, "--json"}, "revoke key " + unknownID + " of account " + acct.ID, 1},
 		{[]string{"plans", "get", unknownID}, "get plan " + unknownID, 1},
 		{[]string{"plans", "retire", unknownID}, "retire plan " + unknownID, 1},
 		{[]string{"plans", "retire", upperID, "--json"}, "retire plan " + unknownID, 1},
@@ -299,10 +295,15 @@ func TestUsageErrorWording(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"plans", "retire"}, "esimctl: plans retire takes 1 argument: PLAN_ID (got 0)"},
-		{[]string{"plans", "retire", "--json"}, "esimctl: plans retire takes 1 argument: PLAN_ID (got 0)"},
-		{[]string{"plans", "get", "a", "b"}, "esimctl: plans get takes 1 argument: PLAN_ID (got 2)"},
-		{[]string{"accounts", "get"}, "esimctl: accounts get takes 1 argument: ACCOUNT_ID (got 0)"},
+		{[]string{"plans", "retire"}, "esimctl: plans retire: missing --plan ID (or the id alone, as PLAN_ID)"},
+		{[]string{"plans", "retire", "--json"}, "esimctl: plans retire: missing --plan ID (or the id alone, as PLAN_ID)"},
+		{[]string{"plans", "get", "a", "b"}, "esimctl: plans get takes at most 1 argument: PLAN_ID (got 2)"},
+		{[]string{"accounts", "get"}, "esimctl: accounts get: missing --account ID (or the id alone, as ACCOUNT_ID)"},
+		{[]string{"accounts", "enable-live", "--account", "0193e000-0000-7000-8000-000000000000", "0193e000-0000-7000-8000-000000000001"},
+			`esimctl: accounts enable-live: --account "0193e000-0000-7000-8000-000000000000" and ACCOUNT_ID "0193e000-0000-7000-8000-000000000001" disagree: give the id once`},
+		{[]string{"completion"}, "esimctl: completion: missing shell: bash, zsh or fish"},
+		{[]string{"completion", "bash", "zsh"}, "esimctl: completion takes 1 argument: the shell (got 2)"},
+		{[]string{"version", "now"}, `esimctl: version takes no arguments, got ["now"]`},
 		{[]string{"accounts", "list", "x"}, `esimctl: accounts list takes no arguments, got ["x"]`},
 		{[]string{"keys", "list", "--account", "x", "y"}, `esimctl: keys list takes no arguments, got ["y"]`},
 	} {

@@ -318,7 +318,7 @@ func addIDFlag(cmd *cobra.Command, flag, arg, usage string) *idFlag {
 func idArgs(f *idFlag) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > 1 {
-			return usagef("%s takes at most 1 argument: %s, or --%s %s (got %d)", commandPath(cmd), f.arg, f.flag, f.arg, len(args))
+			return usagef("%s takes at most 1 argument: %s (got %d)", commandPath(cmd), f.arg, len(args))
 		}
 		return nil
 	}
@@ -329,14 +329,14 @@ func idArgs(f *idFlag) cobra.PositionalArgs {
 func (f *idFlag) get(cmd *cobra.Command, args []string) (raw, name string, err error) {
 	flagSet := cmd.Flags().Changed(f.flag)
 	switch {
-	case flagSet && len(args) == 1 && args[0] != f.value:
+	case flagSet && len(args) == 1 && !strings.EqualFold(args[0], f.value):
 		return "", "", usagef("%s: --%s %q and %s %q disagree: give the id once", commandPath(cmd), f.flag, f.value, f.arg, args[0])
 	case flagSet:
 		return f.value, "--" + f.flag, nil
 	case len(args) == 1:
 		return args[0], f.arg, nil
 	}
-	return "", "", usagef("%s: missing --%s %s (or the id alone, as %s)", commandPath(cmd), f.flag, f.arg, f.arg)
+	return "", "", usagef("%s: missing --%s ID (or the id alone, as %s)", commandPath(cmd), f.flag, f.arg)
 }
 
 // id is get's id, checked as a UUID by parseID.
