@@ -1,25 +1,37 @@
 package main
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // didYouMean suggests the candidates closest to a mistyped word, as
-// "; did you mean "list"?", or "" when none is close: within two edits
-// (letters swapped, missed or doubled), or one the word begins (three
-// letters at least).
+// "; did you mean "list"?", or "" when none is close: those the word
+// begins (three letters at least), else the nearest within two edits
+// (letters swapped, missed or doubled), so "lst" is "list", not "get".
 func didYouMean(typed string, candidates []string) string {
 	if typed == "" {
 		return ""
 	}
+	word := strings.ToLower(typed)
 	// One or two letters begin too many names to point at any.
 	prefixOK := len(strings.TrimLeft(typed, "-")) >= 3
+	best := 3
 	var close []string
 	for _, cand := range candidates {
-		if editDistance(strings.ToLower(typed), strings.ToLower(cand)) <= 2 ||
-			prefixOK && strings.HasPrefix(strings.ToLower(cand), strings.ToLower(typed)) {
+		d := editDistance(word, strings.ToLower(cand))
+		if prefixOK && strings.HasPrefix(strings.ToLower(cand), word) {
+			d = 0
+		}
+		switch {
+		case d > best || slices.Contains(close, `"`+cand+`"`):
+		case d < best:
+			best, close = d, []string{`"` + cand + `"`}
+		default:
 			close = append(close, `"`+cand+`"`)
 		}
 	}
-	if len(close) == 0 {
+	if best > 2 {
 		return ""
 	}
 	return "; did you mean " + orList(close) + "?"
