@@ -123,7 +123,7 @@ func (c *cli) accountsGetCommand() *cobra.Command {
 		Short:   "Show one account",
 		Example: "  esimctl accounts get --account 0193...\n  esimctl accounts get 0193...",
 	}
-	account := addIDFlag(cmd, "account", "ACCOUNT_ID", "account id")
+	account := addIDFlag(cmd, "account", "ACCOUNT_ID", "the account's")
 	cmd.Args = idArgs(account)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		id, err := account.id(cmd, args)
@@ -198,7 +198,7 @@ only; accounts created with esimctl have live from the start. Enabling
 again changes nothing; there is no disabling (revoke the live keys instead).`,
 		Example: `  esimctl accounts enable-live --account 0193...`,
 	}
-	account := addIDFlag(cmd, "account", "ACCOUNT_ID", "account id")
+	account := addIDFlag(cmd, "account", "ACCOUNT_ID", "the account's")
 	cmd.Args = idArgs(account)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		id, err := account.id(cmd, args)
@@ -232,7 +232,7 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 		Example: `  esimctl accounts set-rate-limit --account 0193... --per-minute 6000`,
 		Args:    exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, fmt.Sprintf("requests per minute per key, at most %d; 0 for the default (required)", limits.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("per-minute")

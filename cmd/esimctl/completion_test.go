@@ -105,6 +105,12 @@ func TestCompletionScripts(t *testing.T) {
 	if got := offered("orders", "list", "--acc"); !slices.Equal(got, []string{"--account"}) {
 		t.Errorf("completing `esimctl orders list --acc` offers %v", got)
 	}
+	if got := offered("wallet", "balance", "--env", ""); !slices.Equal(got, []string{"sandbox", "live"}) {
+		t.Errorf("completing `esimctl wallet balance --env ` offers %v", got)
+	}
+	if got := offered("accounts", "create", "--currency", ""); !slices.Equal(got, []string{"USD", "EUR", "GBP"}) {
+		t.Errorf("completing `esimctl accounts create --currency ` offers %v", got)
+	}
 }
 
 // The bash script, sourced into bash, completes the esimctl on PATH: a

@@ -108,11 +108,11 @@ top-ups.`, limits.DefaultPageLimit),
   esimctl esims list --order 0193... --json`,
 		Args: exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "only this account's eSIMs (with --env)")
+	cmd.Flags().StringVar(&account, "account", "", "only the eSIMs of the account with this `ID` (with --env)")
 	cmd.Flags().StringVar(&env, "env", "", "only the eSIMs of this environment, sandbox or live (with --account)")
 	cmd.Flags().StringVar(&iccid, "iccid", "", "only the eSIM with this ICCID")
 	cmd.Flags().StringVar(&status, "status", "", "only eSIMs in this status: "+orList(esimStatuses))
-	cmd.Flags().StringVar(&order, "order", "", "only the eSIMs of this order id")
+	cmd.Flags().StringVar(&order, "order", "", "only the eSIMs of the order with this `ID`")
 	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		req := &orderingv1.ListEsimsRequest{Page: page, Limit: limit}
@@ -201,7 +201,7 @@ address, the countries a top-up must cover).`,
 		Example: `  esimctl esims get --esim 0193...
   esimctl esims get 0193... --json | jq .data.data.remaining_bytes`,
 	}
-	esim := addIDFlag(cmd, "esim", "ESIM_ID", "eSIM id")
+	esim := addIDFlag(cmd, "esim", "ESIM_ID", "the eSIM's")
 	cmd.Args = idArgs(esim)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		id, err := esim.id(cmd, args)
@@ -238,9 +238,9 @@ refused. Live eSIMs move only as their network says: not found here.`,
   esimctl esims simulate --esim 0193... --account 0193... --action consume --bytes 600MB`,
 		Annotations: map[string]string{serviceAnnotation: "accounts,ordering"},
 	}
-	esim := addIDFlag(cmd, "esim", "ESIM_ID", "the sandbox eSIM's id")
+	esim := addIDFlag(cmd, "esim", "ESIM_ID", "the sandbox eSIM's")
 	cmd.Args = idArgs(esim)
-	cmd.Flags().StringVar(&account, "account", "", "the sandbox eSIM's account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the `ID` of the sandbox eSIM's account (required)")
 	cmd.Flags().StringVar(&action, "action", "", "what happens: "+orList(simulateActions)+" (required)")
 	cmd.Flags().StringVar(&size, "bytes", "", "with consume: the data used, in bytes or with KB, MB or GB (required with consume)")
 	_ = cmd.MarkFlagRequired("account")

@@ -201,13 +201,13 @@ get: --event TYPE still works here.`, limits.MaxWebhookAttempts, limits.DefaultP
   esimctl events list --account 0193... --env sandbox --type ping --limit 5`,
 		Args: exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "only this account's events (with --env)")
+	cmd.Flags().StringVar(&account, "account", "", "only the events of the account with this `ID` (with --env)")
 	cmd.Flags().StringVar(&env, "env", "", "only the events of this environment, sandbox or live (with --account)")
 	cmd.Flags().StringVar(&eventType, "type", "", "only events of this type: "+orList(eventTypes))
 	// What --type was called before --event meant an event id everywhere.
 	cmd.Flags().StringVar(&oldEventType, "event", "", "the former name of --type")
 	_ = cmd.Flags().MarkHidden("event")
-	cmd.Flags().StringVar(&order, "order", "", "only the events of this order id (an eSIM's and its top-ups' are its order's)")
+	cmd.Flags().StringVar(&order, "order", "", "only the events of the order with this `ID` (an eSIM's and its top-ups' are its order's)")
 	cmd.Flags().StringVar(&status, "status", "", "only events in this delivery status: pending, delivered, failed or no_endpoint")
 	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
@@ -311,7 +311,7 @@ attempt sends.`,
 		Example: `  esimctl events get --event evt_0f6c1e...
   esimctl events get evt_0f6c1e... --json | jq .data.payload`,
 	}
-	event := addIDFlag(cmd, "event", "EVENT_ID", "event id, evt_...")
+	event := addIDFlag(cmd, "event", "EVENT_ID", "the event's")
 	cmd.Args = idArgs(event)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		raw, name, err := event.get(cmd, args)

@@ -63,7 +63,7 @@ hand it to the partner over a secure channel now; it cannot be shown again.`,
 		Example: `  esimctl keys create --account 0193... --env sandbox --name "staging server"`,
 		Args:    exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&env, "env", "", "environment the key runs in: sandbox or live (required)")
 	cmd.Flags().StringVar(&name, "name", "", "a label to recognise the key by")
 	_ = cmd.MarkFlagRequired("account")
@@ -112,7 +112,7 @@ only: a secret is shown once, when its key is created. A page holds %d keys
 unless --limit says otherwise.`, limits.MaxPageLimit),
 		Args: exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	_ = cmd.MarkFlagRequired("account")
 	addPaging(cmd, &page, &limit, limits.MaxPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
@@ -158,8 +158,8 @@ func (c *cli) keysRevokeCommand() *cobra.Command {
 		Short: "Revoke an API key (the gateway stops accepting it within seconds)",
 		Args:  exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
-	cmd.Flags().StringVar(&key, "key", "", "key id, as shown by keys list (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
+	cmd.Flags().StringVar(&key, "key", "", "the key's `ID`, as keys list shows it (required)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("key")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {

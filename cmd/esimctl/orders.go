@@ -245,7 +245,7 @@ in one status or with one customer reference. A page holds %d orders unless
 		// one with no orders.
 		Annotations: map[string]string{serviceAnnotation: "accounts,ordering"},
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&env, "env", "", "environment of the orders: sandbox or live (required)")
 	cmd.Flags().StringVar(&status, "status", "", "only orders in this status: pending, completed or failed")
 	cmd.Flags().StringVar(&reference, "reference", "", "only orders with this customer reference")
@@ -315,7 +315,7 @@ steps, data allowance, SM-DP+ address).`,
 		Example: `  esimctl orders get --order 0193...
   esimctl orders get 0193... --json | jq -r '.data.esims[].activation_code'`,
 	}
-	order := addIDFlag(cmd, "order", "ORDER_ID", "order id")
+	order := addIDFlag(cmd, "order", "ORDER_ID", "the order's")
 	cmd.Args = idArgs(order)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		id, err := order.id(cmd, args)

@@ -189,7 +189,7 @@ func (c *cli) plansGetCommand() *cobra.Command {
 		Short:   "Show one plan, retired or not",
 		Example: "  esimctl plans get --plan 0193...\n  esimctl plans get 0193... --json > plan.json",
 	}
-	plan := addIDFlag(cmd, "plan", "PLAN_ID", "plan id")
+	plan := addIDFlag(cmd, "plan", "PLAN_ID", "the plan's")
 	cmd.Args = idArgs(plan)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		id, err := plan.id(cmd, args)
@@ -231,7 +231,7 @@ func (c *cli) plansRetireCommand() *cobra.Command {
 not_found; orders already placed and their eSIMs are unaffected.`,
 		Example: "  esimctl plans retire --plan 0193...",
 	}
-	plan := addIDFlag(cmd, "plan", "PLAN_ID", "plan id")
+	plan := addIDFlag(cmd, "plan", "PLAN_ID", "the plan's")
 	cmd.Args = idArgs(plan)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		id, err := plan.id(cmd, args)

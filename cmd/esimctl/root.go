@@ -23,6 +23,7 @@ import (
 	"github.com/esimplatform/esim/libs/internalauth"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/proto/limits"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
@@ -109,7 +110,14 @@ named by --token-file (ESIM_OPERATOR_TOKEN_FILE), by default
 ~/.config/esim/operator-token, where ` + "`make run`" + ` writes the token of the
 platform it started. With --json every command prints
 exactly one JSON object on stdout ({"data": ...}); errors always go to stderr
-with a non-zero exit status (1: the operation failed, 2: usage error).`,
+with a non-zero exit status (1: the operation failed, 2: usage error).
+
+Ids are flags everywhere (--account, --key, --plan, --order, --esim,
+--event); a get takes its id alone too ("orders get ID"). A command given
+an account reads it from the accounts service first: an unknown one is
+"account ID not found". Lists print ID first and CREATED last.
+esimctl completion bash|zsh|fish prints a completion script; esimctl
+version the build.`,
 		Args:          noSubcommand,
 		RunE:          missingSubcommand,
 		SilenceErrors: true,
@@ -137,7 +145,22 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
 		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv),
 		c.versionCommand(), c.completionCommand())
+	completeValues(root)
 	return root
+}
+
+// completeValues lets the completion scripts offer the values of the
+// flags that take one of a few words, wherever such a flag is.
+func completeValues(cmd *cobra.Command) {
+	values := map[string][]string{"env": {"sandbox", "live"}, "currency": limits.Currencies}
+	for name, words := range values {
+		if cmd.LocalNonPersistentFlags().Lookup(name) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		completeValues(sub)
+	}
 }
 
 // group returns a command that only holds subcommands, all of which call
@@ -310,7 +333,7 @@ type idFlag struct {
 // accept at most one argument (idArgs does).
 func addIDFlag(cmd *cobra.Command, flag, arg, usage string) *idFlag {
 	f := &idFlag{flag: flag, arg: arg}
-	cmd.Flags().StringVar(&f.value, flag, "", usage+" (required; or given alone as "+arg+")")
+	cmd.Flags().StringVar(&f.value, flag, "", usage+" `ID` (required; or given alone as "+arg+")")
 	return f
 }
 

@@ -44,7 +44,7 @@ refused.`,
 		Example: `  esimctl users invite --account 0193... --email ann@acme.example`,
 		Args:    exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&email, "email", "", "the person's email address (required)")
 	def := defaultPortalURL
 	if v := getenv("ESIM_PORTAL_URL"); v != "" {

@@ -85,7 +85,7 @@ func (c *cli) walletCommand() *cobra.Command {
 // balanceFlags are the flags that name a balance: --account and --env,
 // both required.
 func balanceFlags(cmd *cobra.Command, account, env *string) {
-	cmd.Flags().StringVar(account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(env, "env", "", "environment of the balance: sandbox or live (required)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")

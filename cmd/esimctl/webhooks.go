@@ -65,7 +65,7 @@ func (c *cli) webhooksCommand() *cobra.Command {
 // webhookScopeFlags are the flags that name a webhook endpoint: --account
 // and --env, both required.
 func webhookScopeFlags(cmd *cobra.Command, account, env *string) {
-	cmd.Flags().StringVar(account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(env, "env", "", "environment of the webhook URL: sandbox or live (required)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")
