@@ -48,7 +48,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		}
 	}
 	// Asking for help is not an error.
-	for _, args := range [][]string{{"--help"}, {"keys", "--help"}, {"keys", "--json", "--help"}, {"help", "keys"}, {"plans", "-h"}} {
+	for _, args := range [][]string{{"--help"}, {"keys", "--help"}, {"keys", "--json", "--help"}, {"help", "keys"}, {"help", "orders", "list"}, {"help"}, {"plans", "-h"}} {
 		r := esimctl(t, nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 			t.Errorf("esimctl %s: exit %d, stderr %q, stdout:\n%s", strings.Join(args, " "), r.code, r.stderr, r.stdout)
@@ -501,6 +501,8 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"accounts", "list", "--frobnicate"}, `esimctl: unknown flag: --frobnicate`},
 		{[]string{"completion", "zhs"}, `esimctl: invalid shell "zhs": want bash, zsh or fish; did you mean "zsh"?`},
 		{[]string{"completion", "powershell"}, `esimctl: invalid shell "powershell": want bash, zsh or fish`},
+		{[]string{"help", "acounts"}, `esimctl: unknown command "acounts" for "esimctl"; did you mean "accounts"?`},
+		{[]string{"help", "orders", "lsit"}, `esimctl: unknown command "lsit" for "esimctl orders"; did you mean "list"?`},
 	} {
 		r := esimctl(t, nil, tc.args...)
 		name := "esimctl " + strings.Join(tc.args, " ")

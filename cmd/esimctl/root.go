@@ -145,8 +145,38 @@ version the build.`,
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
 		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv),
 		c.versionCommand(), c.completionCommand())
+	root.SetHelpCommand(helpCommand())
 	completeValues(root)
 	return root
+}
+
+// helpCommand is cobra's help command, but a topic that names no command
+// is a usage error with the nearest names, as the command itself would
+// be, rather than esimctl's help and exit 0.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:         "help [command]",
+		Short:       "Help about any command",
+		Long:        "Help provides help for any command: esimctl help orders list is esimctl orders list --help.",
+		Annotations: map[string]string{localAnnotation: "true"},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return subcommandNames(target), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if len(rest) > 0 {
+				return noSubcommand(target, rest)
+			}
+			return target.Help()
+		},
+	}
 }
 
 // completeValues lets the completion scripts offer the values of the
