@@ -43,8 +43,6 @@ const (
 
 var clusterValues = []string{
 	"--set", "smdp-sim.enabled=true",
-	"--set", "smdp-sim.devCerts.create=true",
-	"--set", "smdp-sim.devCerts.name=smdp-sim-tls",
 }
 
 // The value the upgrade changes, for every service at once (global.env):

@@ -108,7 +108,8 @@ func TestUmbrellaInstallsEveryService(t *testing.T) {
 		})
 	}
 	withSim := renderUmbrella(t, "prod-platform", map[string]any{"smdp-sim": map[string]any{"enabled": true}})
-	checkChart(t, "smdp-sim", false, withSim["smdp-sim"])
+	// The simulator is development's, with its development certificates.
+	checkChart(t, "smdp-sim", true, withSim["smdp-sim"])
 }
 
 // TestUmbrellaWiresCredentials checks the Secret references of every
