@@ -226,6 +226,10 @@ func (m *memStore) Esim(context.Context, *Scope, uuid.UUID) (Esim, error) { retu
 
 func (m *memStore) ListEsims(context.Context, EsimQuery) ([]Esim, int64, error) { return nil, 0, nil }
 
+func (m *memStore) SearchOrders(context.Context, SearchQuery) ([]Order, error) { return nil, nil }
+
+func (m *memStore) SearchEsims(context.Context, SearchQuery) ([]Esim, error) { return nil, nil }
+
 func (m *memStore) EsimByQRToken(_ context.Context, token string) (Esim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
