@@ -329,7 +329,10 @@ type Order struct {
 	// Per-day orders: true. Lets a reader tell "days" applies without the plan.
 	PerDay bool `protobuf:"varint,13,opt,name=per_day,json=perDay,proto3" json:"per_day,omitempty"`
 	// The plan's name when the order was priced.
-	PlanName      string `protobuf:"bytes,14,opt,name=plan_name,json=planName,proto3" json:"plan_name,omitempty"`
+	PlanName string `protobuf:"bytes,14,opt,name=plan_name,json=planName,proto3" json:"plan_name,omitempty"`
+	// Set when GetOrder answers a top-up (whose id a wallet entry names):
+	// the eSIM it topped up. Lists and searches answer orders of eSIMs only.
+	TopupEsimId   string `protobuf:"bytes,15,opt,name=topup_esim_id,json=topupEsimId,proto3" json:"topup_esim_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,6 +461,13 @@ func (x *Order) GetPerDay() bool {
 func (x *Order) GetPlanName() string {
 	if x != nil {
 		return x.PlanName
+	}
+	return ""
+}
+
+func (x *Order) GetTopupEsimId() string {
+	if x != nil {
+		return x.TopupEsimId
 	}
 	return ""
 }
@@ -2032,7 +2042,7 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\n" +
 	"OrderError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xb1\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd5\x04\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2050,7 +2060,8 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12,\n" +
 	"\x05esims\x18\f \x03(\v2\x16.esim.ordering.v1.EsimR\x05esims\x12\x17\n" +
 	"\aper_day\x18\r \x01(\bR\x06perDay\x12\x1b\n" +
-	"\tplan_name\x18\x0e \x01(\tR\bplanName\"\xa3\x01\n" +
+	"\tplan_name\x18\x0e \x01(\tR\bplanName\x12\"\n" +
+	"\rtopup_esim_id\x18\x0f \x01(\tR\vtopupEsimId\"\xa3\x01\n" +
 	"\bEsimData\x12\x1c\n" +
 	"\tunlimited\x18\x01 \x01(\bR\tunlimited\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
