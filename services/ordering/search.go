@@ -26,6 +26,8 @@ type Search struct {
 type SearchResult struct {
 	Orders []Order
 	Esims  []Esim
+	// TopUps holds the top-up an id names.
+	TopUps []TopUp
 	More   bool
 }
 
@@ -38,7 +40,7 @@ type SearchQuery struct {
 }
 
 // Search finds orders of eSIMs and eSIMs in the scope. An id finds its
-// order or eSIM; anything else is a prefix of customer references and
+// order, top-up or eSIM; anything else is a prefix of customer references and
 // (in any case) emails, and when it is digits, of ICCIDs too.
 func (s *Service) Search(ctx context.Context, q Search) (SearchResult, error) {
 	if err := validScope(&q.Scope); err != nil {
@@ -65,7 +67,14 @@ func (s *Service) Search(ctx context.Context, q Search) (SearchResult, error) {
 		case err == nil && o.Kind == KindEsims:
 			s.present(&o)
 			res.Orders = append(res.Orders, o)
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err == nil:
+			e, err := s.store.Esim(ctx, &q.Scope, o.EsimID)
+			if err != nil {
+				return SearchResult{}, fmt.Errorf("search top-up %s: its eSIM: %w", id, err)
+			}
+			s.present(&o)
+			res.TopUps = append(res.TopUps, TopUpOf(o, e.OrderID))
+		case !errors.Is(err, ErrNotFound):
 			return SearchResult{}, fmt.Errorf("search order %s: %w", id, err)
 		}
 		e, err := s.store.Esim(ctx, &q.Scope, id)

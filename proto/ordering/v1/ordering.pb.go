@@ -329,10 +329,7 @@ type Order struct {
 	// Per-day orders: true. Lets a reader tell "days" applies without the plan.
 	PerDay bool `protobuf:"varint,13,opt,name=per_day,json=perDay,proto3" json:"per_day,omitempty"`
 	// The plan's name when the order was priced.
-	PlanName string `protobuf:"bytes,14,opt,name=plan_name,json=planName,proto3" json:"plan_name,omitempty"`
-	// Set when GetOrder answers a top-up (whose id a wallet entry names):
-	// the eSIM it topped up. Lists and searches answer orders of eSIMs only.
-	TopupEsimId   string `protobuf:"bytes,15,opt,name=topup_esim_id,json=topupEsimId,proto3" json:"topup_esim_id,omitempty"`
+	PlanName      string `protobuf:"bytes,14,opt,name=plan_name,json=planName,proto3" json:"plan_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,13 +458,6 @@ func (x *Order) GetPerDay() bool {
 func (x *Order) GetPlanName() string {
 	if x != nil {
 		return x.PlanName
-	}
-	return ""
-}
-
-func (x *Order) GetTopupEsimId() string {
-	if x != nil {
-		return x.TopupEsimId
 	}
 	return ""
 }
@@ -1964,7 +1954,9 @@ type SearchResponse struct {
 	Orders []*Order `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
 	Esims  []*Esim  `protobuf:"bytes,2,rep,name=esims,proto3" json:"esims,omitempty"`
 	// Set when there were more matches than limit of either kind.
-	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	More bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	// The top-up whose id was the query.
+	Topups        []*TopUp `protobuf:"bytes,4,rep,name=topups,proto3" json:"topups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2020,6 +2012,13 @@ func (x *SearchResponse) GetMore() bool {
 	return false
 }
 
+func (x *SearchResponse) GetTopups() []*TopUp {
+	if x != nil {
+		return x.Topups
+	}
+	return nil
+}
+
 var File_ordering_v1_ordering_proto protoreflect.FileDescriptor
 
 const file_ordering_v1_ordering_proto_rawDesc = "" +
@@ -2042,7 +2041,7 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\n" +
 	"OrderError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd5\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xb1\x04\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2060,8 +2059,7 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12,\n" +
 	"\x05esims\x18\f \x03(\v2\x16.esim.ordering.v1.EsimR\x05esims\x12\x17\n" +
 	"\aper_day\x18\r \x01(\bR\x06perDay\x12\x1b\n" +
-	"\tplan_name\x18\x0e \x01(\tR\bplanName\x12\"\n" +
-	"\rtopup_esim_id\x18\x0f \x01(\tR\vtopupEsimId\"\xa3\x01\n" +
+	"\tplan_name\x18\x0e \x01(\tR\bplanName\"\xa3\x01\n" +
 	"\bEsimData\x12\x1c\n" +
 	"\tunlimited\x18\x01 \x01(\bR\tunlimited\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
@@ -2187,11 +2185,12 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\rSearchRequest\x12-\n" +
 	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\x83\x01\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\xb4\x01\n" +
 	"\x0eSearchResponse\x12/\n" +
 	"\x06orders\x18\x01 \x03(\v2\x17.esim.ordering.v1.OrderR\x06orders\x12,\n" +
 	"\x05esims\x18\x02 \x03(\v2\x16.esim.ordering.v1.EsimR\x05esims\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04more*z\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x12/\n" +
+	"\x06topups\x18\x04 \x03(\v2\x17.esim.ordering.v1.TopUpR\x06topups*z\n" +
 	"\vOrderStatus\x12\x1c\n" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ORDER_STATUS_PENDING\x10\x01\x12\x1a\n" +
@@ -2295,31 +2294,32 @@ var file_ordering_v1_ordering_proto_depIdxs = []int32{
 	1,  // 36: esim.ordering.v1.SearchRequest.scope:type_name -> esim.ordering.v1.Scope
 	5,  // 37: esim.ordering.v1.SearchResponse.orders:type_name -> esim.ordering.v1.Order
 	8,  // 38: esim.ordering.v1.SearchResponse.esims:type_name -> esim.ordering.v1.Esim
-	13, // 39: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
-	15, // 40: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
-	16, // 41: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
-	18, // 42: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
-	10, // 43: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
-	12, // 44: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
-	19, // 45: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
-	21, // 46: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
-	23, // 47: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
-	25, // 48: esim.ordering.v1.Ordering.Search:input_type -> esim.ordering.v1.SearchRequest
-	14, // 49: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
-	5,  // 50: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
-	17, // 51: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
-	8,  // 52: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
-	11, // 53: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
-	8,  // 54: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
-	20, // 55: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
-	22, // 56: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
-	24, // 57: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
-	26, // 58: esim.ordering.v1.Ordering.Search:output_type -> esim.ordering.v1.SearchResponse
-	49, // [49:59] is the sub-list for method output_type
-	39, // [39:49] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	9,  // 39: esim.ordering.v1.SearchResponse.topups:type_name -> esim.ordering.v1.TopUp
+	13, // 40: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
+	15, // 41: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
+	16, // 42: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
+	18, // 43: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
+	10, // 44: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
+	12, // 45: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
+	19, // 46: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
+	21, // 47: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
+	23, // 48: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
+	25, // 49: esim.ordering.v1.Ordering.Search:input_type -> esim.ordering.v1.SearchRequest
+	14, // 50: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
+	5,  // 51: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
+	17, // 52: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
+	8,  // 53: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
+	11, // 54: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
+	8,  // 55: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
+	20, // 56: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
+	22, // 57: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
+	24, // 58: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
+	26, // 59: esim.ordering.v1.Ordering.Search:output_type -> esim.ordering.v1.SearchResponse
+	50, // [50:60] is the sub-list for method output_type
+	40, // [40:50] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_ordering_v1_ordering_proto_init() }

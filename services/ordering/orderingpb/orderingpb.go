@@ -37,9 +37,6 @@ func Order(o ordering.Order) *orderingv1.Order {
 	if o.Status == ordering.StatusFailed && o.Error != nil {
 		po.Error = &orderingv1.OrderError{Code: o.Error.Code, Message: o.Error.Message}
 	}
-	if o.Kind == ordering.KindTopUp {
-		po.TopupEsimId = o.EsimID.String()
-	}
 	for i, e := range o.Esims {
 		po.Esims[i] = Esim(e)
 	}

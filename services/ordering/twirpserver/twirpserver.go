@@ -183,6 +183,9 @@ func (s *Server) Search(ctx context.Context, req *orderingv1.SearchRequest) (*or
 	for i, e := range found.Esims {
 		resp.Esims[i] = orderingpb.Esim(e)
 	}
+	for _, t := range found.TopUps {
+		resp.Topups = append(resp.Topups, orderingpb.TopUp(t))
+	}
 	return resp, nil
 }
 

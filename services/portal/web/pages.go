@@ -528,13 +528,21 @@ func (a *App) order(w http.ResponseWriter, r *http.Request, e envRequest) {
 		return
 	}
 	o, err := a.Ordering.GetOrder(r.Context(), &orderingv1.GetOrderRequest{Id: id, Scope: e.orderScope()})
+	if code(err) == twirp.NotFound {
+		// A wallet entry names an order or a top-up by its id: a top-up
+		// is shown on its eSIM's page.
+		found, serr := a.Ordering.Search(r.Context(), &orderingv1.SearchRequest{Scope: e.orderScope(), Query: id, Limit: 1})
+		if serr == nil && len(found.GetTopups()) == 1 {
+			t := found.GetTopups()[0]
+			http.Redirect(w, r, "/"+string(e.env)+"/esims/"+t.GetEsimId()+"#topup-"+t.GetId(), http.StatusSeeOther)
+			return
+		}
+		if serr != nil {
+			err = serr
+		}
+	}
 	if err != nil {
 		a.fail(w, r, err)
-		return
-	}
-	if esim := o.GetTopupEsimId(); esim != "" {
-		// A top-up (a wallet entry names it) is shown on its eSIM's page.
-		http.Redirect(w, r, "/"+string(e.env)+"/esims/"+esim+"#topup-"+o.GetId(), http.StatusSeeOther)
 		return
 	}
 	a.render(w, r, http.StatusOK, "order.html", envView(e, "Order "+shortID(o.GetId()), "orders", o))

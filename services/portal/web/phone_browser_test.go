@@ -15,6 +15,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
+	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
+
 	"github.com/esimplatform/esim/services/portal/portaltest"
 )
 
@@ -59,8 +62,8 @@ type ordered struct {
 	} `json:"esims"`
 }
 
-// orderFor orders quantity eSIMs of the first fixed plan for a customer.
-func orderFor(t *testing.T, p *portaltest.Platform, key string, quantity int, customer string) ordered {
+// firstFixedPlan is the id and name of the API's first fixed plan.
+func firstFixedPlan(t *testing.T, p *portaltest.Platform, key string) (id, name string) {
 	t.Helper()
 	status, body := api(t, p, http.MethodGet, "/plans?type=fixed&limit=1", key, "")
 	var plans struct {
@@ -69,8 +72,20 @@ func orderFor(t *testing.T, p *portaltest.Platform, key string, quantity int, cu
 	if err := json.Unmarshal([]byte(body), &plans); status != http.StatusOK || err != nil || len(plans.Data) == 0 {
 		t.Fatalf("plans: %d %v %s", status, err, body)
 	}
-	status, body = api(t, p, http.MethodPost, "/orders", key,
-		fmt.Sprintf(`{"plan_id": %q, "quantity": %d, "customer": %s}`, plans.Data[0].ID, quantity, customer))
+	return plans.Data[0].ID, plans.Data[0].Name
+}
+
+// endpointOf asks for u's sandbox webhook endpoint.
+func endpointOf(u *portaltest.User) *webhookv1.GetEndpointRequest {
+	return &webhookv1.GetEndpointRequest{Scope: &webhookv1.Scope{AccountId: u.AccountID, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}}
+}
+
+// orderFor orders quantity eSIMs of the first fixed plan for a customer.
+func orderFor(t *testing.T, p *portaltest.Platform, key string, quantity int, customer string) ordered {
+	t.Helper()
+	planID, _ := firstFixedPlan(t, p, key)
+	status, body := api(t, p, http.MethodPost, "/orders", key,
+		fmt.Sprintf(`{"plan_id": %q, "quantity": %d, "customer": %s}`, planID, quantity, customer))
 	var o struct {
 		Data ordered `json:"data"`
 	}

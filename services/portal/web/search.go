@@ -20,6 +20,7 @@ type searchData struct {
 	Query  string
 	Orders []*orderingv1.Order
 	Esims  []*orderingv1.Esim
+	TopUps []*orderingv1.TopUp
 	Events []*webhookv1.Event
 	// EventsOf is the order whose events are listed, EventsTotal how
 	// many it has in all.
@@ -30,7 +31,7 @@ type searchData struct {
 }
 
 // Found reports whether anything matched.
-func (d searchData) Found() bool { return len(d.Orders)+len(d.Esims)+len(d.Events) > 0 }
+func (d searchData) Found() bool { return len(d.Orders)+len(d.Esims)+len(d.TopUps)+len(d.Events) > 0 }
 
 // search is the header's search box: an order by its id, reference or
 // customer email (their start), an eSIM by its id or ICCID (its start),
@@ -72,7 +73,7 @@ func (a *App) search(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.fail(w, r, err)
 		return
 	}
-	data.Orders, data.Esims, data.More = res.GetOrders(), res.GetEsims(), res.GetMore()
+	data.Orders, data.Esims, data.TopUps, data.More = res.GetOrders(), res.GetEsims(), res.GetTopups(), res.GetMore()
 	// An order's id finds its events too.
 	if _, err := uuid.Parse(q); err == nil && len(data.Orders) == 1 && data.Orders[0].GetId() == q {
 		evs, err := a.Webhook.ListEvents(ctx, &webhookv1.ListEventsRequest{Scope: e.hookScope(), OrderId: q, Limit: portal.PageSize})
