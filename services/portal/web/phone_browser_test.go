@@ -21,10 +21,10 @@ import (
 	"github.com/esimplatform/esim/services/portal/portaltest"
 )
 
-// artifactsDir is where browser tests keep their screenshots:
-// $ESIM_ARTIFACTS/portal, or .run/artifacts/portal at the repository's
-// root (git-ignored), emptied of an earlier run's first.
-func artifactsDir(t *testing.T) string {
+// artifactsDir is where a browser test keeps its screenshots:
+// $ESIM_ARTIFACTS/portal/<name>, or .run/artifacts/portal/<name> at the
+// repository's root (git-ignored), emptied of an earlier run's first.
+func artifactsDir(t *testing.T, name string) string {
 	t.Helper()
 	dir := os.Getenv("ESIM_ARTIFACTS")
 	if dir == "" {
@@ -44,7 +44,7 @@ func artifactsDir(t *testing.T) string {
 		}
 		dir = filepath.Join(root, ".run", "artifacts")
 	}
-	dir = filepath.Join(dir, "portal")
+	dir = filepath.Join(dir, "portal", name)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestSearchAndPhonesInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it)")
 	}
-	shots := artifactsDir(t)
+	shots := artifactsDir(t, "search-and-phones")
 	t.Logf("screenshots: %s", shots)
 	p := portaltest.Start(t)
 	u := p.SignUp("Phone Travel", "EUR")
