@@ -39,9 +39,9 @@ func statusWord(v string) string {
 // by commas: 1234567 is "1,234,567".
 func grouped(n int64) string { return group(strconv.FormatInt(n, 10)) }
 
-// amount writes minor units with two decimals, thousands grouped, and the
+// formatAmount writes minor units with two decimals, thousands grouped, and the
 // currency code: 123456789 EUR is "1,234,567.89 EUR".
-func amount(minor int64, currency string) string {
+func formatAmount(minor int64, currency string) string {
 	s := group(money.Decimal(minor))
 	if currency != "" {
 		s += " " + currency

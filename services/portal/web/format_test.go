@@ -38,8 +38,8 @@ func TestThousandsSeparators(t *testing.T) {
 		{100000000000, "GBP", "1,000,000,000.00 GBP"},
 		{math.MinInt64, "", "-92,233,720,368,547,758.08"},
 	} {
-		if got := amount(c.minor, c.currency); got != c.want {
-			t.Errorf("amount(%d, %q) = %q, want %q", c.minor, c.currency, got, c.want)
+		if got := formatAmount(c.minor, c.currency); got != c.want {
+			t.Errorf("formatAmount(%d, %q) = %q, want %q", c.minor, c.currency, got, c.want)
 		}
 	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1000: "-1,000", 1234567: "1,234,567", math.MinInt64: "-9,223,372,036,854,775,808"} {

@@ -576,7 +576,7 @@ func (a *App) balancePage(w http.ResponseWriter, r *http.Request, e envRequest, 
 		return
 	}
 	v := envView(e, "Balance", "balance", balanceData{
-		Balance: bal, Entries: ledger.GetEntries(), TopUp: e.env == portal.Sandbox, MaxTopUp: money.Decimal(portal.MaxSandboxTopUpMinor),
+		Balance: bal, Entries: ledger.GetEntries(), TopUp: e.env == portal.Sandbox, MaxTopUp: formatAmount(portal.MaxSandboxTopUpMinor, ""),
 		Pager: newPager("/"+string(e.env)+"/balance", page, int64(ledger.GetTotal())),
 	})
 	v.Errors = map[string]string{}
@@ -598,7 +598,7 @@ func (a *App) topUp(w http.ResponseWriter, r *http.Request, e envRequest) {
 	amount, err := money.ParseDecimal(raw)
 	if err != nil || amount <= 0 || amount > portal.MaxSandboxTopUpMinor {
 		a.balancePage(w, r, e, http.StatusBadRequest, func(v *view) {
-			v.Errors["amount"] = "Amount must be from 0.01 to " + money.Decimal(portal.MaxSandboxTopUpMinor) + ", with at most two decimals."
+			v.Errors["amount"] = "Amount must be from 0.01 to " + formatAmount(portal.MaxSandboxTopUpMinor, "") + ", with at most two decimals."
 			v.Form = map[string]string{"amount": raw}
 		})
 		return

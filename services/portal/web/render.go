@@ -44,7 +44,7 @@ var pages = func() map[string]*template.Template {
 var funcs = template.FuncMap{
 	// money writes minor units with two decimals, thousands grouped, and
 	// the currency code.
-	"money":   amount,
+	"money":   formatAmount,
 	"grouped": func(n any) string { return groupedAny(n) },
 	"word":    statusWord,
 	"short8":  shortID,

@@ -77,7 +77,7 @@ func TestEveryPageOfAPartner(t *testing.T) {
 	u := p.SignUp("Globetrotter Ltd", "EUR")
 
 	// Money first: the sandbox top-up of the balance page.
-	must(t, "top-up too big", u.Post("/sandbox/balance/topup", url.Values{"amount": {"1000.01"}}), http.StatusBadRequest, "Amount must be from 0.01 to 1000.00")
+	must(t, "top-up too big", u.Post("/sandbox/balance/topup", url.Values{"amount": {"1000.01"}}), http.StatusBadRequest, "Amount must be from 0.01 to 1,000.00")
 	res := u.Post("/sandbox/balance/topup", url.Values{"amount": {"250.5"}})
 	if res.Status != http.StatusSeeOther || res.Location() != "/sandbox/balance?done=topup" {
 		t.Fatalf("top-up: %d %s %s", res.Status, res.Location(), res.Body)
