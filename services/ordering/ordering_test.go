@@ -51,6 +51,9 @@ type memStore struct {
 	// inFlight counts the places each scope's holders claimed.
 	inFlight map[Scope]int
 	f        *faults
+	// searched are the searches asked of it, "orders:" or "esims:" and
+	// the prefix.
+	searched []string
 }
 
 func newMemStore(f *faults) *memStore {
@@ -225,6 +228,28 @@ func (m *memStore) ListOrders(_ context.Context, q OrderQuery) ([]Order, int64, 
 func (m *memStore) Esim(context.Context, *Scope, uuid.UUID) (Esim, error) { return Esim{}, ErrNotFound }
 
 func (m *memStore) ListEsims(context.Context, EsimQuery) ([]Esim, int64, error) { return nil, 0, nil }
+
+// SearchOrders matches references only, in no particular order: enough
+// for the domain's rules around it.
+func (m *memStore) SearchOrders(_ context.Context, q SearchQuery) ([]Order, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.searched = append(m.searched, "orders:"+q.Prefix)
+	var out []Order
+	for _, o := range m.orders {
+		if o.Scope == q.Scope && o.Kind == KindEsims && strings.HasPrefix(o.Customer.Reference, q.Prefix) && len(out) < int(q.Limit) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) SearchEsims(_ context.Context, q SearchQuery) ([]Esim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.searched = append(m.searched, "esims:"+q.Prefix)
+	return nil, nil
+}
 
 func (m *memStore) EsimByQRToken(_ context.Context, token string) (Esim, error) {
 	m.mu.Lock()
@@ -1347,5 +1372,45 @@ func TestFinishedHearsEachFinalStatusOnce(t *testing.T) {
 	}
 	if want := []string{"completed sandbox esims", "failed sandbox esims"}; !slices.Equal(heard, want) {
 		t.Errorf("heard %q, want %q", heard, want)
+	}
+}
+
+// A search checks its query, scope and limit; looks ICCIDs up only for
+// digits (the spaces of a printed ICCID left out); and says when there
+// were more matches than it returns.
+func TestSearchRules(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, 10_000)
+	for _, tc := range []struct {
+		s     Search
+		field string
+	}{
+		{Search{Scope: scope, Query: " "}, "query"},
+		{Search{Scope: scope, Query: strings.Repeat("a", MaxEmailLength+1)}, "query"},
+		{Search{Scope: scope, Query: "a\x00"}, "query"},
+		{Search{Scope: scope, Query: "a", Limit: MaxPageLimit + 1}, "limit"},
+		{Search{Scope: Scope{AccountID: scope.AccountID, Environment: "prod"}, Query: "a"}, "scope.environment"},
+	} {
+		if _, err := fx.svc.Search(ctx, tc.s); !isInvalid(err, tc.field) {
+			t.Errorf("Search(%+v) = %v, want invalid %s", tc.s, err, tc.field)
+		}
+	}
+	for i := range 3 {
+		_, err := fx.svc.CreateOrder(ctx, NewOrder{Scope: scope, Currency: USD, PlanID: fixedPlan.ID.String(),
+			IdempotencyKey: fmt.Sprintf("search-%d", i), Customer: Customer{Reference: fmt.Sprintf("BK-%d", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx.store.searched = nil
+	res, err := fx.svc.Search(ctx, Search{Scope: scope, Query: " BK-", Limit: 2})
+	if err != nil || len(res.Orders) != 2 || !res.More || len(res.Esims) != 0 {
+		t.Errorf("Search BK- (limit 2) = %d orders, more %v, %d eSIMs, %v; want 2, true, 0", len(res.Orders), res.More, len(res.Esims), err)
+	}
+	if _, err := fx.svc.Search(ctx, Search{Scope: scope, Query: "8999 0000 12"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fx.store.searched, " "); got != "orders:BK- orders:8999 0000 12 esims:8999000012" {
+		t.Errorf("searched %s", got)
 	}
 }

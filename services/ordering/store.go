@@ -61,6 +61,14 @@ type Store interface {
 	// ListEsims returns a page of eSIMs with their top-ups, newest first
 	// (ties by id), and the total count, in one snapshot.
 	ListEsims(ctx context.Context, q EsimQuery) ([]Esim, int64, error)
+	// SearchOrders returns up to q.Limit orders of eSIMs (no top-ups) of
+	// the scope, each with its eSIMs, whose customer reference, or email
+	// in any case, starts with q.Prefix: those by reference first, each
+	// kind ordered by what matched.
+	SearchOrders(ctx context.Context, q SearchQuery) ([]Order, error)
+	// SearchEsims returns up to q.Limit eSIMs of the scope, with their
+	// top-ups, whose ICCID starts with q.Prefix, by ICCID.
+	SearchEsims(ctx context.Context, q SearchQuery) ([]Esim, error)
 	// EsimByQRToken returns ErrNotFound for an unknown token.
 	EsimByQRToken(ctx context.Context, token string) (Esim, error)
 	// UnfinishedOrders returns up to limit pending or failing orders

@@ -327,7 +327,9 @@ type Order struct {
 	// Every eSIM the order issued: none unless COMPLETED.
 	Esims []*Esim `protobuf:"bytes,12,rep,name=esims,proto3" json:"esims,omitempty"`
 	// Per-day orders: true. Lets a reader tell "days" applies without the plan.
-	PerDay        bool `protobuf:"varint,13,opt,name=per_day,json=perDay,proto3" json:"per_day,omitempty"`
+	PerDay bool `protobuf:"varint,13,opt,name=per_day,json=perDay,proto3" json:"per_day,omitempty"`
+	// The plan's name when the order was priced.
+	PlanName      string `protobuf:"bytes,14,opt,name=plan_name,json=planName,proto3" json:"plan_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -451,6 +453,13 @@ func (x *Order) GetPerDay() bool {
 		return x.PerDay
 	}
 	return false
+}
+
+func (x *Order) GetPlanName() string {
+	if x != nil {
+		return x.PlanName
+	}
+	return ""
 }
 
 type EsimData struct {
@@ -1879,6 +1888,137 @@ func (x *CheckProviderResponse) GetDetail() string {
 	return ""
 }
 
+type SearchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Query         string                 `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchRequest) Reset() {
+	*x = SearchRequest{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchRequest) ProtoMessage() {}
+
+func (x *SearchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
+func (*SearchRequest) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SearchRequest) GetScope() *Scope {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type SearchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Orders of eSIMs (not top-ups), each with its eSIMs.
+	Orders []*Order `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
+	Esims  []*Esim  `protobuf:"bytes,2,rep,name=esims,proto3" json:"esims,omitempty"`
+	// Set when there were more matches than limit of either kind.
+	More bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	// The top-up whose id was the query.
+	Topups        []*TopUp `protobuf:"bytes,4,rep,name=topups,proto3" json:"topups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchResponse) Reset() {
+	*x = SearchResponse{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchResponse) ProtoMessage() {}
+
+func (x *SearchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
+func (*SearchResponse) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SearchResponse) GetOrders() []*Order {
+	if x != nil {
+		return x.Orders
+	}
+	return nil
+}
+
+func (x *SearchResponse) GetEsims() []*Esim {
+	if x != nil {
+		return x.Esims
+	}
+	return nil
+}
+
+func (x *SearchResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *SearchResponse) GetTopups() []*TopUp {
+	if x != nil {
+		return x.Topups
+	}
+	return nil
+}
+
 var File_ordering_v1_ordering_proto protoreflect.FileDescriptor
 
 const file_ordering_v1_ordering_proto_rawDesc = "" +
@@ -1901,7 +2041,7 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\n" +
 	"OrderError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x94\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xb1\x04\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1918,7 +2058,8 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12,\n" +
 	"\x05esims\x18\f \x03(\v2\x16.esim.ordering.v1.EsimR\x05esims\x12\x17\n" +
-	"\aper_day\x18\r \x01(\bR\x06perDay\"\xa3\x01\n" +
+	"\aper_day\x18\r \x01(\bR\x06perDay\x12\x1b\n" +
+	"\tplan_name\x18\x0e \x01(\tR\bplanName\"\xa3\x01\n" +
 	"\bEsimData\x12\x1c\n" +
 	"\tunlimited\x18\x01 \x01(\bR\tunlimited\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
@@ -2040,12 +2181,21 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x0e\n" +
 	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail*z\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"j\n" +
+	"\rSearchRequest\x12-\n" +
+	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x14\n" +
+	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\xb4\x01\n" +
+	"\x0eSearchResponse\x12/\n" +
+	"\x06orders\x18\x01 \x03(\v2\x17.esim.ordering.v1.OrderR\x06orders\x12,\n" +
+	"\x05esims\x18\x02 \x03(\v2\x16.esim.ordering.v1.EsimR\x05esims\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x12/\n" +
+	"\x06topups\x18\x04 \x03(\v2\x17.esim.ordering.v1.TopUpR\x06topups*z\n" +
 	"\vOrderStatus\x12\x1c\n" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ORDER_STATUS_PENDING\x10\x01\x12\x1a\n" +
 	"\x16ORDER_STATUS_COMPLETED\x10\x02\x12\x17\n" +
-	"\x13ORDER_STATUS_FAILED\x10\x032\x9d\x06\n" +
+	"\x13ORDER_STATUS_FAILED\x10\x032\xea\x06\n" +
 	"\bOrdering\x12Z\n" +
 	"\vCreateOrder\x12$.esim.ordering.v1.CreateOrderRequest\x1a%.esim.ordering.v1.CreateOrderResponse\x12F\n" +
 	"\bGetOrder\x12!.esim.ordering.v1.GetOrderRequest\x1a\x17.esim.ordering.v1.Order\x12W\n" +
@@ -2056,7 +2206,8 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\fSimulateEsim\x12%.esim.ordering.v1.SimulateEsimRequest\x1a\x16.esim.ordering.v1.Esim\x12T\n" +
 	"\tListEsims\x12\".esim.ordering.v1.ListEsimsRequest\x1a#.esim.ordering.v1.ListEsimsResponse\x12l\n" +
 	"\x11GetActivationCode\x12*.esim.ordering.v1.GetActivationCodeRequest\x1a+.esim.ordering.v1.GetActivationCodeResponse\x12`\n" +
-	"\rCheckProvider\x12&.esim.ordering.v1.CheckProviderRequest\x1a'.esim.ordering.v1.CheckProviderResponseB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
+	"\rCheckProvider\x12&.esim.ordering.v1.CheckProviderRequest\x1a'.esim.ordering.v1.CheckProviderResponse\x12K\n" +
+	"\x06Search\x12\x1f.esim.ordering.v1.SearchRequest\x1a .esim.ordering.v1.SearchResponseB;Z9github.com/esimplatform/esim/proto/ordering/v1;orderingv1b\x06proto3"
 
 var (
 	file_ordering_v1_ordering_proto_rawDescOnce sync.Once
@@ -2071,7 +2222,7 @@ func file_ordering_v1_ordering_proto_rawDescGZIP() []byte {
 }
 
 var file_ordering_v1_ordering_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_ordering_v1_ordering_proto_goTypes = []any{
 	(OrderStatus)(0),                  // 0: esim.ordering.v1.OrderStatus
 	(*Scope)(nil),                     // 1: esim.ordering.v1.Scope
@@ -2098,32 +2249,34 @@ var file_ordering_v1_ordering_proto_goTypes = []any{
 	(*GetActivationCodeResponse)(nil), // 22: esim.ordering.v1.GetActivationCodeResponse
 	(*CheckProviderRequest)(nil),      // 23: esim.ordering.v1.CheckProviderRequest
 	(*CheckProviderResponse)(nil),     // 24: esim.ordering.v1.CheckProviderResponse
-	(v1.Environment)(0),               // 25: esim.accounts.v1.Environment
-	(*timestamppb.Timestamp)(nil),     // 26: google.protobuf.Timestamp
+	(*SearchRequest)(nil),             // 25: esim.ordering.v1.SearchRequest
+	(*SearchResponse)(nil),            // 26: esim.ordering.v1.SearchResponse
+	(v1.Environment)(0),               // 27: esim.accounts.v1.Environment
+	(*timestamppb.Timestamp)(nil),     // 28: google.protobuf.Timestamp
 }
 var file_ordering_v1_ordering_proto_depIdxs = []int32{
-	25, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
-	25, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
+	27, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
+	27, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
 	0,  // 2: esim.ordering.v1.Order.status:type_name -> esim.ordering.v1.OrderStatus
 	3,  // 3: esim.ordering.v1.Order.price:type_name -> esim.ordering.v1.Price
 	2,  // 4: esim.ordering.v1.Order.customer:type_name -> esim.ordering.v1.Customer
 	4,  // 5: esim.ordering.v1.Order.error:type_name -> esim.ordering.v1.OrderError
-	26, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	28, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 7: esim.ordering.v1.Order.esims:type_name -> esim.ordering.v1.Esim
-	26, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
+	28, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
 	6,  // 9: esim.ordering.v1.Esim.data:type_name -> esim.ordering.v1.EsimData
 	7,  // 10: esim.ordering.v1.Esim.install:type_name -> esim.ordering.v1.Install
-	26, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
-	26, // 12: esim.ordering.v1.Esim.installed_at:type_name -> google.protobuf.Timestamp
-	26, // 13: esim.ordering.v1.Esim.activated_at:type_name -> google.protobuf.Timestamp
-	26, // 14: esim.ordering.v1.Esim.expires_at:type_name -> google.protobuf.Timestamp
+	28, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
+	28, // 12: esim.ordering.v1.Esim.installed_at:type_name -> google.protobuf.Timestamp
+	28, // 13: esim.ordering.v1.Esim.activated_at:type_name -> google.protobuf.Timestamp
+	28, // 14: esim.ordering.v1.Esim.expires_at:type_name -> google.protobuf.Timestamp
 	9,  // 15: esim.ordering.v1.Esim.topups:type_name -> esim.ordering.v1.TopUp
-	25, // 16: esim.ordering.v1.Esim.environment:type_name -> esim.accounts.v1.Environment
+	27, // 16: esim.ordering.v1.Esim.environment:type_name -> esim.accounts.v1.Environment
 	3,  // 17: esim.ordering.v1.TopUp.price:type_name -> esim.ordering.v1.Price
 	0,  // 18: esim.ordering.v1.TopUp.status:type_name -> esim.ordering.v1.OrderStatus
 	4,  // 19: esim.ordering.v1.TopUp.error:type_name -> esim.ordering.v1.OrderError
-	26, // 20: esim.ordering.v1.TopUp.created_at:type_name -> google.protobuf.Timestamp
-	25, // 21: esim.ordering.v1.TopUp.environment:type_name -> esim.accounts.v1.Environment
+	28, // 20: esim.ordering.v1.TopUp.created_at:type_name -> google.protobuf.Timestamp
+	27, // 21: esim.ordering.v1.TopUp.environment:type_name -> esim.accounts.v1.Environment
 	1,  // 22: esim.ordering.v1.CreateTopUpRequest.scope:type_name -> esim.ordering.v1.Scope
 	9,  // 23: esim.ordering.v1.CreateTopUpResponse.topup:type_name -> esim.ordering.v1.TopUp
 	1,  // 24: esim.ordering.v1.SimulateEsimRequest.scope:type_name -> esim.ordering.v1.Scope
@@ -2137,30 +2290,36 @@ var file_ordering_v1_ordering_proto_depIdxs = []int32{
 	1,  // 32: esim.ordering.v1.GetEsimRequest.scope:type_name -> esim.ordering.v1.Scope
 	1,  // 33: esim.ordering.v1.ListEsimsRequest.scope:type_name -> esim.ordering.v1.Scope
 	8,  // 34: esim.ordering.v1.ListEsimsResponse.esims:type_name -> esim.ordering.v1.Esim
-	25, // 35: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
-	13, // 36: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
-	15, // 37: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
-	16, // 38: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
-	18, // 39: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
-	10, // 40: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
-	12, // 41: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
-	19, // 42: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
-	21, // 43: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
-	23, // 44: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
-	14, // 45: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
-	5,  // 46: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
-	17, // 47: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
-	8,  // 48: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
-	11, // 49: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
-	8,  // 50: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
-	20, // 51: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
-	22, // 52: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
-	24, // 53: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
-	45, // [45:54] is the sub-list for method output_type
-	36, // [36:45] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	27, // 35: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
+	1,  // 36: esim.ordering.v1.SearchRequest.scope:type_name -> esim.ordering.v1.Scope
+	5,  // 37: esim.ordering.v1.SearchResponse.orders:type_name -> esim.ordering.v1.Order
+	8,  // 38: esim.ordering.v1.SearchResponse.esims:type_name -> esim.ordering.v1.Esim
+	9,  // 39: esim.ordering.v1.SearchResponse.topups:type_name -> esim.ordering.v1.TopUp
+	13, // 40: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
+	15, // 41: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
+	16, // 42: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
+	18, // 43: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
+	10, // 44: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
+	12, // 45: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
+	19, // 46: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
+	21, // 47: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
+	23, // 48: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
+	25, // 49: esim.ordering.v1.Ordering.Search:input_type -> esim.ordering.v1.SearchRequest
+	14, // 50: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
+	5,  // 51: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
+	17, // 52: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
+	8,  // 53: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
+	11, // 54: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
+	8,  // 55: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
+	20, // 56: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
+	22, // 57: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
+	24, // 58: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
+	26, // 59: esim.ordering.v1.Ordering.Search:output_type -> esim.ordering.v1.SearchResponse
+	50, // [50:60] is the sub-list for method output_type
+	40, // [40:50] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_ordering_v1_ordering_proto_init() }
@@ -2177,7 +2336,7 @@ func file_ordering_v1_ordering_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ordering_v1_ordering_proto_rawDesc), len(file_ordering_v1_ordering_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

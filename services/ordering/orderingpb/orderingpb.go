@@ -30,6 +30,7 @@ func Order(o ordering.Order) *orderingv1.Order {
 		CreatedAt:   timestamppb.New(o.CreatedAt),
 		Esims:       make([]*orderingv1.Esim, len(o.Esims)),
 		PerDay:      o.PerDay,
+		PlanName:    o.PlanName,
 	}
 	// A failing order is still being refunded: PENDING, without its error
 	// until the refund is done.

@@ -168,3 +168,29 @@ SELECT * FROM orders
 WHERE status IN ('pending', 'failing') AND created_at < sqlc.arg(created_before)::timestamptz
 ORDER BY created_at, id
 LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: SearchOrdersByReference :many
+-- pattern is a LIKE prefix pattern ('abc%'), its wildcards escaped; the
+-- COLLATE "C" expressions are orders_search_reference_idx's.
+SELECT * FROM orders
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND kind = 'esims' AND customer_reference <> ''
+  AND (customer_reference COLLATE "C") LIKE sqlc.arg(pattern)::text
+ORDER BY (customer_reference COLLATE "C"), created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: SearchOrdersByEmail :many
+-- Emails match in any case: both sides lower case.
+SELECT * FROM orders
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND kind = 'esims' AND customer_email <> ''
+  AND (lower(customer_email) COLLATE "C") LIKE lower(sqlc.arg(pattern)::text)
+ORDER BY (lower(customer_email) COLLATE "C"), created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: SearchEsimsByICCID :many
+SELECT * FROM esims
+WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text
+  AND (iccid COLLATE "C") LIKE sqlc.arg(pattern)::text
+ORDER BY (iccid COLLATE "C")
+LIMIT sqlc.arg(row_limit)::integer;

@@ -605,38 +605,124 @@ func (s *Store) ListOrders(ctx context.Context, oq ordering.OrderQuery) ([]order
 		if err != nil {
 			return fmt.Errorf("select orders: %w", err)
 		}
-		orders = make([]ordering.Order, len(rows))
-		var completed []uuid.UUID
-		index := make(map[uuid.UUID]int, len(rows))
-		for i, r := range rows {
-			orders[i] = order(r)
-			index[r.ID] = i
-			if orders[i].Status == ordering.StatusCompleted {
-				completed = append(completed, r.ID)
-			}
-		}
-		if len(completed) == 0 {
-			return nil
-		}
-		esims, err := q.EsimsOfOrders(ctx, completed)
-		if err != nil {
-			return fmt.Errorf("select eSIMs of orders: %w", err)
-		}
-		for _, e := range esims {
-			i := index[e.OrderID]
-			orders[i].Esims = append(orders[i].Esims, esim(e))
-		}
-		for i := range orders {
-			if err := withTopUps(ctx, q, orders[i].Esims); err != nil {
-				return err
-			}
-		}
-		return nil
+		orders, err = ordersWithEsims(ctx, q, rows)
+		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list orders: %w", err)
 	}
 	return orders, total, nil
+}
+
+// ordersWithEsims is the orders of rows, each completed one with its
+// eSIMs and their top-ups.
+func ordersWithEsims(ctx context.Context, q *db.Queries, rows []db.Order) ([]ordering.Order, error) {
+	orders := make([]ordering.Order, len(rows))
+	var completed []uuid.UUID
+	index := make(map[uuid.UUID]int, len(rows))
+	for i, r := range rows {
+		orders[i] = order(r)
+		index[r.ID] = i
+		if orders[i].Status == ordering.StatusCompleted {
+			completed = append(completed, r.ID)
+		}
+	}
+	if len(completed) == 0 {
+		return orders, nil
+	}
+	esims, err := q.EsimsOfOrders(ctx, completed)
+	if err != nil {
+		return nil, fmt.Errorf("select eSIMs of orders: %w", err)
+	}
+	for _, e := range esims {
+		i := index[e.OrderID]
+		orders[i].Esims = append(orders[i].Esims, esim(e))
+	}
+	for i := range orders {
+		if err := withTopUps(ctx, q, orders[i].Esims); err != nil {
+			return nil, err
+		}
+	}
+	return orders, nil
+}
+
+// likePrefix is a LIKE pattern of what starts with prefix: its wildcards
+// and LIKE's escape character match only themselves.
+func likePrefix(prefix string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(prefix) + "%"
+}
+
+// checkSearch refuses a search the domain would never ask for: it asks
+// for one more than a page, to know whether there are more.
+func checkSearch(sq ordering.SearchQuery) error {
+	if sq.Limit < 1 || sq.Limit > ordering.MaxPageLimit+1 || sq.Prefix == "" {
+		return fmt.Errorf("search of %d rows for %q is out of range (limit 1..%d, a prefix)", sq.Limit, sq.Prefix, ordering.MaxPageLimit+1)
+	}
+	return nil
+}
+
+// SearchOrders implements ordering.Store.
+func (s *Store) SearchOrders(ctx context.Context, sq ordering.SearchQuery) ([]ordering.Order, error) {
+	if err := checkSearch(sq); err != nil {
+		return nil, err
+	}
+	var orders []ordering.Order
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		pattern := likePrefix(sq.Prefix)
+		rows, err := q.SearchOrdersByReference(ctx, db.SearchOrdersByReferenceParams{AccountID: sq.Scope.AccountID,
+			Environment: string(sq.Scope.Environment), Pattern: pattern, RowLimit: sq.Limit})
+		if err != nil {
+			return fmt.Errorf("select orders by reference: %w", err)
+		}
+		if len(rows) < int(sq.Limit) {
+			byEmail, err := q.SearchOrdersByEmail(ctx, db.SearchOrdersByEmailParams{AccountID: sq.Scope.AccountID,
+				Environment: string(sq.Scope.Environment), Pattern: pattern, RowLimit: sq.Limit})
+			if err != nil {
+				return fmt.Errorf("select orders by email: %w", err)
+			}
+			seen := make(map[uuid.UUID]bool, len(rows))
+			for _, r := range rows {
+				seen[r.ID] = true
+			}
+			for _, r := range byEmail {
+				if !seen[r.ID] && len(rows) < int(sq.Limit) {
+					rows = append(rows, r)
+				}
+			}
+		}
+		orders, err = ordersWithEsims(ctx, q, rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search orders: %w", err)
+	}
+	return orders, nil
+}
+
+// SearchEsims implements ordering.Store.
+func (s *Store) SearchEsims(ctx context.Context, sq ordering.SearchQuery) ([]ordering.Esim, error) {
+	if err := checkSearch(sq); err != nil {
+		return nil, err
+	}
+	var esims []ordering.Esim
+	err := libpostgres.InSnapshot(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		rows, err := q.SearchEsimsByICCID(ctx, db.SearchEsimsByICCIDParams{AccountID: sq.Scope.AccountID,
+			Environment: string(sq.Scope.Environment), Pattern: likePrefix(sq.Prefix), RowLimit: sq.Limit})
+		if err != nil {
+			return fmt.Errorf("select eSIMs by ICCID: %w", err)
+		}
+		esims = make([]ordering.Esim, len(rows))
+		for i, r := range rows {
+			esims[i] = esim(r)
+		}
+		return withTopUps(ctx, q, esims)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search eSIMs: %w", err)
+	}
+	return esims, nil
 }
 
 // Esim implements ordering.Store.

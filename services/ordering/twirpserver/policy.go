@@ -16,6 +16,9 @@ var Policy = internalauth.Policy{
 	"GetActivationCode": {internalauth.Gateway},
 	"CheckProvider":     {internalauth.Operator},
 	"CreateTopUp":       {internalauth.Gateway},
+	// The portal's search box, for the partner signed in; operators
+	// (esimctl) look up a partner's too.
+	"Search": {internalauth.Operator, internalauth.Portal},
 	// Operators simulate for partners (esimctl esims simulate); the
 	// scope is still a sandbox one.
 	"SimulateEsim": {internalauth.Gateway, internalauth.Operator},

@@ -157,6 +157,38 @@ func (s *Server) ListEsims(ctx context.Context, req *orderingv1.ListEsimsRequest
 	return resp, nil
 }
 
+// Search implements orderingv1.Ordering.
+func (s *Server) Search(ctx context.Context, req *orderingv1.SearchRequest) (*orderingv1.SearchResponse, error) {
+	if req.GetScope() == nil {
+		// A search is a partner's: not even an operator searches every
+		// account at once.
+		return nil, toTwirp(&ordering.ValidationError{Field: "scope", Reason: "is required"})
+	}
+	scope, err := scopeFromProto(req.GetScope())
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	found, err := s.svc.Search(ctx, ordering.Search{Scope: *scope, Query: req.GetQuery(), Limit: req.GetLimit()})
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	resp := &orderingv1.SearchResponse{
+		Orders: make([]*orderingv1.Order, len(found.Orders)),
+		Esims:  make([]*orderingv1.Esim, len(found.Esims)),
+		More:   found.More,
+	}
+	for i, o := range found.Orders {
+		resp.Orders[i] = orderingpb.Order(o)
+	}
+	for i, e := range found.Esims {
+		resp.Esims[i] = orderingpb.Esim(e)
+	}
+	for _, t := range found.TopUps {
+		resp.Topups = append(resp.Topups, orderingpb.TopUp(t))
+	}
+	return resp, nil
+}
+
 // CreateTopUp implements orderingv1.Ordering.
 func (s *Server) CreateTopUp(ctx context.Context, req *orderingv1.CreateTopUpRequest) (*orderingv1.CreateTopUpResponse, error) {
 	if req.GetScope() == nil {

@@ -189,7 +189,7 @@ func (a *App) acceptInvite(w http.ResponseWriter, r *http.Request) {
 }
 
 func passwordView(s *session) view {
-	return view{Title: "Change password", Session: s, SwitchURL: "", Errors: map[string]string{}}
+	return view{Title: "Change password", Session: s, Section: "settings", Errors: map[string]string{}}
 }
 
 func (a *App) passwordPage(w http.ResponseWriter, r *http.Request, s *session) {

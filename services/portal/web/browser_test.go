@@ -33,7 +33,7 @@ import (
 // decodes the image to the activation code shown), sets a local receiver
 // as the webhook URL, sends a test event and sees its attempt, revokes
 // the key and sees the API refuse it. Each page is photographed at 1280
-// and 375 px wide into a folder the test prints.
+// and 390 px wide into a folder the test prints.
 func TestInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real browser")
@@ -43,11 +43,8 @@ func TestInABrowser(t *testing.T) {
 		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it)")
 	}
 	p := portaltest.Start(t)
-	shots, err := os.MkdirTemp("", "esim-portal-screenshots-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots of every page at 1280 and 375 px: %s", shots)
+	shots := artifactsDir(t, "walk")
+	t.Logf("screenshots of every page at 1280 and 390 px: %s", shots)
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
@@ -64,7 +61,7 @@ func TestInABrowser(t *testing.T) {
 	}
 	shoot := func(name string) {
 		t.Helper()
-		for _, width := range []int64{1280, 375} {
+		for _, width := range []int64{1280, 390} {
 			var png []byte
 			run("screenshot "+name, chromedp.EmulateViewport(width, 900), into(&png, chromedp.FullScreenshot(100)))
 			if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%s-%d.png", name, width)), png, 0o644); err != nil {
@@ -226,7 +223,7 @@ func TestInABrowser(t *testing.T) {
 			Labels     int
 		}](`(m => ({Value: m.value, Max: m.max, Labels: m.labels.length}))(document.querySelector("meter#usage"))`)),
 		into(&timeline, chromedp.Text(chromedp.CSS(`ol.timeline`))),
-		into(&topups, chromedp.Evaluate[int](`document.querySelectorAll('#topups-heading ~ .table-wrap tbody tr').length`)),
+		into(&topups, chromedp.Evaluate[int](`document.querySelectorAll('#topups-heading ~ table tbody tr').length`)),
 		into(&toCome, chromedp.Evaluate[int](`document.querySelectorAll('ol.timeline li.todo').length`)))
 	shoot("esim-active")
 	if meter.Value != float64(used) || meter.Max != float64(2*esim.GetData().GetTotalBytes()) {

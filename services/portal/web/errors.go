@@ -8,6 +8,7 @@ import (
 	"github.com/twitchtv/twirp"
 
 	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/services/portal"
 )
 
 // code is a service error's Twirp code, or "" for anything else. An
@@ -69,10 +70,18 @@ func (a *App) notFound(w http.ResponseWriter, r *http.Request) {
 
 // errorPage renders a page of its own for status; the 500 page names the
 // request id, which support finds the cause by in the logs.
+// A signed-in user's error page keeps the navigation, leading to the
+// environment of the path (sandbox when it names none).
 func (a *App) errorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	a.render(w, r, status, "error.html", view{Title: title, Data: errorData{
+	v := view{Title: title, Session: sessionOf(r), Data: errorData{
 		Status: status, Message: message, RequestID: telemetry.RequestID(r.Context()),
-	}})
+	}}
+	for _, env := range portal.Environments {
+		if first, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); first == string(env) {
+			v.navEnv = env
+		}
+	}
+	a.render(w, r, status, "error.html", v)
 }
 
 type errorData struct {

@@ -202,7 +202,7 @@ func esimOf(ev *webhookv1.Event) string {
 // timeline is the eSIM's life so far, oldest first, then what is still to
 // come.
 func timeline(es *orderingv1.Esim, events []esimEvent) []step {
-	done := []step{{Label: "Issued", At: es.GetCreatedAt(), Done: true, Detail: "ALLOCATED: ready to install"}}
+	done := []step{{Label: "Issued", At: es.GetCreatedAt(), Done: true, Detail: "Allocated: ready to install"}}
 	var todo []step
 	if at := es.GetInstalledAt(); at != nil {
 		done = append(done, step{Label: "Installed", At: at, Done: true, Detail: "The profile was downloaded and installed on a device"})
@@ -220,7 +220,7 @@ func timeline(es *orderingv1.Esim, events []esimEvent) []step {
 	slices.SortStableFunc(done, func(x, y step) int { return x.At.AsTime().Compare(y.At.AsTime()) })
 	if es.GetStatus() == "DEPLETED" {
 		// Its time is the 100 percent usage event's, when there is one.
-		s := step{Label: "Data used up", Done: true, Detail: "DEPLETED: a top-up makes it ACTIVE again"}
+		s := step{Label: "Data used up", Done: true, Detail: "Depleted: a top-up makes it active again"}
 		for _, ev := range events {
 			if ev.GetType() == limits.EventEsimUsage && ev.ThresholdPercent == 100 {
 				s.At = ev.GetCreatedAt()

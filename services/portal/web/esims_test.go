@@ -28,6 +28,7 @@ import (
 // plan is a plan as the API lists it.
 type plan struct {
 	ID   string `json:"id"`
+	Name string `json:"name"`
 	Data struct {
 		Unlimited  bool  `json:"unlimited"`
 		TotalBytes int64 `json:"total_bytes"`
@@ -103,10 +104,10 @@ func TestEsimPages(t *testing.T) {
 
 	// The list: every eSIM, newest first, each linked to its page.
 	list := u.Get("/sandbox/esims")
-	must(t, "eSIMs", list, http.StatusOK, "Page 1 of 1 (3 in all)", "ALLOCATED", "status-allocated", "after activation",
+	must(t, "eSIMs", list, http.StatusOK, "Page 1 of 1 (3 in all)", `<span class="status status-allocated">Allocated</span>`, "after activation",
 		"0 bytes of "+web.ByteSize(plan.Data.TotalBytes), `href="/sandbox/orders/`+orderID+`"`)
 	for _, e := range esims {
-		must(t, "eSIMs", list, http.StatusOK, `<a href="/sandbox/esims/`+e.ID+`"><code>`+e.ICCID+`</code></a>`)
+		must(t, "eSIMs", list, http.StatusOK, `<a href="/sandbox/esims/`+e.ID+`"><code class="id-full">`+e.ICCID+`</code>`, `data-copy-text="`+e.ICCID+`"`)
 	}
 
 	// Search by ICCID, pasted in groups of four.
@@ -253,8 +254,8 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 	top := res.GetTopup()
 	page := u.Get(path)
 	must(t, "topped up", page, http.StatusOK, "status-active", `max="`+strconv.FormatInt(2*total, 10)+`"`,
-		"<strong>Top-up</strong> <time datetime=", utc(top.GetCreatedAt()), `<span class="status status-completed">completed</span>`,
-		"<code>"+fixed.ID+"</code>", web.ByteSize(total), money(top.GetPrice().GetTotalMinor())+" EUR")
+		"<strong>Top-up</strong> <time datetime=", utc(top.GetCreatedAt()), `<span class="status status-completed">Completed</span>`,
+		`<td data-label="Plan">`+fixed.Name+`</td>`, web.ByteSize(total), money(top.GetPrice().GetTotalMinor())+" EUR")
 	if strings.Contains(page.Body, "No top-ups") || strings.Contains(page.Body, "Data used up") {
 		t.Errorf("the topped-up eSIM's page still says it has no top-ups or is used up:\n%s", page.Body)
 	}
@@ -271,17 +272,17 @@ func TestEsimPageFollowsItsLife(t *testing.T) {
 	must(t, "its events", page, http.StatusOK)
 	siblingPage := u.Get("/sandbox/esims/" + sibling.ID)
 	must(t, "the other eSIM of its order", siblingPage, http.StatusOK, "order.completed", "status-allocated")
-	if strings.Contains(siblingPage.Body, "<td>esim.") || strings.Contains(siblingPage.Body, "<td>topup.") {
+	if strings.Contains(siblingPage.Body, `<td data-label="Type">esim.`) || strings.Contains(siblingPage.Body, `<td data-label="Type">topup.`) {
 		t.Errorf("the other eSIM's page lists this one's events:\n%s", siblingPage.Body)
 	}
-	ev := regexp.MustCompile(`href="/sandbox/events/(evt_[0-9a-f]{32})"><code>evt_[0-9a-f]{32}</code></a></td>\s*<td>topup.completed<`).FindStringSubmatch(page.Body)
+	ev := regexp.MustCompile(`href="/sandbox/events/(evt_[0-9a-f]{32})"><code class="id-full">evt_[0-9a-f]{32}</code>.*?</td>\s*<td data-label="Type">topup.completed<`).FindStringSubmatch(page.Body)
 	if ev == nil {
 		t.Fatalf("no link to the topup.completed event:\n%s", page.Body)
 	}
 	must(t, "the top-up's event", u.Get("/sandbox/events/"+ev[1]), http.StatusOK, `<a href="/sandbox/esims/`+es.ID+`">`)
 	usageEvents := u.Get("/sandbox/events?type=esim.usage")
-	must(t, "the events page by a new type", usageEvents, http.StatusOK, "<td>esim.usage</td>", `<option value="esim.usage" selected>`)
-	if strings.Contains(usageEvents.Body, "<td>esim.installed</td>") || strings.Contains(usageEvents.Body, "<td>order.completed</td>") {
+	must(t, "the events page by a new type", usageEvents, http.StatusOK, `<td data-label="Type">esim.usage</td>`, `<option value="esim.usage" selected>`)
+	if strings.Contains(usageEvents.Body, `<td data-label="Type">esim.installed</td>`) || strings.Contains(usageEvents.Body, `<td data-label="Type">order.completed</td>`) {
 		t.Errorf("the events of type esim.usage list others:\n%s", usageEvents.Body)
 	}
 

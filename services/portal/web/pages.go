@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/twitchtv/twirp"
@@ -46,6 +47,10 @@ type pager struct {
 	Page, Pages int
 	Total       int64
 	Prev, Next  string
+	// Past is set on a page after the last (a link kept from when there
+	// were more): Last leads back.
+	Past bool
+	Last string
 }
 
 func newPager(base string, page int, total int64, keep ...string) pager {
@@ -56,6 +61,10 @@ func newPager(base string, page int, total int64, keep ...string) pager {
 	}
 	if page < pages {
 		p.Next = base + query(append(keep, "page", strconv.Itoa(page+1))...)
+	}
+	if page > p.Pages {
+		p.Past, p.Prev = true, ""
+		p.Last = base + query(append(keep, "page", strconv.Itoa(p.Pages))...)
 	}
 	return p
 }
@@ -285,6 +294,9 @@ func (a *App) revokeKey(w http.ResponseWriter, r *http.Request, e envRequest) {
 
 type webhooksData struct {
 	Endpoint *webhookv1.Endpoint
+	// ConfirmRotation asks before a rotation that would end the previous
+	// secret's overlap early.
+	ConfirmRotation bool
 	// Secret is set when the partner asked to see it.
 	Secret string
 }
@@ -340,6 +352,19 @@ func (a *App) revealSecret(w http.ResponseWriter, r *http.Request, e envRequest)
 }
 
 func (a *App) rotateSecret(w http.ResponseWriter, r *http.Request, e envRequest) {
+	if r.PostFormValue("confirm") != "yes" {
+		ep, err := a.Webhook.GetEndpoint(r.Context(), &webhookv1.GetEndpointRequest{Scope: e.hookScope()})
+		if err != nil && code(err) != twirp.NotFound {
+			a.fail(w, r, err)
+			return
+		}
+		if until := ep.GetPreviousSecretExpiresAt(); until != nil && until.AsTime().After(time.Now()) {
+			// Rotating again in the overlap ends the previous secret at
+			// once: a receiver still on it would fail every delivery.
+			a.webhooksPage(w, r, e, http.StatusOK, func(_ *view, d *webhooksData) { d.ConfirmRotation = true })
+			return
+		}
+	}
 	if _, err := a.Webhook.RotateSecret(r.Context(), &webhookv1.RotateSecretRequest{Scope: e.hookScope()}); err != nil {
 		if code(err) == twirp.NotFound {
 			a.webhooksPage(w, r, e, http.StatusConflict, func(v *view, _ *webhooksData) { v.Error = "Set an endpoint URL first." })
@@ -360,7 +385,7 @@ func (a *App) sendTestEvent(w http.ResponseWriter, r *http.Request, e envRequest
 		a.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/"+string(e.env)+"/events", http.StatusSeeOther)
+	http.Redirect(w, r, "/"+string(e.env)+"/events?done=test", http.StatusSeeOther)
 }
 
 // --- events
@@ -373,9 +398,11 @@ var (
 )
 
 type eventsData struct {
-	Events          []*webhookv1.Event
-	Pager           pager
-	Status, Type    string
+	Events       []*webhookv1.Event
+	Pager        pager
+	Status, Type string
+	// Order is the order whose events are listed, "" for all.
+	Order           string
 	Statuses, Types []string
 }
 
@@ -386,7 +413,13 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.badPage(w, r)
 		return
 	}
-	status, typ := q.Get("status"), q.Get("type")
+	status, typ, order := q.Get("status"), q.Get("type"), q.Get("order")
+	if order != "" {
+		if _, err := uuid.Parse(order); err != nil || len(order) != 36 {
+			a.errorPage(w, r, http.StatusBadRequest, "Bad request", "order must be an order's id.")
+			return
+		}
+	}
 	var st webhookv1.DeliveryStatus
 	if status != "" {
 		v, known := webhookv1.DeliveryStatus_value["DELIVERY_STATUS_"+strings.ToUpper(status)]
@@ -400,15 +433,23 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.errorPage(w, r, http.StatusBadRequest, "Bad request", "type must be one of "+strings.Join(eventTypes[:len(eventTypes)-1], ", ")+" or "+eventTypes[len(eventTypes)-1]+".")
 		return
 	}
-	res, err := a.Webhook.ListEvents(r.Context(), &webhookv1.ListEventsRequest{Scope: e.hookScope(), Type: typ, Status: st, Page: int32(page), Limit: portal.PageSize})
+	res, err := a.Webhook.ListEvents(r.Context(), &webhookv1.ListEventsRequest{Scope: e.hookScope(), Type: typ, Status: st, OrderId: order, Page: int32(page), Limit: portal.PageSize})
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "events.html", envView(e, "Events", "events", eventsData{
-		Events: res.GetEvents(), Status: status, Type: typ, Statuses: eventStatuses, Types: eventTypes,
-		Pager: newPager("/"+string(e.env)+"/events", page, res.GetTotal(), "status", status, "type", typ),
-	}))
+	title := "Events"
+	if order != "" {
+		title = "Events of order " + shortID(order)
+	}
+	v := envView(e, title, "events", eventsData{
+		Events: res.GetEvents(), Status: status, Type: typ, Order: order, Statuses: eventStatuses, Types: eventTypes,
+		Pager: newPager("/"+string(e.env)+"/events", page, res.GetTotal(), "status", status, "type", typ, "order", order),
+	})
+	if q.Get("done") == "test" {
+		v.Notice = "Test event sent: a ping is on its way to your endpoint. Its delivery shows below within seconds."
+	}
+	a.render(w, r, http.StatusOK, "events.html", v)
 }
 
 func (a *App) event(w http.ResponseWriter, r *http.Request, e envRequest) {
@@ -420,7 +461,7 @@ func (a *App) event(w http.ResponseWriter, r *http.Request, e envRequest) {
 		a.fail(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "event.html", envView(e, "Event "+ev.GetId(), "events", eventData{Event: ev, EsimID: esimOf(ev)}))
+	a.render(w, r, http.StatusOK, "event.html", envView(e, "Event "+shortID(ev.GetId()), "events", eventData{Event: ev, EsimID: esimOf(ev)}))
 }
 
 type eventData struct {
@@ -487,11 +528,24 @@ func (a *App) order(w http.ResponseWriter, r *http.Request, e envRequest) {
 		return
 	}
 	o, err := a.Ordering.GetOrder(r.Context(), &orderingv1.GetOrderRequest{Id: id, Scope: e.orderScope()})
+	if code(err) == twirp.NotFound {
+		// A wallet entry names an order or a top-up by its id: a top-up
+		// is shown on its eSIM's page.
+		found, serr := a.Ordering.Search(r.Context(), &orderingv1.SearchRequest{Scope: e.orderScope(), Query: id, Limit: 1})
+		if serr == nil && len(found.GetTopups()) == 1 {
+			t := found.GetTopups()[0]
+			http.Redirect(w, r, "/"+string(e.env)+"/esims/"+t.GetEsimId()+"#topup-"+t.GetId(), http.StatusSeeOther)
+			return
+		}
+		if serr != nil {
+			err = serr
+		}
+	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "order.html", envView(e, "Order "+o.GetId(), "orders", o))
+	a.render(w, r, http.StatusOK, "order.html", envView(e, "Order "+shortID(o.GetId()), "orders", o))
 }
 
 // --- balance
@@ -522,7 +576,7 @@ func (a *App) balancePage(w http.ResponseWriter, r *http.Request, e envRequest, 
 		return
 	}
 	v := envView(e, "Balance", "balance", balanceData{
-		Balance: bal, Entries: ledger.GetEntries(), TopUp: e.env == portal.Sandbox, MaxTopUp: money.Decimal(portal.MaxSandboxTopUpMinor),
+		Balance: bal, Entries: ledger.GetEntries(), TopUp: e.env == portal.Sandbox, MaxTopUp: formatAmount(portal.MaxSandboxTopUpMinor, ""),
 		Pager: newPager("/"+string(e.env)+"/balance", page, int64(ledger.GetTotal())),
 	})
 	v.Errors = map[string]string{}
@@ -544,7 +598,7 @@ func (a *App) topUp(w http.ResponseWriter, r *http.Request, e envRequest) {
 	amount, err := money.ParseDecimal(raw)
 	if err != nil || amount <= 0 || amount > portal.MaxSandboxTopUpMinor {
 		a.balancePage(w, r, e, http.StatusBadRequest, func(v *view) {
-			v.Errors["amount"] = "Amount must be from 0.01 to " + money.Decimal(portal.MaxSandboxTopUpMinor) + ", with at most two decimals."
+			v.Errors["amount"] = "Amount must be from 0.01 to " + formatAmount(portal.MaxSandboxTopUpMinor, "") + ", with at most two decimals."
 			v.Form = map[string]string{"amount": raw}
 		})
 		return

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/esimplatform/esim/libs/money"
+	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	"github.com/esimplatform/esim/services/portal"
 )
 
@@ -41,8 +42,21 @@ var pages = func() map[string]*template.Template {
 }()
 
 var funcs = template.FuncMap{
-	// money writes minor units with two decimals and the currency code.
-	"money": func(minor int64, currency string) string { return money.Decimal(minor) + " " + currency },
+	// money writes minor units with two decimals, thousands grouped, and
+	// the currency code.
+	"money":   formatAmount,
+	"grouped": func(n any) string { return groupedAny(n) },
+	"word":    statusWord,
+	"short8":  shortID,
+	"pretty":  prettyBody,
+	"idref":   func(href, id string) idRef { return idRef{Href: href, ID: id} },
+	// isUUID tells an order's or top-up's id (what a wallet entry of an
+	// order names) from other references.
+	"isUUID": func(s string) bool { _, err := uuid.Parse(s); return err == nil && len(s) == 36 },
+	// orderrows and esimrows hand a shared table its rows and the
+	// environment its links lead to.
+	"orderrows": func(env portal.Environment, orders []*orderingv1.Order) orderRows { return orderRows{env, orders} },
+	"esimrows":  func(env portal.Environment, esims []*orderingv1.Esim) esimRows { return esimRows{env, esims} },
 	// utc writes a time in UTC, saying so.
 	"utc": func(ts *timestamppb.Timestamp) string {
 		if ts == nil || !ts.IsValid() {
@@ -76,6 +90,7 @@ type view struct {
 	// (empty on pages of no environment) and the switch's link.
 	Session   *session
 	Env       portal.Environment
+	navEnv    portal.Environment
 	SwitchURL string
 	Section   string
 	// Form holds the values sent back, Errors the message per field, and
@@ -85,7 +100,35 @@ type view struct {
 	Error  string
 	Notice string
 	Data   any
+	// SearchQuery is what the header's search box shows.
+	SearchQuery string
 }
+
+// NavEnv is the environment the navigation's links lead to: the page's,
+// or on pages of none (settings, errors) the sandbox, or the one the
+// path names.
+func (v view) NavEnv() portal.Environment {
+	if v.Env != "" {
+		return v.Env
+	}
+	if v.navEnv != "" {
+		return v.navEnv
+	}
+	return portal.Sandbox
+}
+
+type orderRows struct {
+	Env    portal.Environment
+	Orders []*orderingv1.Order
+}
+
+type esimRows struct {
+	Env   portal.Environment
+	Esims []*orderingv1.Esim
+}
+
+// idRef is a link to a page named by an id.
+type idRef struct{ Href, ID string }
 
 // LiveDisabled reports a live page of an account without live: the
 // banner says so.

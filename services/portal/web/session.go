@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"time"
@@ -91,8 +92,17 @@ func (a *App) signedIn(h func(http.ResponseWriter, *http.Request, *session)) htt
 			a.fail(w, r, err)
 			return
 		}
-		h(w, r, s)
+		// Its error pages keep the navigation.
+		h(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)), s)
 	}
+}
+
+type sessionKey struct{}
+
+// sessionOf is the session signedIn found for r, or nil.
+func sessionOf(r *http.Request) *session {
+	s, _ := r.Context().Value(sessionKey{}).(*session)
+	return s
 }
 
 // inEnv is signedIn for a page of env.

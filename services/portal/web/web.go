@@ -4,6 +4,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -101,10 +102,18 @@ func New(d Deps) (*App, error) {
 		handle("GET "+e+"/esims", a.inEnv(env, a.esims))
 		handle("GET "+e+"/esims/{id}", a.inEnv(env, a.esim))
 		handle("GET "+e+"/balance", a.inEnv(env, a.balance))
+		handle("GET "+e+"/search", a.inEnv(env, a.search))
 	}
 	// Free money exists in the sandbox only: live has no such route.
 	handle("POST /sandbox/balance/topup", a.inEnv(portal.Sandbox, a.topUp))
-	handle("/", func(w http.ResponseWriter, r *http.Request) { a.notFound(w, r) })
+	handle("/", func(w http.ResponseWriter, r *http.Request) {
+		// A signed-in user's mistyped address keeps the navigation; a
+		// session accounts cannot check now is no reason to fail a 404.
+		if s, err := a.currentSession(r); err == nil {
+			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+		}
+		a.notFound(w, r)
+	})
 
 	// Cross-site form posts are refused before any handler runs: the
 	// session cookie is SameSite=Lax too, but this also covers same-site

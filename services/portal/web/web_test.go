@@ -77,7 +77,7 @@ func TestEveryPageOfAPartner(t *testing.T) {
 	u := p.SignUp("Globetrotter Ltd", "EUR")
 
 	// Money first: the sandbox top-up of the balance page.
-	must(t, "top-up too big", u.Post("/sandbox/balance/topup", url.Values{"amount": {"1000.01"}}), http.StatusBadRequest, "Amount must be from 0.01 to 1000.00")
+	must(t, "top-up too big", u.Post("/sandbox/balance/topup", url.Values{"amount": {"1000.01"}}), http.StatusBadRequest, "Amount must be from 0.01 to 1,000.00")
 	res := u.Post("/sandbox/balance/topup", url.Values{"amount": {"250.5"}})
 	if res.Status != http.StatusSeeOther || res.Location() != "/sandbox/balance?done=topup" {
 		t.Fatalf("top-up: %d %s %s", res.Status, res.Location(), res.Body)
@@ -226,9 +226,10 @@ func TestEveryPageOfAPartner(t *testing.T) {
 	if again := secretField.FindStringSubmatch(u.Post("/sandbox/webhooks/secret", nil).Body); hookSecret == nil || again == nil || again[1] == hookSecret[1] {
 		t.Error("the secret did not change on rotation")
 	}
-	if res := u.Post("/sandbox/webhooks/test", nil); res.Status != http.StatusSeeOther || res.Location() != "/sandbox/events" {
+	if res := u.Post("/sandbox/webhooks/test", nil); res.Status != http.StatusSeeOther || res.Location() != "/sandbox/events?done=test" {
 		t.Fatalf("test event: %d %s", res.Status, res.Location())
 	}
+	must(t, "test event sent", u.Get("/sandbox/events?done=test"), http.StatusOK, `<p class="notice" role="status">Test event sent`)
 	receiver.Wait(t, 1, 10*time.Second)
 	var eventID string
 	deadline = time.Now().Add(10 * time.Second)

@@ -1012,6 +1012,213 @@ func (q *Queries) OrderInScope(ctx context.Context, arg OrderInScopeParams) (Ord
 	return i, err
 }
 
+const searchEsimsByICCID = `-- name: SearchEsimsByICCID :many
+SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims
+WHERE account_id = $1 AND environment = $2::text
+  AND (iccid COLLATE "C") LIKE $3::text
+ORDER BY (iccid COLLATE "C")
+LIMIT $4::integer
+`
+
+type SearchEsimsByICCIDParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	Pattern     string
+	RowLimit    int32
+}
+
+func (q *Queries) SearchEsimsByICCID(ctx context.Context, arg SearchEsimsByICCIDParams) ([]Esim, error) {
+	rows, err := q.db.Query(ctx, searchEsimsByICCID,
+		arg.AccountID,
+		arg.Environment,
+		arg.Pattern,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Esim
+	for rows.Next() {
+		var i Esim
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderID,
+			&i.AccountID,
+			&i.Environment,
+			&i.Position,
+			&i.PlanName,
+			&i.Iccid,
+			&i.MatchingID,
+			&i.SmdpAddress,
+			&i.QrToken,
+			&i.Status,
+			&i.ValidityDays,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.UsedBytes,
+			&i.DataUpdatedAt,
+			&i.CreatedAt,
+			&i.PlanID,
+			&i.PerDay,
+			&i.Countries,
+			&i.InstalledAt,
+			&i.ActivatedAt,
+			&i.ExpiresAt,
+			&i.UsageNotified,
+			&i.ExpiringNotified,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchOrdersByEmail = `-- name: SearchOrdersByEmail :many
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
+WHERE account_id = $1 AND environment = $2::text
+  AND kind = 'esims' AND customer_email <> ''
+  AND (lower(customer_email) COLLATE "C") LIKE lower($3::text)
+ORDER BY (lower(customer_email) COLLATE "C"), created_at DESC, id DESC
+LIMIT $4::integer
+`
+
+type SearchOrdersByEmailParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	Pattern     string
+	RowLimit    int32
+}
+
+// Emails match in any case: both sides lower case.
+func (q *Queries) SearchOrdersByEmail(ctx context.Context, arg SearchOrdersByEmailParams) ([]Order, error) {
+	rows, err := q.db.Query(ctx, searchOrdersByEmail,
+		arg.AccountID,
+		arg.Environment,
+		arg.Pattern,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Order
+	for rows.Next() {
+		var i Order
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Environment,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.PlanID,
+			&i.PlanName,
+			&i.PerDay,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.ValidityDays,
+			&i.Quantity,
+			&i.Days,
+			&i.Currency,
+			&i.UnitMinor,
+			&i.TotalMinor,
+			&i.CustomerName,
+			&i.CustomerEmail,
+			&i.CustomerReference,
+			&i.Status,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchOrdersByReference = `-- name: SearchOrdersByReference :many
+SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
+WHERE account_id = $1 AND environment = $2::text
+  AND kind = 'esims' AND customer_reference <> ''
+  AND (customer_reference COLLATE "C") LIKE $3::text
+ORDER BY (customer_reference COLLATE "C"), created_at DESC, id DESC
+LIMIT $4::integer
+`
+
+type SearchOrdersByReferenceParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	Pattern     string
+	RowLimit    int32
+}
+
+// pattern is a LIKE prefix pattern ('abc%'), its wildcards escaped; the
+// COLLATE "C" expressions are orders_search_reference_idx's.
+func (q *Queries) SearchOrdersByReference(ctx context.Context, arg SearchOrdersByReferenceParams) ([]Order, error) {
+	rows, err := q.db.Query(ctx, searchOrdersByReference,
+		arg.AccountID,
+		arg.Environment,
+		arg.Pattern,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Order
+	for rows.Next() {
+		var i Order
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Environment,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.PlanID,
+			&i.PlanName,
+			&i.PerDay,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.ValidityDays,
+			&i.Quantity,
+			&i.Days,
+			&i.Currency,
+			&i.UnitMinor,
+			&i.TotalMinor,
+			&i.CustomerName,
+			&i.CustomerEmail,
+			&i.CustomerReference,
+			&i.Status,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const unfinishedOrders = `-- name: UnfinishedOrders :many
 SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
 WHERE status IN ('pending', 'failing') AND created_at < $1::timestamptz
