@@ -229,18 +229,20 @@ still signs beside it.`,
 
 func (c *cli) webhooksRotateSecretCommand() *cobra.Command {
 	var account, env string
+	var yes bool
 	cmd := &cobra.Command{
-		Use:   "rotate-secret --account ID --env sandbox|live",
+		Use:   "rotate-secret --account ID --env sandbox|live [--yes]",
 		Short: "Make a new signing secret; the old one keeps signing beside it for " + overlapText,
 		Long: fmt.Sprintf(`Make a new signing secret for a partner's sandbox or live webhooks and print
 it. For %s every delivery is signed with both, so receivers can switch
 to the new secret without missing a delivery; then only the new one signs.
 Only one previous secret signs: rotating again within that time stops the
-one before at once.`, overlapText),
+one before at once, so it is refused without --yes.`, overlapText),
 		Example: `  esimctl webhooks rotate-secret --account 0193... --env live`,
 		Args:    exactArgs(),
 	}
 	webhookScopeFlags(cmd, &account, &env)
+	cmd.Flags().BoolVar(&yes, "yes", false, "rotate even while a previous secret still signs (it stops at once)")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		scope, err := parseWebhookScope(account, env)
 		if err != nil {
@@ -248,6 +250,21 @@ one before at once.`, overlapText),
 		}
 		if _, err := c.requireAccount(ctx, scope.GetAccountId()); err != nil {
 			return err
+		}
+		if !yes {
+			// A second rotation within the overlap cuts off the secret
+			// receivers may still be verifying with: confirm it first.
+			current, err := c.webhook().GetEndpoint(ctx, &webhookv1.GetEndpointRequest{Scope: scope})
+			if isNotFound(err) {
+				return noEndpoint(scope, ", so no secret to rotate")
+			}
+			if err != nil {
+				return c.callFailed(fmt.Sprintf("read the %s webhook endpoint of account %s", scope.GetEnvironment().ShortName(), scope.GetAccountId()), "webhook", err)
+			}
+			if until := current.GetPreviousSecretExpiresAt(); until != nil && until.AsTime().After(time.Now()) {
+				return usagef("the %s webhook secret of account %s was rotated less than %s ago: its previous secret signs until %s, and rotating again stops it at once; run again with --yes to rotate anyway",
+					scope.GetEnvironment().ShortName(), scope.GetAccountId(), overlapText, textTime(until))
+			}
 		}
 		e, err := c.webhook().RotateSecret(ctx, &webhookv1.RotateSecretRequest{Scope: scope})
 		if isNotFound(err) {

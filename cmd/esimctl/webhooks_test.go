@@ -155,6 +155,13 @@ func TestWebhooksSetShowRotate(t *testing.T) {
 	line(t, text, `secret:\s+`+regexp.QuoteMeta(rotated.Secret))
 	line(t, text, `previous secret:\s+still signs until `+*rotated.PreviousSecretExpiresAt)
 
+	// Rotating again within the overlap would stop the previous secret at
+	// once: refused without --yes, and nothing changes.
+	esimctl(t, env, sandbox("webhooks", "rotate-secret")...).
+		wantError(t, 2, "esimctl: the sandbox webhook secret of account "+acct+" was rotated less than "+overlapText+" ago: its previous secret signs until "+*rotated.PreviousSecretExpiresAt+", and rotating again stops it at once; run again with --yes to rotate anyway")
+	text = esimctl(t, env, sandbox("webhooks", "show")...).ok(t).stdout
+	line(t, text, `secret:\s+`+regexp.QuoteMeta(rotated.Secret))
+
 	// Deliveries are signed with both: receivers on either verify them.
 	recv.Trust(rotated.Secret, set.Secret)
 	r = esimctl(t, env, sandbox("webhooks", "send-test", "--wait")...).ok(t)
@@ -166,6 +173,14 @@ func TestWebhooksSetShowRotate(t *testing.T) {
 	if len(got) != 1 || !got[0].VerifiedBy(rotated.Secret) || !got[0].VerifiedBy(set.Secret) {
 		t.Errorf("ping %s reached the receiver as %+v; want once, signed with the new and the previous secret", m[1], got)
 	}
+	// With --yes it rotates, and only the newest previous secret signs.
+	r = esimctl(t, env, sandbox("webhooks", "rotate-secret", "--yes", "--json")...).ok(t)
+	var again endpoint
+	r.data(t, &again)
+	if again.Secret == rotated.Secret || again.PreviousSecretExpiresAt == nil {
+		t.Fatalf("webhooks rotate-secret --yes --json = %+v, after %+v", again, rotated)
+	}
+	recv.Trust(again.Secret, rotated.Secret)
 
 	// A live URL must be https: refused in the service's words, exit 1,
 	// and nothing is stored.
@@ -200,19 +215,19 @@ func TestWebhooksSetShowRotate(t *testing.T) {
 	}
 	// The sandbox endpoint is another: untouched.
 	esimctl(t, env, sandbox("webhooks", "show", "--json")...).ok(t).data(t, &shown)
-	if shown.Secret != rotated.Secret || shown.URL != moved {
+	if shown.Secret != again.Secret || shown.URL != moved {
 		t.Errorf("sandbox endpoint after live changes = %+v", shown)
 	}
 
 	// A rotation that got no answer may have been made: the error says
 	// to look before rotating again, and show tells.
 	viaLost := map[string]string{"ESIM_WEBHOOK_URL": carriedOutNeverAnswered(t, env["ESIM_WEBHOOK_URL"]), "ESIM_ACCOUNTS_URL": env["ESIM_ACCOUNTS_URL"]}
-	esimctl(t, viaLost, "--timeout", "1s", "webhooks", "rotate-secret", "--account", acct, "--env", "sandbox").
+	esimctl(t, viaLost, "--timeout", "1s", "webhooks", "rotate-secret", "--account", acct, "--env", "sandbox", "--yes").
 		wantError(t, 1, "esimctl: rotate the sandbox webhook secret of account "+acct+": no answer from the webhook service",
 			"the secret may have been rotated: check when it was made with `esimctl webhooks show` before running it again")
 	esimctl(t, env, sandbox("webhooks", "show", "--json")...).ok(t).data(t, &shown)
-	if shown.Secret == rotated.Secret || *shown.SecretCreatedAt < *rotated.SecretCreatedAt {
-		t.Errorf("after a rotation that got no answer, show = %+v; want a newer secret than %+v", shown, rotated)
+	if shown.Secret == again.Secret || *shown.SecretCreatedAt < *again.SecretCreatedAt {
+		t.Errorf("after a rotation that got no answer, show = %+v; want a newer secret than %+v", shown, again)
 	}
 	r = esimctl(t, viaLost, "--timeout", "1s", "webhooks", "set", "--account", acct, "--env", "sandbox", "--url", moved)
 	r.wantError(t, 1, "no answer from the webhook service", "it may have taken effect: running it again is safe")
