@@ -41,6 +41,15 @@ tools: $(TOOLS_BIN)/.stamp ## build the pinned developer tools (once per machine
 helm:
 	@tilt/helm.sh version --short >/dev/null
 
+# tilt and the OCI registry the charts' tilt test runs `tilt ci` with,
+# pinned by the scratch modules tools/tilt and tools/tilt/registry (outside
+# go.work) and built once per machine into the tools cache (tilt takes
+# several minutes the first time); ko, which the Tiltfile builds images
+# with, comes from `make tools`.
+.PHONY: tilt-tools
+tilt-tools: tools ## build the pinned tilt and registry the tilt test runs (once per machine)
+	@tilt/tool.sh build >/dev/null
+
 # The OpenAPI linters the contract test runs (Spectral, Redocly), pinned by
 # tools/npm/package-lock.json and installed from it once per machine, into
 # the tools cache under the lockfile's hash (the test looks there, by the
@@ -146,7 +155,7 @@ TEST_FUZZ_TIME ?= 2s
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: helm npm-tools ## run every test, with the race detector, against the local Postgres and Redis
+test: helm npm-tools tilt-tools ## run every test, with the race detector, against the local Postgres and Redis
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"
