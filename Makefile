@@ -128,7 +128,7 @@ lint: tools ## gofmt, go vet and staticcheck over every module (charts are linte
 # dependency's own test dependencies, about 3.5 GB.
 .PHONY: tidy
 tidy: ## fail when a module's go.mod or go.sum is not tidy, so each builds outside the workspace too
-	@for m in $(MODULES) tools; do \
+	@for m in $(MODULES) tools tools/tilt tools/tilt/registry; do \
 	  if ! out=$$(cd $$m && go mod tidy -diff 2>&1); then \
 	    echo "$$m: go.mod or go.sum is not tidy (run: cd $$m && go mod tidy):" >&2; echo "$$out" | grep -v '^go: downloading' >&2; exit 1; fi; \
 	done

@@ -217,13 +217,13 @@ func startRegistry(ctx context.Context, t *testing.T, bin string) string {
 
 // tiltEnv is the environment tilt runs in: this one, with a HOME of its
 // own (tilt keeps its API server's config and settings there, and the
-// developer's must not change the run), the Go caches and the tools cache
-// kept where they are (ko builds, and tilt/helm.sh finds helm, as
-// before), and the given variables.
+// developer's must not change the run), Go's caches, settings file and
+// the tools cache kept where they are (ko builds, and tilt/helm.sh finds
+// helm, as before), and the given variables.
 func tiltEnv(t *testing.T, set map[string]string) []string {
 	t.Helper()
 	keep := map[string]string{}
-	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOTOOLCHAIN"} {
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"} {
 		out, err := exec.Command("go", "env", v).Output()
 		if err != nil {
 			t.Fatalf("go env %s: %v", v, err)
