@@ -819,6 +819,12 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod securityContext %+v: want runAsNonRoot, runAsUser %d, seccomp RuntimeDefault", sc, nonRootUID)
 	}
+	// Old pods serve until new ones are Ready, which they are only once
+	// migrated (migrations are expand-only: docs/conventions.md).
+	if ru := d.Spec.Strategy.RollingUpdate; d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil ||
+		ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("strategy %+v: want a rolling update with maxUnavailable 0", d.Spec.Strategy)
+	}
 	ann := d.Spec.Template.Annotations
 	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != "/metrics" {
 		t.Errorf("pod annotations %v: want prometheus.io scrape and path", ann)

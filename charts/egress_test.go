@@ -463,3 +463,41 @@ func TestEgressPeers(t *testing.T) {
 		t.Errorf("smdp without ports: want the chart to refuse it, got %v", err)
 	}
 }
+
+// TestExtraPortPeers: a further listener with peers of its own admits
+// those alone (ordering's ES2+ listener in development: the simulator,
+// not the API's callers); without, it is the API's callers'.
+func TestExtraPortPeers(t *testing.T) {
+	admitted := func(vals map[string]any) map[string][]networkingv1.NetworkPolicyPeer {
+		t.Helper()
+		vals["networkPolicy"] = map[string]any{"enabled": true}
+		out, err := renderChart("ordering", vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, objs := deploymentOf(t, decodeRendered(t, out))
+		np := objs["*v1.NetworkPolicy/ordering"].(*networkingv1.NetworkPolicy)
+		from := map[string][]networkingv1.NetworkPolicyPeer{}
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				from[p.Port.String()] = append(from[p.Port.String()], rule.From...)
+			}
+		}
+		return from
+	}
+	simulator := labels.Set{"app.kubernetes.io/name": "smdp-sim"}
+	gateway := labels.Set{"app.kubernetes.io/name": "gateway"}
+
+	from := admitted(overrides(t, "ordering", "values-dev.yaml"))
+	if !mayReachPods(from["es2plus"], simulator) || mayReachPods(from["es2plus"], gateway) {
+		t.Errorf("dev: es2plus admits %v; want the simulator alone", from["es2plus"])
+	}
+	if mayReachPods(from["http"], simulator) {
+		t.Errorf("dev: the simulator is admitted to the API port")
+	}
+
+	from = admitted(map[string]any{"extraPorts": []any{map[string]any{"name": "es2plus", "containerPort": 8443, "env": "ES2PLUS_ADDR"}}, "env": map[string]any{"ES2PLUS_ADDR": nil}})
+	if !mayReachPods(from["es2plus"], gateway) || mayReachPods(from["es2plus"], simulator) {
+		t.Errorf("without peers of its own: es2plus admits %v; want the API's callers", from["es2plus"])
+	}
+}

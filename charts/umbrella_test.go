@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // umbrella is the chart that installs the whole platform in one release.
@@ -107,7 +108,8 @@ func TestUmbrellaInstallsEveryService(t *testing.T) {
 		})
 	}
 	withSim := renderUmbrella(t, "prod-platform", map[string]any{"smdp-sim": map[string]any{"enabled": true}})
-	checkChart(t, "smdp-sim", false, withSim["smdp-sim"])
+	// The simulator is development's, with its development certificates.
+	checkChart(t, "smdp-sim", true, withSim["smdp-sim"])
 }
 
 // TestUmbrellaWiresCredentials checks the Secret references of every
@@ -317,6 +319,38 @@ func TestReadmeNamesTheOperatorSecrets(t *testing.T) {
 			if !strings.Contains(section, "--from-literal="+k+"=") && !strings.Contains(section, "--from-file="+k+"=") {
 				t.Errorf("the README's install section does not set key %s of %s", k, name)
 			}
+		}
+	}
+}
+
+// TestUmbrellaServiceMonitors: global.serviceMonitor gives every service a
+// ServiceMonitor carrying its labels.
+func TestUmbrellaServiceMonitors(t *testing.T) {
+	chrt, err := loader.Load(umbrella)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := renderRelease(chrt, map[string]any{"global": map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}},
+	}}, minKubeVersion, "esim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range declared(t) {
+		if s.Name == "smdp-sim" {
+			continue // not installed by default
+		}
+		doc := out[umbrella+"/charts/"+s.Name+"/templates/servicemonitor.yaml"]
+		var sm serviceMonitor
+		for _, d := range strings.Split(doc, "\n---\n") {
+			if strings.Contains(d, "kind: ServiceMonitor") {
+				if err := yaml.UnmarshalStrict([]byte(d), &sm); err != nil {
+					t.Fatalf("%s: %v", s.Name, err)
+				}
+			}
+		}
+		if sm.Metadata.Labels["release"] != "prom" {
+			t.Errorf("%s: ServiceMonitor labels %v, want the global release: prom", s.Name, sm.Metadata.Labels)
 		}
 	}
 }

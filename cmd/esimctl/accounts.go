@@ -32,13 +32,36 @@ func viewAccount(a *accountsv1.Account) accountView {
 	}
 }
 
+// requireAccount reads account id, for a command that takes an account:
+// one the accounts service does not know is "account X not found" (exit
+// 1) from every such command, before any other call, rather than an empty
+// list (the ordering and webhook services keep no accounts of their own,
+// so they answer any id) or a not_found that could be the key's.
+func (c *cli) requireAccount(ctx context.Context, id string) (*accountsv1.Account, error) {
+	if err := c.checkService("accounts"); err != nil {
+		return nil, err
+	}
+	a, err := c.accounts().GetAccount(ctx, &accountsv1.GetAccountRequest{Id: id})
+	if isNotFound(err) {
+		return nil, accountNotFound(id)
+	}
+	if err != nil {
+		return nil, c.callFailed("get account "+id, "accounts", err)
+	}
+	return a, nil
+}
+
+func accountNotFound(id string) error {
+	return &failure{msg: fmt.Sprintf("account %s not found; `esimctl accounts list` shows the accounts there are", id)}
+}
+
 // liveText says whether the account may use live keys and, when not, how
 // an operator changes that.
 func liveText(a *accountsv1.Account) string {
 	if a.GetLiveEnabled() {
 		return "enabled"
 	}
-	return "disabled (esimctl accounts enable-live " + a.GetId() + ")"
+	return "disabled (esimctl accounts enable-live --account " + a.GetId() + ")"
 }
 
 func rateLimitText(n int32) string {
@@ -68,9 +91,9 @@ plans are priced and balances kept in it.`,
 	cmd.Flags().StringVar(&currency, "currency", "USD", "account currency: USD, EUR or GBP")
 	cmd.Flags().Int32Var(&rateLimit, "rate-limit", 0, fmt.Sprintf("requests per minute for each API key, at most %d (0: the gateway's default)", limits.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("name")
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
-		if strings.TrimSpace(name) == "" {
-			return usagef("--name must not be empty")
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		if err := checkName(cmd, "name", name, "give the partner's name, as it should appear in the portal"); err != nil {
+			return err
 		}
 		cur, err := parseCurrency(currency)
 		if err != nil {
@@ -96,16 +119,21 @@ plans are priced and balances kept in it.`,
 
 func (c *cli) accountsGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get ACCOUNT_ID",
-		Short: "Show one account",
-		Args:  exactArgs("ACCOUNT_ID"),
+		Use:     "get --account ID",
+		Short:   "Show one account",
+		Example: "  esimctl accounts get --account 0193...\n  esimctl accounts get 0193...",
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseID("ACCOUNT_ID", args[0])
+	account := addIDFlag(cmd, "account", "ACCOUNT_ID", "the account's")
+	cmd.Args = idArgs(account)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		id, err := account.id(cmd, args)
 		if err != nil {
 			return err
 		}
 		a, err := c.accounts().GetAccount(ctx, &accountsv1.GetAccountRequest{Id: id})
+		if isNotFound(err) {
+			return accountNotFound(id)
+		}
 		if err != nil {
 			return c.callFailed("get account "+id, "accounts", err)
 		}
@@ -162,21 +190,25 @@ func (c *cli) accountsListCommand() *cobra.Command {
 
 func (c *cli) accountsEnableLiveCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "enable-live ACCOUNT_ID",
+		Use:   "enable-live --account ID",
 		Short: "Let an account that signed up in the portal create live API keys",
 		Long: `Let an account create live API keys, which spend real money with real
 providers. Accounts that sign themselves up in the portal start with sandbox
 only; accounts created with esimctl have live from the start. Enabling
 again changes nothing; there is no disabling (revoke the live keys instead).`,
-		Example: `  esimctl accounts enable-live 0193...`,
-		Args:    exactArgs("ACCOUNT_ID"),
+		Example: `  esimctl accounts enable-live --account 0193...`,
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseID("ACCOUNT_ID", args[0])
+	account := addIDFlag(cmd, "account", "ACCOUNT_ID", "the account's")
+	cmd.Args = idArgs(account)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		id, err := account.id(cmd, args)
 		if err != nil {
 			return err
 		}
 		a, err := c.accounts().EnableLive(ctx, &accountsv1.EnableLiveRequest{AccountId: id})
+		if isNotFound(err) {
+			return accountNotFound(id)
+		}
 		if err != nil {
 			return c.callFailed("enable live for account "+id, "accounts", err)
 		}
@@ -200,7 +232,7 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 		Example: `  esimctl accounts set-rate-limit --account 0193... --per-minute 6000`,
 		Args:    exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().Int32Var(&perMinute, "per-minute", 0, fmt.Sprintf("requests per minute per key, at most %d; 0 for the default (required)", limits.MaxRateLimitPerMinute))
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("per-minute")
@@ -213,6 +245,9 @@ func (c *cli) accountsSetRateLimitCommand() *cobra.Command {
 			return err
 		}
 		a, err := c.accounts().SetRateLimit(ctx, &accountsv1.SetRateLimitRequest{AccountId: accountID, RateLimitPerMinute: perMinute})
+		if isNotFound(err) {
+			return accountNotFound(accountID)
+		}
 		if err != nil {
 			return c.callFailed("set rate limit of account "+accountID, "accounts", err)
 		}
@@ -276,6 +311,12 @@ func checkPaging(page, limit int32) error {
 // printList writes one page of a list for a human: its rows under the
 // header, then where the page stands when there are more; a page without
 // rows says so instead of an empty table. Scripts use --json.
+//
+// Every list orders its columns alike, so an operator finds them in the
+// same place in each: ID first; then what names the item (NAME, ICCID,
+// TYPE, KIND); STATUS, where the item has one; the item's details; and
+// CREATED last, in RFC 3339 UTC, as every time column is. Headers are
+// the JSON field's name in capitals, with spaces ("DATA USED").
 func (c *cli) printList(page, limit, total int32, noun string, header []any, rows [][]any) error {
 	if len(rows) == 0 {
 		fmt.Fprintf(c.stdout, "no %s on page %d (%d in total)\n", noun, page, total)

@@ -21,7 +21,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "esimctl: missing command: accounts, esims, events, keys, orders, plans, provider, users, wallet or webhooks"},
+		{[]string{}, "esimctl: missing command: accounts, completion, esims, events, keys, orders, plans, provider, users, version, wallet or webhooks"},
 		{[]string{"provider"}, "esimctl: provider: missing subcommand: check"},
 		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, enable-live, get, list or set-rate-limit"},
 		{[]string{"users"}, "esimctl: users: missing subcommand: invite"},
@@ -48,7 +48,7 @@ func TestBareGroupIsUsageError(t *testing.T) {
 		}
 	}
 	// Asking for help is not an error.
-	for _, args := range [][]string{{"--help"}, {"keys", "--help"}, {"keys", "--json", "--help"}, {"help", "keys"}, {"plans", "-h"}} {
+	for _, args := range [][]string{{"--help"}, {"keys", "--help"}, {"keys", "--json", "--help"}, {"help", "keys"}, {"help", "orders", "list"}, {"help"}, {"plans", "-h"}} {
 		r := esimctl(t, nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 			t.Errorf("esimctl %s: exit %d, stderr %q, stdout:\n%s", strings.Join(args, " "), r.code, r.stderr, r.stdout)
@@ -78,17 +78,13 @@ func TestCallErrorsSayTheirContextOnce(t *testing.T) {
 		// An argument the service refuses is a usage error, as one esimctl
 		// refuses itself.
 		{[]string{"accounts", "create", "--name", strings.Repeat("n", 1000)}, "create account", 2},
-		{[]string{"accounts", "get", unknownID}, "get account " + unknownID, 1},
-		{[]string{"accounts", "get", upperID}, "get account " + unknownID, 1},
-		{[]string{"accounts", "set-rate-limit", "--account", unknownID, "--per-minute", "10"}, "set rate limit of account " + unknownID, 1},
-		{[]string{"accounts", "enable-live", upperID}, "enable live for account " + unknownID, 1},
-		{[]string{"users", "invite", "--account", upperID, "--email", "ann@example.com"}, "invite to account " + unknownID, 1},
+		// An unknown account is "account X not found" everywhere
+		// (TestUnknownAccount); what else the accounts service refuses
+		// keeps its context.
 		{[]string{"users", "invite", "--account", acct.ID, "--email", "not an email", "--json"}, "invite to account " + acct.ID, 2},
-		{[]string{"keys", "create", "--account", unknownID, "--env", "sandbox"}, "create key for account " + unknownID, 1},
-		{[]string{"keys", "create", "--account", upperID, "--env", "live", "--json"}, "create key for account " + unknownID, 1},
-		{[]string{"keys", "list", "--account", unknownID}, "list keys of account " + unknownID, 1},
+		{[]string{"keys", "create", "--account", strings.ToUpper(acct.ID), "--env", "sandbox", "--name", strings.Repeat("k", 1000)}, "create key for account " + acct.ID, 2},
 		{[]string{"keys", "revoke", "--account", acct.ID, "--key", unknownID}, "revoke key " + unknownID + " of account " + acct.ID, 1},
-		{[]string{"keys", "revoke", "--account", unknownID, "--key", unknownID, "--json"}, "revoke key " + unknownID + " of account " + unknownID, 1},
+		{[]string{"keys", "revoke", "--account", strings.ToUpper(acct.ID), "--key", upperID, "--json"}, "revoke key " + unknownID + " of account " + acct.ID, 1},
 		{[]string{"plans", "get", unknownID}, "get plan " + unknownID, 1},
 		{[]string{"plans", "retire", unknownID}, "retire plan " + unknownID, 1},
 		{[]string{"plans", "retire", upperID, "--json"}, "retire plan " + unknownID, 1},
@@ -299,10 +295,15 @@ func TestUsageErrorWording(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"plans", "retire"}, "esimctl: plans retire takes 1 argument: PLAN_ID (got 0)"},
-		{[]string{"plans", "retire", "--json"}, "esimctl: plans retire takes 1 argument: PLAN_ID (got 0)"},
-		{[]string{"plans", "get", "a", "b"}, "esimctl: plans get takes 1 argument: PLAN_ID (got 2)"},
-		{[]string{"accounts", "get"}, "esimctl: accounts get takes 1 argument: ACCOUNT_ID (got 0)"},
+		{[]string{"plans", "retire"}, "esimctl: plans retire: missing --plan ID (or the id alone, as PLAN_ID)"},
+		{[]string{"plans", "retire", "--json"}, "esimctl: plans retire: missing --plan ID (or the id alone, as PLAN_ID)"},
+		{[]string{"plans", "get", "a", "b"}, "esimctl: plans get takes at most 1 argument: PLAN_ID (got 2)"},
+		{[]string{"accounts", "get"}, "esimctl: accounts get: missing --account ID (or the id alone, as ACCOUNT_ID)"},
+		{[]string{"accounts", "enable-live", "--account", "0193e000-0000-7000-8000-000000000000", "0193e000-0000-7000-8000-000000000001"},
+			`esimctl: accounts enable-live: --account "0193e000-0000-7000-8000-000000000000" and ACCOUNT_ID "0193e000-0000-7000-8000-000000000001" disagree: give the id once`},
+		{[]string{"completion"}, "esimctl: completion: missing shell: bash, zsh or fish"},
+		{[]string{"completion", "bash", "zsh"}, "esimctl: completion takes 1 argument: the shell (got 2)"},
+		{[]string{"version", "now"}, `esimctl: version takes no arguments, got ["now"]`},
 		{[]string{"accounts", "list", "x"}, `esimctl: accounts list takes no arguments, got ["x"]`},
 		{[]string{"keys", "list", "--account", "x", "y"}, `esimctl: keys list takes no arguments, got ["y"]`},
 	} {
@@ -471,5 +472,96 @@ func TestTransportFailureNamesTheService(t *testing.T) {
 	r.wantError(t, 1, "cannot talk to the accounts service")
 	if strings.Contains(r.stderr, "may have been created") {
 		t.Errorf("a create that was never sent reads as one that may have happened: %q", r.stderr)
+	}
+}
+
+// A mistyped command, subcommand, flag or shell is a usage error (exit 2)
+// that names what was probably meant: within two edits of it, or begun by
+// it; a word close to nothing gets no guess.
+func TestDidYouMean(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"acounts"}, `esimctl: unknown command "acounts" for "esimctl"; did you mean "accounts"?`},
+		{[]string{"webhook", "show"}, `esimctl: unknown command "webhook" for "esimctl"; did you mean "webhooks"?`},
+		{[]string{"acc"}, `esimctl: unknown command "acc" for "esimctl"; did you mean "accounts"?`},
+		{[]string{"Orders", "--json"}, `esimctl: unknown command "Orders" for "esimctl"; did you mean "orders"?`},
+		{[]string{"verison"}, `esimctl: unknown command "verison" for "esimctl"; did you mean "version"?`},
+		{[]string{"frobnicate"}, `esimctl: unknown command "frobnicate" for "esimctl"`},
+		{[]string{"accounts", "lst"}, `esimctl: unknown command "lst" for "esimctl accounts"; did you mean "list"?`},
+		{[]string{"plans", "retrie", "x"}, `esimctl: unknown command "retrie" for "esimctl plans"; did you mean "retire"?`},
+		{[]string{"keys", "revok"}, `esimctl: unknown command "revok" for "esimctl keys"; did you mean "revoke"?`},
+		{[]string{"wallet", "top-up"}, `esimctl: unknown command "top-up" for "esimctl wallet"; did you mean "topup"?`},
+		{[]string{"esims", "gte"}, `esimctl: unknown command "gte" for "esimctl esims"; did you mean "get"?`},
+		{[]string{"webhooks", "rotate"}, `esimctl: unknown command "rotate" for "esimctl webhooks"; did you mean "rotate-secret"?`},
+		{[]string{"orders", "list", "--acount", "x"}, `esimctl: unknown flag: --acount; did you mean "--account"?`},
+		{[]string{"orders", "list", "--acount=x"}, `esimctl: unknown flag: --acount; did you mean "--account"?`},
+		{[]string{"keys", "list", "--jsn"}, `esimctl: unknown flag: --jsn; did you mean "--json"?`},
+		{[]string{"accounts", "list", "--frobnicate"}, `esimctl: unknown flag: --frobnicate`},
+		{[]string{"completion", "zhs"}, `esimctl: invalid shell "zhs": want bash, zsh or fish; did you mean "zsh"?`},
+		{[]string{"completion", "powershell"}, `esimctl: invalid shell "powershell": want bash, zsh or fish`},
+		{[]string{"help", "acounts"}, `esimctl: unknown command "acounts" for "esimctl"; did you mean "accounts"?`},
+		{[]string{"help", "orders", "lsit"}, `esimctl: unknown command "lsit" for "esimctl orders"; did you mean "list"?`},
+	} {
+		r := esimctl(t, nil, tc.args...)
+		name := "esimctl " + strings.Join(tc.args, " ")
+		if r.code != 2 || r.stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want exit 2 and nothing on stdout", name, r.code, r.stdout)
+		}
+		first, rest, _ := strings.Cut(r.stderr, "\n")
+		if first != tc.want {
+			t.Errorf("%s: error line %q, want %q", name, first, tc.want)
+		}
+		if !strings.HasPrefix(rest, "Run 'esimctl") || !strings.HasSuffix(rest, " --help' for usage.\n") {
+			t.Errorf("%s: no pointer to --help after the error:\n%s", name, r.stderr)
+		}
+	}
+	for words, want := range map[[2]string]int{{"", ""}: 0, {"list", "list"}: 0, {"lst", "list"}: 1, {"retrie", "retire"}: 2, {"kitten", "sitting"}: 3, {"é", "e"}: 1} {
+		if got := editDistance(words[0], words[1]); got != want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", words[0], words[1], got, want)
+		}
+	}
+}
+
+// A name is never blank where one is created: "" or spaces alone are a
+// usage error (exit 2) before any call, as `--name "$N"` with N unset
+// gives them, rather than a nameless account or key.
+func TestBlankNamesAreRefused(t *testing.T) {
+	accountsURL, catalogueURL := startAccounts(t), startCatalogue(t)
+	direct := map[string]string{"ESIM_ACCOUNTS_URL": accountsURL}
+	acct := newAccounts(t, direct, 1)[0]
+	countedAccounts, accountsCalls := counted(t, accountsURL)
+	countedCatalogue, catalogueCalls := counted(t, catalogueURL)
+	env := map[string]string{"ESIM_ACCOUNTS_URL": countedAccounts, "ESIM_CATALOGUE_URL": countedCatalogue, "ESIM_WALLET_URL": "http://127.0.0.1:1"}
+	blankPlan := strings.Replace(newPlanJSON, `"Japan 50 GB, 30 days"`, `" \t "`, 1)
+	for _, blank := range []string{"", "  ", "\t"} {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"accounts", "create", "--name", blank}, `esimctl: invalid --name ` + strconv.Quote(blank) + `: blank; give the partner's name, as it should appear in the portal`},
+			{[]string{"accounts", "create", "--name", blank, "--currency", "EUR", "--json"}, `esimctl: invalid --name ` + strconv.Quote(blank) + `: blank;`},
+			{[]string{"keys", "create", "--account", acct, "--env", "sandbox", "--name", blank}, `esimctl: invalid --name ` + strconv.Quote(blank) + `: blank; leave --name out for a key without a label`},
+			{[]string{"users", "invite", "--account", acct, "--email", blank}, `esimctl: invalid --email ` + strconv.Quote(blank) + `: blank; give the person's email address`},
+			{[]string{"wallet", "topup", "--account", acct, "--env", "sandbox", "--amount", "1", "--reference", blank}, `esimctl: invalid --reference ` + strconv.Quote(blank) + `: `},
+		} {
+			r := esimctl(t, env, tc.args...)
+			r.wantError(t, 2)
+			if first, _, _ := strings.Cut(r.stderr, "\n"); !strings.HasPrefix(first, tc.want) {
+				t.Errorf("esimctl %q: error line %q, want %q", tc.args, first, tc.want)
+			}
+		}
+	}
+	esimctl(t, env, "plans", "import", writeFile(t, "blank.json", blankPlan)).
+		wantError(t, 2, `esimctl: import plans from `, `: plans[0].name " \t ": blank: every plan needs a name`)
+	if n, m := accountsCalls.Load(), catalogueCalls.Load(); n != 0 || m != 0 {
+		t.Errorf("blank names reached the services: %d accounts and %d catalogue calls, want none", n, m)
+	}
+	// A key without --name has no label, as before.
+	var k key
+	esimctl(t, direct, "keys", "create", "--account", acct, "--env", "sandbox", "--json").ok(t).data(t, &k)
+	if k.Name != "" {
+		t.Errorf("a key made without --name is named %q", k.Name)
 	}
 }

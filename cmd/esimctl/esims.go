@@ -108,11 +108,11 @@ top-ups.`, limits.DefaultPageLimit),
   esimctl esims list --order 0193... --json`,
 		Args: exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "only this account's eSIMs (with --env)")
+	cmd.Flags().StringVar(&account, "account", "", "only the eSIMs of the account with this `ID` (with --env)")
 	cmd.Flags().StringVar(&env, "env", "", "only the eSIMs of this environment, sandbox or live (with --account)")
 	cmd.Flags().StringVar(&iccid, "iccid", "", "only the eSIM with this ICCID")
 	cmd.Flags().StringVar(&status, "status", "", "only eSIMs in this status: "+orList(esimStatuses))
-	cmd.Flags().StringVar(&order, "order", "", "only the eSIMs of this order id")
+	cmd.Flags().StringVar(&order, "order", "", "only the eSIMs of the order with this `ID`")
 	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		req := &orderingv1.ListEsimsRequest{Page: page, Limit: limit}
@@ -151,6 +151,11 @@ top-ups.`, limits.DefaultPageLimit),
 		if err := checkPaging(page, limit); err != nil {
 			return err
 		}
+		if req.Scope != nil {
+			if _, err := c.requireAccount(ctx, req.Scope.GetAccountId()); err != nil {
+				return err
+			}
+		}
 		resp, err := c.ordering().ListEsims(ctx, req)
 		if err != nil {
 			what := "list eSIMs"
@@ -176,29 +181,30 @@ top-ups.`, limits.DefaultPageLimit),
 		}
 		rows := make([][]any, 0, len(resp.GetEsims()))
 		for _, e := range resp.GetEsims() {
-			rows = append(rows, []any{textTime(e.GetCreatedAt()), e.GetId(), e.GetIccid(), e.GetStatus(), e.GetPlanName(),
-				usageText(e.GetData()), textTime(e.GetExpiresAt()), e.GetOrderId()})
+			rows = append(rows, []any{e.GetId(), e.GetIccid(), e.GetStatus(), e.GetPlanName(),
+				usageText(e.GetData()), textTime(e.GetExpiresAt()), e.GetOrderId(), textTime(e.GetCreatedAt())})
 		}
 		return c.printList(page, limit, resp.GetTotal(), "eSIMs",
-			[]any{"CREATED", "ID", "ICCID", "STATUS", "PLAN", "DATA USED", "EXPIRES", "ORDER"}, rows)
+			[]any{"ID", "ICCID", "STATUS", "PLAN", "DATA USED", "EXPIRES", "ORDER", "CREATED"}, rows)
 	})
 	return cmd
 }
 
 func (c *cli) esimsGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get ESIM_ID",
+		Use:   "get --esim ID",
 		Short: "Show one eSIM, of any account, with its lifecycle, data use and top-ups",
 		Long: `Show one eSIM, of any account and environment: its status, when it was
 installed, activated and expires, its data used, total and remaining, and
 every top-up bought for it. --json adds the rest (install steps, SM-DP+
 address, the countries a top-up must cover).`,
-		Example: `  esimctl esims get 0193...
+		Example: `  esimctl esims get --esim 0193...
   esimctl esims get 0193... --json | jq .data.data.remaining_bytes`,
-		Args: exactArgs("ESIM_ID"),
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseID("ESIM_ID", args[0])
+	esim := addIDFlag(cmd, "esim", "ESIM_ID", "the eSIM's")
+	cmd.Args = idArgs(esim)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		id, err := esim.id(cmd, args)
 		if err != nil {
 			return err
 		}
@@ -218,7 +224,7 @@ address, the countries a top-up must cover).`,
 func (c *cli) esimsSimulateCommand() *cobra.Command {
 	var account, action, size string
 	cmd := &cobra.Command{
-		Use:   "simulate ESIM_ID --account ID --action install|activate|consume|expire [--bytes N]",
+		Use:   "simulate --esim ID --account ID --action install|activate|consume|expire [--bytes N]",
 		Short: "Move a sandbox eSIM as a device and the network would, with the webhooks they cause",
 		Long: `Move a sandbox eSIM as a device and its network would, exactly as a partner's
 POST /v1/sandbox/esims/{id}/simulate does, and show it afterwards: install
@@ -228,17 +234,19 @@ fixed plan the partner gets esim.usage, and at 100 it is DEPLETED) and expire
 (EXPIRED now). Each sends the partner's webhooks as the real event would.
 An action out of order (activate before install, consume when not ACTIVE) is
 refused. Live eSIMs move only as their network says: not found here.`,
-		Example: `  esimctl esims simulate 0193... --account 0193... --action install
-  esimctl esims simulate 0193... --account 0193... --action consume --bytes 600MB`,
-		Args: exactArgs("ESIM_ID"),
+		Example: `  esimctl esims simulate --esim 0193... --account 0193... --action install
+  esimctl esims simulate --esim 0193... --account 0193... --action consume --bytes 600MB`,
+		Annotations: map[string]string{serviceAnnotation: "accounts,ordering"},
 	}
-	cmd.Flags().StringVar(&account, "account", "", "the sandbox eSIM's account id (required)")
+	esim := addIDFlag(cmd, "esim", "ESIM_ID", "the sandbox eSIM's")
+	cmd.Args = idArgs(esim)
+	cmd.Flags().StringVar(&account, "account", "", "the `ID` of the sandbox eSIM's account (required)")
 	cmd.Flags().StringVar(&action, "action", "", "what happens: "+orList(simulateActions)+" (required)")
 	cmd.Flags().StringVar(&size, "bytes", "", "with consume: the data used, in bytes or with KB, MB or GB (required with consume)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("action")
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-		id, err := parseID("ESIM_ID", args[0])
+		id, err := esim.id(cmd, args)
 		if err != nil {
 			return err
 		}
@@ -265,6 +273,9 @@ refused. Live eSIMs move only as their network says: not found here.`,
 				return err
 			}
 			req.Bytes = &n
+		}
+		if _, err := c.requireAccount(ctx, accountID); err != nil {
+			return err
 		}
 		e, err := c.ordering().SimulateEsim(ctx, req)
 		if err != nil {
@@ -314,7 +325,7 @@ func (c *cli) printEsim(e *orderingv1.Esim) error {
 		return nil
 	}
 	fmt.Fprintln(c.stdout)
-	tw = table(c.stdout, "CREATED", "ID", "STATUS", "PLAN", "DAYS", "DATA", "PRICE")
+	tw = table(c.stdout, "ID", "STATUS", "PLAN", "DAYS", "DATA", "PRICE", "CREATED")
 	for _, t := range e.GetTopups() {
 		data := "unlimited"
 		if !e.GetData().GetUnlimited() {
@@ -324,8 +335,8 @@ func (c *cli) printEsim(e *orderingv1.Esim) error {
 		if er := t.GetError(); er != nil {
 			status += " (" + er.GetCode() + ")"
 		}
-		row(tw, textTime(t.GetCreatedAt()), t.GetId(), status, t.GetPlanId(), t.GetDays(), data,
-			priceText(t.GetPrice().GetTotalMinor(), t.GetPrice().GetCurrency()))
+		row(tw, t.GetId(), status, t.GetPlanId(), t.GetDays(), data,
+			priceText(t.GetPrice().GetTotalMinor(), t.GetPrice().GetCurrency()), textTime(t.GetCreatedAt()))
 	}
 	return tw.Flush()
 }

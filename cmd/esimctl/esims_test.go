@@ -76,7 +76,8 @@ func topUp(t *testing.T, client orderingv1.Ordering, accountID, esimID, planSlug
 func TestEsimsSimulateGetAndList(t *testing.T) {
 	deps, orderingURL, client := startOrdering(t)
 	env := map[string]string{"ESIM_ORDERING_URL": orderingURL}
-	acct, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	accts := newAccounts(t, env, 2)
+	acct, other := accts[0], accts[1]
 	deps.TopUp(t, acct, accountsv1.Environment_ENVIRONMENT_SANDBOX, "USD", 1000_00, "seed")
 	deps.TopUp(t, other, accountsv1.Environment_ENVIRONMENT_SANDBOX, "USD", 1000_00, "seed")
 	fixed := placeOrder(t, client, acct, "jp-5gb-30d", 2, 0, "BOOK-1")
@@ -88,7 +89,7 @@ func TestEsimsSimulateGetAndList(t *testing.T) {
 	simulate := func(action string, flags ...string) esim {
 		t.Helper()
 		var e esim
-		args := append([]string{"esims", "simulate", walked.GetId(), "--account", acct, "--action", action, "--json"}, flags...)
+		args := append([]string{"esims", "simulate", "--esim", walked.GetId(), "--account", acct, "--action", action, "--json"}, flags...)
 		esimctl(t, env, args...).ok(t).data(t, &e)
 		return e
 	}
@@ -135,8 +136,8 @@ func TestEsimsSimulateGetAndList(t *testing.T) {
 		regexp.MustCompile(`(?m)^data used:\s+5368709120 bytes \(5 GB\)$`),
 		regexp.MustCompile(`(?m)^data remaining:\s+1073741824 bytes \(1 GB\)$`),
 		regexp.MustCompile(`(?m)^top-ups:\s+1$`),
-		regexp.MustCompile(`(?m)^CREATED\s+ID\s+STATUS\s+PLAN\s+DAYS\s+DATA\s+PRICE$`),
-		regexp.MustCompile(`(?m)\s` + bought.GetId() + `\s+completed\s+` + bought.GetPlanId() + `\s+7\s+1 GB\s+` + regexp.QuoteMeta(priceText(bought.GetPrice().GetTotalMinor(), "USD")) + `$`),
+		regexp.MustCompile(`(?m)^ID\s+STATUS\s+PLAN\s+DAYS\s+DATA\s+PRICE\s+CREATED$`),
+		regexp.MustCompile(`(?m)^` + bought.GetId() + `\s+completed\s+` + bought.GetPlanId() + `\s+7\s+1 GB\s+` + regexp.QuoteMeta(priceText(bought.GetPrice().GetTotalMinor(), "USD")) + `\s+\d{4}-\d\d-\d\dT\S+Z$`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("esims get text lacks %s:\n%s", want, text)
@@ -215,8 +216,8 @@ func TestEsimsSimulateGetAndList(t *testing.T) {
 
 	table := esimctl(t, env, "esims", "list", "--account", acct, "--env", "sandbox", "--limit", "2", "--page", "2").ok(t).stdout
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^CREATED\s+ID\s+ICCID\s+STATUS\s+PLAN\s+DATA USED\s+EXPIRES\s+ORDER$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`\s`+walked.GetId()+`\s+`+walked.GetIccid()+`\s+EXPIRED\s+.+\s+5 GB of 6 GB\s+\d{4}-\S+\s+`+fixed.GetId()+`$`).MatchString(lines[1]) ||
+	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+ICCID\s+STATUS\s+PLAN\s+DATA USED\s+EXPIRES\s+ORDER\s+CREATED$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+walked.GetId()+`\s+`+walked.GetIccid()+`\s+EXPIRED\s+.+\s+5 GB of 6 GB\s+\d{4}-\S+\s+`+fixed.GetId()+`\s+\d{4}-\d\d-\d\dT\S+Z$`).MatchString(lines[1]) ||
 		lines[2] != "page 2 of 2 (3 eSIMs; the last)" {
 		t.Errorf("esims list table:\n%s", table)
 	}
@@ -236,7 +237,7 @@ func TestEsimsSimulateGetAndList(t *testing.T) {
 	esimctl(t, env, "esims", "simulate", elsewhere.GetEsims()[0].GetId(), "--account", acct, "--action", "install").
 		wantError(t, 1, "esimctl: simulate install on eSIM "+elsewhere.GetEsims()[0].GetId()+": not found")
 	var untouched esim
-	esimctl(t, env, "esims", "get", elsewhere.GetEsims()[0].GetId(), "--json").ok(t).data(t, &untouched)
+	esimctl(t, env, "esims", "get", "--esim", elsewhere.GetEsims()[0].GetId(), "--json").ok(t).data(t, &untouched)
 	if untouched.Status != "ALLOCATED" || untouched.InstalledAt != nil {
 		t.Errorf("another account's eSIM after a refused simulation: %+v", untouched)
 	}
@@ -276,11 +277,13 @@ func TestEsimsUsageErrors(t *testing.T) {
 		{[]string{"esims", "list", "--account", "acme", "--env", "live"}, `esimctl: invalid --account "acme": not a UUID`},
 		{[]string{"esims", "list", "--limit", "101"}, "esimctl: invalid --limit 101: want 1 to 100"},
 		{[]string{"esims", "list", "--page", "0", "--json"}, "esimctl: invalid --page 0: want 1 to 10000"},
-		{[]string{"esims", "get"}, "esimctl: esims get takes 1 argument: ESIM_ID (got 0)"},
-		{[]string{"esims", "get", id, id}, "esimctl: esims get takes 1 argument: ESIM_ID (got 2)"},
+		{[]string{"esims", "get"}, "esimctl: esims get: missing --esim ID (or the id alone, as ESIM_ID)"},
+		{[]string{"esims", "get", id, id}, "esimctl: esims get takes at most 1 argument: ESIM_ID (got 2)"},
 		{[]string{"esims", "get", "8944500102198304826"}, `esimctl: invalid ESIM_ID "8944500102198304826": not a UUID`},
-		{[]string{"esims", "simulate", "--account", acct, "--action", "install"}, "esimctl: esims simulate takes 1 argument: ESIM_ID (got 0)"},
+		{[]string{"esims", "get", "--esim", "8944500102198304826"}, `esimctl: invalid --esim "8944500102198304826": not a UUID`},
+		{[]string{"esims", "simulate", "--account", acct, "--action", "install"}, "esimctl: esims simulate: missing --esim ID (or the id alone, as ESIM_ID)"},
 		{[]string{"esims", "simulate", "x", "--account", acct, "--action", "install"}, `esimctl: invalid ESIM_ID "x": not a UUID`},
+		{[]string{"esims", "simulate", "--esim", "x", "--account", acct, "--action", "install"}, `esimctl: invalid --esim "x": not a UUID`},
 		{[]string{"esims", "simulate", id, "--action", "install"}, `esimctl: required flag(s) "account" not set`},
 		{[]string{"esims", "simulate", id, "--account", acct}, `esimctl: required flag(s) "action" not set`},
 		{[]string{"esims", "simulate", id, "--account", "acme", "--action", "install"}, `esimctl: invalid --account "acme": not a UUID`},

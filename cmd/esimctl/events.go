@@ -123,14 +123,14 @@ func parseDeliveryStatus(s string) (webhookv1.DeliveryStatus, error) {
 	return 0, usagef("invalid --status %q: want pending, delivered, failed or no_endpoint", s)
 }
 
-// parseEventType reads --event before any call.
-func parseEventType(s string) (string, error) {
+// parseEventType reads --type before any call; flag is how it was given.
+func parseEventType(flag, s string) (string, error) {
 	for _, t := range eventTypes {
 		if strings.TrimSpace(strings.ToLower(s)) == t {
 			return t, nil
 		}
 	}
-	return "", usagef("invalid --event %q: want %s", s, orList(eventTypes))
+	return "", usagef("invalid %s %q: want %s", flag, s, orList(eventTypes))
 }
 
 var eventID = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
@@ -138,10 +138,10 @@ var eventID = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
 // parseEventID checks an event id before any call, as parseID does a
 // UUID: a malformed one is a usage error, not an unknown event. The
 // service prints ids in lower case; so does esimctl.
-func parseEventID(s string) (string, error) {
+func parseEventID(name, s string) (string, error) {
 	id := strings.ToLower(s)
 	if !eventID.MatchString(id) {
-		return "", usagef("invalid EVENT_ID %q: want evt_ and 32 hex digits, as events list shows them", s)
+		return "", usagef("invalid %s %q: want evt_ and 32 hex digits, as events list shows them", name, s)
 	}
 	return id, nil
 }
@@ -179,10 +179,10 @@ func (c *cli) eventsCommand() *cobra.Command {
 }
 
 func (c *cli) eventsListCommand() *cobra.Command {
-	var account, env, event, order, status string
+	var account, env, eventType, oldEventType, order, status string
 	var page, limit int32
 	cmd := &cobra.Command{
-		Use:   "list [--account ID --env sandbox|live] [--event TYPE] [--order ID] [--status pending|delivered|failed|no_endpoint] [--page N] [--limit N]",
+		Use:   "list [--account ID --env sandbox|live] [--type TYPE] [--order ID] [--status pending|delivered|failed|no_endpoint] [--page N] [--limit N]",
 		Short: "List webhook events and how their delivery went, newest first",
 		Long: fmt.Sprintf(`List webhook events, newest first, each with its delivery status and
 attempts: what to open when a partner says a webhook never came. --account
@@ -192,16 +192,22 @@ A delivery is pending (an attempt is due or running), delivered (an attempt
 got a 2xx answer), failed (%d attempts failed; it is never sent again) or
 no_endpoint (no URL was set when the event happened; nothing was sent). A
 page holds %d events unless --limit says otherwise; esimctl events get shows
-an event's payload and each attempt's answer.`, limits.MaxWebhookAttempts, limits.DefaultPageLimit),
+an event's payload and each attempt's answer.
+
+--type was --event before --event named an event id, as it does in events
+get: --event TYPE still works here.`, limits.MaxWebhookAttempts, limits.DefaultPageLimit),
 		Example: `  esimctl events list --account 0193... --env live --status failed
   esimctl events list --order 0193... --json
-  esimctl events list --account 0193... --env sandbox --event ping --limit 5`,
+  esimctl events list --account 0193... --env sandbox --type ping --limit 5`,
 		Args: exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "only this account's events (with --env)")
+	cmd.Flags().StringVar(&account, "account", "", "only the events of the account with this `ID` (with --env)")
 	cmd.Flags().StringVar(&env, "env", "", "only the events of this environment, sandbox or live (with --account)")
-	cmd.Flags().StringVar(&event, "event", "", "only events of this type: "+orList(eventTypes))
-	cmd.Flags().StringVar(&order, "order", "", "only the events of this order id (an eSIM's and its top-ups' are its order's)")
+	cmd.Flags().StringVar(&eventType, "type", "", "only events of this type: "+orList(eventTypes))
+	// What --type was called before --event meant an event id everywhere.
+	cmd.Flags().StringVar(&oldEventType, "event", "", "the former name of --type")
+	_ = cmd.Flags().MarkHidden("event")
+	cmd.Flags().StringVar(&order, "order", "", "only the events of the order with this `ID` (an eSIM's and its top-ups' are its order's)")
 	cmd.Flags().StringVar(&status, "status", "", "only events in this delivery status: pending, delivered, failed or no_endpoint")
 	addPaging(cmd, &page, &limit, limits.DefaultPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
@@ -223,8 +229,15 @@ an event's payload and each attempt's answer.`, limits.MaxWebhookAttempts, limit
 		// An empty filter is refused, not dropped: `--event "$E"` with E
 		// unset would otherwise list every event as if all were of E.
 		var err error
-		if cmd.Flags().Changed("event") {
-			if req.Type, err = parseEventType(event); err != nil {
+		switch typeSet, oldSet := cmd.Flags().Changed("type"), cmd.Flags().Changed("event"); {
+		case typeSet && oldSet:
+			return usagef("--event is the former name of --type: give --type alone")
+		case typeSet:
+			if req.Type, err = parseEventType("--type", eventType); err != nil {
+				return err
+			}
+		case oldSet:
+			if req.Type, err = parseEventType("--event", oldEventType); err != nil {
 				return err
 			}
 		}
@@ -240,6 +253,11 @@ an event's payload and each attempt's answer.`, limits.MaxWebhookAttempts, limit
 		}
 		if err := checkPaging(page, limit); err != nil {
 			return err
+		}
+		if req.Scope != nil {
+			if _, err := c.requireAccount(ctx, req.Scope.GetAccountId()); err != nil {
+				return err
+			}
 		}
 		resp, err := c.webhook().ListEvents(ctx, req)
 		if err != nil {
@@ -273,29 +291,34 @@ an event's payload and each attempt's answer.`, limits.MaxWebhookAttempts, limit
 			if n := len(e.GetAttempts()); n > 0 {
 				last = oneLine(attemptOutcome(e.GetAttempts()[n-1]), 60)
 			}
-			rows = append(rows, []any{e.GetId(), e.GetType(), orDash(e.GetOrderId()), deliveryStatus(e.GetStatus()),
+			rows = append(rows, []any{e.GetId(), e.GetType(), deliveryStatus(e.GetStatus()), orDash(e.GetOrderId()),
 				len(e.GetAttempts()), last, textTime(e.GetCreatedAt())})
 		}
 		return c.printList(page, limit, total, "events",
-			[]any{"ID", "EVENT", "ORDER", "STATUS", "ATTEMPTS", "LAST ANSWER", "CREATED"}, rows)
+			[]any{"ID", "TYPE", "STATUS", "ORDER", "ATTEMPTS", "LAST ANSWER", "CREATED"}, rows)
 	})
 	return cmd
 }
 
 func (c *cli) eventsGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get EVENT_ID",
+		Use:   "get --event ID",
 		Short: "Show one webhook event, of any account, with its payload and every attempt",
 		Long: `Show one webhook event, of any account and environment: where it was sent,
 its delivery status, every attempt (when, how long, the status code or the
 error, and the start of the receiver's answer) and the payload every
 attempt sends.`,
-		Example: `  esimctl events get evt_0f6c1e...
+		Example: `  esimctl events get --event evt_0f6c1e...
   esimctl events get evt_0f6c1e... --json | jq .data.payload`,
-		Args: exactArgs("EVENT_ID"),
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseEventID(args[0])
+	event := addIDFlag(cmd, "event", "EVENT_ID", "the event's")
+	cmd.Args = idArgs(event)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		raw, name, err := event.get(cmd, args)
+		if err != nil {
+			return err
+		}
+		id, err := parseEventID(name, raw)
 		if err != nil {
 			return err
 		}

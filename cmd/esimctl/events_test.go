@@ -46,13 +46,14 @@ func eventIDs(events []event) []string {
 }
 
 var sentPing = regexp.MustCompile(`^sent ping (evt_[0-9a-f]{32}) for account (\S+) in (\S+); its delivery to (\S+) follows\n` +
-	"watch it with `esimctl events get (evt_[0-9a-f]{32})` or `esimctl events list --account (\\S+) --env (\\S+) --event ping`\n$")
+	"watch it with `esimctl events get --event (evt_[0-9a-f]{32})` or `esimctl events list --account (\\S+) --env (\\S+) --type ping`\n$")
 
 func TestSendTestAndEvents(t *testing.T) {
 	env := map[string]string{"ESIM_WEBHOOK_URL": startWebhook(t)}
 	answering := receiver(t, http.StatusOK, "thanks\n\tfor the ping")
 	broken := receiver(t, http.StatusInternalServerError, `{"error":"database down"}`)
-	acct, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	accts := newAccounts(t, env, 2)
+	acct, other := accts[0], accts[1]
 	esimctl(t, env, "webhooks", "set", "--account", acct, "--env", "sandbox", "--url", answering.URL).ok(t)
 	esimctl(t, env, "webhooks", "set", "--account", other, "--env", "sandbox", "--url", broken.URL).ok(t)
 	listOf := func(flags ...string) ([]event, pagination) {
@@ -78,7 +79,7 @@ func TestSendTestAndEvents(t *testing.T) {
 	// The command it suggests shows the delivery once it is made.
 	var listed []event
 	eventually(t, 15*time.Second, "the ping is not listed as delivered", func() bool {
-		listed, _ = listOf("--account", acct, "--env", "sandbox", "--event", "ping")
+		listed, _ = listOf("--account", acct, "--env", "sandbox", "--type", "ping")
 		return len(listed) == 1 && listed[0].Status == "delivered"
 	})
 	e := listed[0]
@@ -95,14 +96,14 @@ func TestSendTestAndEvents(t *testing.T) {
 
 	table := esimctl(t, env, "events", "list", "--account", acct, "--env", "sandbox").ok(t).stdout
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
-	if len(lines) != 2 || !regexp.MustCompile(`^ID\s+EVENT\s+ORDER\s+STATUS\s+ATTEMPTS\s+LAST ANSWER\s+CREATED$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^`+ping+`\s+ping\s+-\s+delivered\s+1\s+200\s+`+*e.CreatedAt+`$`).MatchString(lines[1]) {
+	if len(lines) != 2 || !regexp.MustCompile(`^ID\s+TYPE\s+STATUS\s+ORDER\s+ATTEMPTS\s+LAST ANSWER\s+CREATED$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+ping+`\s+ping\s+delivered\s+-\s+1\s+200\s+`+*e.CreatedAt+`$`).MatchString(lines[1]) {
 		t.Errorf("events list table:\n%s", table)
 	}
 
 	// get: the event with its payload and every attempt's answer.
 	var got event
-	esimctl(t, env, "events", "get", ping, "--json").ok(t).data(t, &got)
+	esimctl(t, env, "events", "get", "--event", ping, "--json").ok(t).data(t, &got)
 	var payload struct {
 		ID          string `json:"id"`
 		Event       string `json:"event"`
@@ -142,7 +143,7 @@ func TestSendTestAndEvents(t *testing.T) {
 	// --wait follows the delivery: a receiver that answers 500 fails all
 	// three attempts, and the command with it.
 	r := esimctl(t, env, "webhooks", "send-test", "--account", other, "--env", "sandbox", "--wait")
-	r.wantError(t, 1, " was not delivered: failed (3 attempts, the last: 500)", "`esimctl events get evt_")
+	r.wantError(t, 1, " was not delivered: failed (3 attempts, the last: 500)", "`esimctl events get --event evt_")
 	failed := regexp.MustCompile(`ping (evt_[0-9a-f]{32}) was not delivered`).FindStringSubmatch(r.stderr)[1]
 	if n := len(deliveriesOf(broken, failed)); n != webhook.MaxAttempts {
 		t.Errorf("the failing receiver got the ping %d times, want %d", n, webhook.MaxAttempts)
@@ -158,7 +159,7 @@ func TestSendTestAndEvents(t *testing.T) {
 		}
 	}
 	failedTable := esimctl(t, env, "events", "list", "--status", "failed").ok(t).stdout
-	if !regexp.MustCompile(`(?m)^` + failed + `\s+ping\s+-\s+failed\s+3\s+500`).MatchString(failedTable) {
+	if !regexp.MustCompile(`(?m)^` + failed + `\s+ping\s+failed\s+-\s+3\s+500`).MatchString(failedTable) {
 		t.Errorf("events list --status failed:\n%s", failedTable)
 	}
 
@@ -191,10 +192,12 @@ func TestSendTestAndEvents(t *testing.T) {
 		{[]string{"--account", other, "--env", "sandbox", "--status", "delivered"}, []string{}},
 		{[]string{"--account", strings.ToUpper(other), "--env", "sandbox"}, []string{failed}},
 		{[]string{"--account", acct, "--env", "live"}, []string{}},
+		{[]string{"--type", "ping"}, []string{waited.ID, failed, ping}},
+		{[]string{"--type", "order.completed"}, []string{}},
+		{[]string{"--type", "esim.usage"}, []string{}},
+		{[]string{"--type", "TOPUP.completed"}, []string{}},
+		// What --type was called before.
 		{[]string{"--event", "ping"}, []string{waited.ID, failed, ping}},
-		{[]string{"--event", "order.completed"}, []string{}},
-		{[]string{"--event", "esim.usage"}, []string{}},
-		{[]string{"--event", "TOPUP.completed"}, []string{}},
 		{[]string{"--order", uuid.NewString()}, []string{}},
 	} {
 		got, p := listOf(tc.flags...)
@@ -202,7 +205,7 @@ func TestSendTestAndEvents(t *testing.T) {
 			t.Errorf("events list %s: %v (total %d), want %v", strings.Join(tc.flags, " "), eventIDs(got), p.Total, tc.want)
 		}
 	}
-	if text := esimctl(t, env, "events", "list", "--event", "order.failed").ok(t).stdout; text != "no events on page 1 (0 in total)\n" {
+	if text := esimctl(t, env, "events", "list", "--type", "order.failed").ok(t).stdout; text != "no events on page 1 (0 in total)\n" {
 		t.Errorf("events list with a filter nothing matches: %q", text)
 	}
 

@@ -63,12 +63,12 @@ hand it to the partner over a secure channel now; it cannot be shown again.`,
 		Example: `  esimctl keys create --account 0193... --env sandbox --name "staging server"`,
 		Args:    exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&env, "env", "", "environment the key runs in: sandbox or live (required)")
 	cmd.Flags().StringVar(&name, "name", "", "a label to recognise the key by")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		accountID, err := parseID("--account", account)
 		if err != nil {
 			return err
@@ -77,7 +77,13 @@ hand it to the partner over a secure channel now; it cannot be shown again.`,
 		if err != nil {
 			return err
 		}
+		if err := checkName(cmd, "name", name, "leave --name out for a key without a label"); err != nil {
+			return err
+		}
 		resp, err := c.accounts().CreateKey(ctx, &accountsv1.CreateKeyRequest{AccountId: accountID, Environment: environment, Name: name})
+		if isNotFound(err) {
+			return accountNotFound(accountID)
+		}
 		if err != nil {
 			return c.callFailed("create key for account "+accountID, "accounts", err)
 		}
@@ -106,7 +112,7 @@ only: a secret is shown once, when its key is created. A page holds %d keys
 unless --limit says otherwise.`, limits.MaxPageLimit),
 		Args: exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	_ = cmd.MarkFlagRequired("account")
 	addPaging(cmd, &page, &limit, limits.MaxPageLimit)
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
@@ -118,6 +124,9 @@ unless --limit says otherwise.`, limits.MaxPageLimit),
 			return err
 		}
 		resp, err := c.accounts().ListKeys(ctx, &accountsv1.ListKeysRequest{AccountId: accountID, Page: page, Limit: limit})
+		if isNotFound(err) {
+			return accountNotFound(accountID)
+		}
 		if err != nil {
 			return c.callFailed("list keys of account "+accountID, "accounts", err)
 		}
@@ -135,9 +144,9 @@ unless --limit says otherwise.`, limits.MaxPageLimit),
 		rows := make([][]any, 0, len(resp.GetKeys()))
 		for _, k := range resp.GetKeys() {
 			v := viewKey(k)
-			rows = append(rows, []any{v.ID, v.Environment, v.Prefix, orDash(v.Name), v.Status, textTime(k.GetCreatedAt()), textTime(k.GetRevokedAt())})
+			rows = append(rows, []any{v.ID, orDash(v.Name), v.Status, v.Environment, v.Prefix, textTime(k.GetRevokedAt()), textTime(k.GetCreatedAt())})
 		}
-		return c.printList(page, limit, resp.GetTotal(), "keys", []any{"ID", "ENV", "PREFIX", "NAME", "STATUS", "CREATED", "REVOKED"}, rows)
+		return c.printList(page, limit, resp.GetTotal(), "keys", []any{"ID", "NAME", "STATUS", "ENV", "PREFIX", "REVOKED", "CREATED"}, rows)
 	})
 	return cmd
 }
@@ -149,8 +158,8 @@ func (c *cli) keysRevokeCommand() *cobra.Command {
 		Short: "Revoke an API key (the gateway stops accepting it within seconds)",
 		Args:  exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
-	cmd.Flags().StringVar(&key, "key", "", "key id, as shown by keys list (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
+	cmd.Flags().StringVar(&key, "key", "", "the key's `ID`, as keys list shows it (required)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("key")
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
@@ -160,6 +169,10 @@ func (c *cli) keysRevokeCommand() *cobra.Command {
 		}
 		keyID, err := parseID("--key", key)
 		if err != nil {
+			return err
+		}
+		// The service's not_found is the key's or the account's alike.
+		if _, err := c.requireAccount(ctx, accountID); err != nil {
 			return err
 		}
 		k, err := c.accounts().RevokeKey(ctx, &accountsv1.RevokeKeyRequest{AccountId: accountID, KeyId: keyID})

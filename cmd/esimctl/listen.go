@@ -73,6 +73,9 @@ must be public https, which this receiver is not.`,
 		if count < 0 {
 			return usagef("invalid --count %d: want 0 (no limit) or more", count)
 		}
+		if _, err := c.requireAccount(ctx, scope.GetAccountId()); err != nil {
+			return err
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return &failure{msg: fmt.Sprintf("listen on %s: %v", addr, err)}

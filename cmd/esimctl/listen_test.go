@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/esimplatform/esim/cmd/internal/loopbacktest"
 	"github.com/esimplatform/esim/cmd/internal/services"
 	"github.com/esimplatform/esim/libs/internalauth"
@@ -31,7 +29,7 @@ func TestWebhooksListenReceivesAndVerifies(t *testing.T) {
 	hookURL := webhooktest.Start(t, cfg)
 	env := map[string]string{"ESIM_WEBHOOK_URL": hookURL}
 	client := webhooktest.Client(hookURL, internalauth.Operator)
-	acct := uuid.Must(uuid.NewV7()).String()
+	acct := newAccounts(t, env, 1)[0]
 	scope := &webhookv1.Scope{AccountId: acct, Environment: accountsv1.Environment_ENVIRONMENT_SANDBOX}
 
 	done := make(chan cliResult, 1)

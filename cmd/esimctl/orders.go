@@ -241,8 +241,11 @@ in one status or with one customer reference. A page holds %d orders unless
 		Example: `  esimctl orders list --account 0193... --env sandbox --status failed
   esimctl orders list --account 0193... --env live --reference BOOKING-7 --json`,
 		Args: exactArgs(),
+		// The account is read first: ordering answers any id, an unknown
+		// one with no orders.
+		Annotations: map[string]string{serviceAnnotation: "accounts,ordering"},
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&env, "env", "", "environment of the orders: sandbox or live (required)")
 	cmd.Flags().StringVar(&status, "status", "", "only orders in this status: pending, completed or failed")
 	cmd.Flags().StringVar(&reference, "reference", "", "only orders with this customer reference")
@@ -273,6 +276,9 @@ in one status or with one customer reference. A page holds %d orders unless
 		if err := checkPaging(page, limit); err != nil {
 			return err
 		}
+		if _, err := c.requireAccount(ctx, accountID); err != nil {
+			return err
+		}
 		resp, err := c.ordering().ListOrders(ctx, req)
 		if err != nil {
 			return c.callFailed(fmt.Sprintf("list %s orders of account %s", environment.ShortName(), accountID), "ordering", err)
@@ -290,28 +296,29 @@ in one status or with one customer reference. A page holds %d orders unless
 		}
 		rows := make([][]any, 0, len(resp.GetOrders()))
 		for _, o := range resp.GetOrders() {
-			rows = append(rows, []any{textTime(o.GetCreatedAt()), o.GetId(), orderStatus(o.GetStatus()), o.GetPlanId(), o.GetQuantity(),
-				money.Decimal(o.GetPrice().GetTotalMinor()), o.GetPrice().GetCurrency(), orDash(o.GetCustomer().GetReference())})
+			rows = append(rows, []any{o.GetId(), orderStatus(o.GetStatus()), o.GetPlanId(), o.GetQuantity(),
+				money.Decimal(o.GetPrice().GetTotalMinor()), o.GetPrice().GetCurrency(), orDash(o.GetCustomer().GetReference()), textTime(o.GetCreatedAt())})
 		}
 		return c.printList(page, limit, resp.GetTotal(), "orders",
-			[]any{"CREATED", "ID", "STATUS", "PLAN", "QUANTITY", "TOTAL", "CURRENCY", "REFERENCE"}, rows)
+			[]any{"ID", "STATUS", "PLAN", "QUANTITY", "TOTAL", "CURRENCY", "REFERENCE", "CREATED"}, rows)
 	})
 	return cmd
 }
 
 func (c *cli) ordersGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get ORDER_ID",
+		Use:   "get --order ID",
 		Short: "Show one order, of any account, with every eSIM it issued",
 		Long: `Show one order, of any account and environment, with every eSIM it issued:
 ICCID, status, activation code and QR code URL. --json adds the rest (install
 steps, data allowance, SM-DP+ address).`,
-		Example: `  esimctl orders get 0193...
+		Example: `  esimctl orders get --order 0193...
   esimctl orders get 0193... --json | jq -r '.data.esims[].activation_code'`,
-		Args: exactArgs("ORDER_ID"),
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseID("ORDER_ID", args[0])
+	order := addIDFlag(cmd, "order", "ORDER_ID", "the order's")
+	cmd.Args = idArgs(order)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		id, err := order.id(cmd, args)
 		if err != nil {
 			return err
 		}

@@ -103,7 +103,8 @@ func ids(orders []order) []string {
 func TestOrdersListAndGet(t *testing.T) {
 	deps, orderingURL, client := startOrdering(t)
 	env := map[string]string{"ESIM_ORDERING_URL": orderingURL}
-	acct, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	accts := newAccounts(t, env, 2)
+	acct, other := accts[0], accts[1]
 	deps.TopUp(t, acct, accountsv1.Environment_ENVIRONMENT_SANDBOX, "USD", 1000_00, "seed")
 	deps.TopUp(t, other, accountsv1.Environment_ENVIRONMENT_SANDBOX, "USD", 1000_00, "seed")
 
@@ -175,9 +176,10 @@ func TestOrdersListAndGet(t *testing.T) {
 	table := esimctl(t, env, "orders", "list", "--account", acct, "--env", "sandbox", "--limit", "2").ok(t).stdout
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
 	total := money.Decimal(perDay.GetPrice().GetTotalMinor())
-	if len(lines) != 4 || !regexp.MustCompile(`^CREATED\s+ID\s+STATUS\s+PLAN\s+QUANTITY\s+TOTAL\s+CURRENCY\s+REFERENCE$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`\s`+failed.GetId()+`\s+failed\s+`+failed.GetPlanId()+`\s+1\s+`+regexp.QuoteMeta(money.Decimal(failed.GetPrice().GetTotalMinor()))+`\s+USD\s+sandbox:provider_error$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`\s`+perDay.GetId()+`\s+completed\s+`+perDay.GetPlanId()+`\s+1\s+`+regexp.QuoteMeta(total)+`\s+USD\s+BOOK-2$`).MatchString(lines[2]) ||
+	created := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	if len(lines) != 4 || !regexp.MustCompile(`^ID\s+STATUS\s+PLAN\s+QUANTITY\s+TOTAL\s+CURRENCY\s+REFERENCE\s+CREATED$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+failed.GetId()+`\s+failed\s+`+failed.GetPlanId()+`\s+1\s+`+regexp.QuoteMeta(money.Decimal(failed.GetPrice().GetTotalMinor()))+`\s+USD\s+sandbox:provider_error\s+`+created+`$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+perDay.GetId()+`\s+completed\s+`+perDay.GetPlanId()+`\s+1\s+`+regexp.QuoteMeta(total)+`\s+USD\s+BOOK-2\s+`+created+`$`).MatchString(lines[2]) ||
 		lines[3] != "page 1 of 2 (3 orders; --page 2 for the next)" {
 		t.Errorf("orders list table:\n%s", table)
 	}
@@ -236,7 +238,7 @@ func TestOrdersListAndGet(t *testing.T) {
 		t.Errorf("orders get of a failed order:\n%s", failedText)
 	}
 	var otherOrder order
-	esimctl(t, env, "orders", "get", elsewhere.GetId(), "--json").ok(t).data(t, &otherOrder)
+	esimctl(t, env, "orders", "get", "--order", elsewhere.GetId(), "--json").ok(t).data(t, &otherOrder)
 	if otherOrder.AccountID != other {
 		t.Errorf("orders get of another account's order = %+v", otherOrder)
 	}
@@ -253,7 +255,7 @@ func TestOrdersUsageErrors(t *testing.T) {
 	_, orderingURL, _ := startOrdering(t)
 	countedURL, calls := counted(t, orderingURL)
 	env := map[string]string{"ESIM_ORDERING_URL": countedURL}
-	acct := uuid.Must(uuid.NewV7()).String()
+	acct := newAccounts(t, env, 1)[0]
 	list := func(flags ...string) []string {
 		return append([]string{"orders", "list", "--account", acct, "--env", "sandbox"}, flags...)
 	}
@@ -269,9 +271,11 @@ func TestOrdersUsageErrors(t *testing.T) {
 		{[]string{"orders", "list", "--account", acct, "--env", "test"}, `esimctl: invalid --env "test": want sandbox or live`},
 		{[]string{"orders", "list", "--account", "acme", "--env", "live"}, `esimctl: invalid --account "acme": not a UUID`},
 		{[]string{"orders", "list", "--account", acct}, `esimctl: required flag(s) "env" not set`},
-		{[]string{"orders", "get"}, "esimctl: orders get takes 1 argument: ORDER_ID (got 0)"},
-		{[]string{"orders", "get", acct, acct}, "esimctl: orders get takes 1 argument: ORDER_ID (got 2)"},
+		{[]string{"orders", "get"}, "esimctl: orders get: missing --order ID (or the id alone, as ORDER_ID)"},
+		{[]string{"orders", "get", acct, acct}, "esimctl: orders get takes at most 1 argument: ORDER_ID (got 2)"},
 		{[]string{"orders", "get", "not-an-order"}, `esimctl: invalid ORDER_ID "not-an-order": not a UUID`},
+		{[]string{"orders", "get", "--order", "not-an-order"}, `esimctl: invalid --order "not-an-order": not a UUID`},
+		{[]string{"orders", "get", "--order", acct, "0193e000-0000-7000-8000-000000000000"}, `esimctl: orders get: --order "` + acct + `" and ORDER_ID "0193e000-0000-7000-8000-000000000000" disagree: give the id once`},
 		{[]string{"orders", "get", "urn:uuid:" + acct, "--json"}, `esimctl: invalid ORDER_ID "urn:uuid:` + acct + `": not a UUID`},
 	} {
 		r := esimctl(t, env, tc.args...)
@@ -291,10 +295,18 @@ func TestOrdersUsageErrors(t *testing.T) {
 	// checked.
 	esimctl(t, map[string]string{"ESIM_ORDERING_URL": "127.0.0.1:8084"}, "orders", "get", acct).
 		wantError(t, 2, `esimctl: invalid --ordering-url: "127.0.0.1:8084" is not an http:// or https:// base URL`, "(set by --ordering-url or ESIM_ORDERING_URL)")
-	esimctl(t, nil, "--ordering-url", "http://127.0.0.1:1", "orders", "list", "--account", acct, "--env", "sandbox").
+	esimctl(t, map[string]string{"ESIM_ACCOUNTS_URL": env["ESIM_ACCOUNTS_URL"]}, "--ordering-url", "http://127.0.0.1:1", "orders", "list", "--account", acct, "--env", "sandbox").
 		wantError(t, 1, "esimctl: list sandbox orders of account "+acct+": cannot reach the ordering service at http://127.0.0.1:1", "--ordering-url / ESIM_ORDERING_URL")
+	// orders list reads the account first, so the accounts address is its
+	// business too, and a malformed one is found before any call.
+	before := calls.Load()
+	esimctl(t, map[string]string{"ESIM_ORDERING_URL": countedURL, "ESIM_ACCOUNTS_URL": "notaurl"}, list()...).
+		wantError(t, 2, `esimctl: invalid --accounts-url: "notaurl"`)
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("with a malformed --accounts-url, ordering was called %d times", n)
+	}
 	var none []order
-	esimctl(t, map[string]string{"ESIM_ORDERING_URL": orderingURL + "/", "ESIM_ACCOUNTS_URL": "notaurl", "ESIM_WALLET_URL": "notaurl"},
+	esimctl(t, map[string]string{"ESIM_ORDERING_URL": orderingURL + "/", "ESIM_ACCOUNTS_URL": env["ESIM_ACCOUNTS_URL"] + "/", "ESIM_WALLET_URL": "notaurl", "ESIM_CATALOGUE_URL": "notaurl"},
 		"orders", "list", "--account", acct, "--env", "sandbox", "--json").ok(t).data(t, &none)
 	if len(none) != 0 {
 		t.Errorf("orders of a fresh account: %+v", none)

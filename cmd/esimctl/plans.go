@@ -176,21 +176,23 @@ func (c *cli) plansListCommand() *cobra.Command {
 		}
 		rows := make([][]any, 0, len(resp.GetPlans()))
 		for _, p := range resp.GetPlans() {
-			rows = append(rows, []any{p.GetId(), p.GetName(), p.GetType().ShortName(), coverageText(p), dataText(p), validityText(p), pricesText(p)})
+			rows = append(rows, []any{p.GetId(), p.GetName(), p.GetType().ShortName(), coverageText(p), dataText(p), validityText(p), pricesText(p), textTime(p.GetCreatedAt())})
 		}
-		return c.printList(page, limit, resp.GetTotal(), "plans", []any{"ID", "NAME", "TYPE", "COVERAGE", "DATA", "VALIDITY", "PRICE"}, rows)
+		return c.printList(page, limit, resp.GetTotal(), "plans", []any{"ID", "NAME", "TYPE", "COVERAGE", "DATA", "VALIDITY", "PRICE", "CREATED"}, rows)
 	})
 	return cmd
 }
 
 func (c *cli) plansGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get PLAN_ID",
-		Short: "Show one plan, retired or not",
-		Args:  exactArgs("PLAN_ID"),
+		Use:     "get --plan ID",
+		Short:   "Show one plan, retired or not",
+		Example: "  esimctl plans get --plan 0193...\n  esimctl plans get 0193... --json > plan.json",
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseID("PLAN_ID", args[0])
+	plan := addIDFlag(cmd, "plan", "PLAN_ID", "the plan's")
+	cmd.Args = idArgs(plan)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		id, err := plan.id(cmd, args)
 		if err != nil {
 			return err
 		}
@@ -223,14 +225,16 @@ func (c *cli) plansGetCommand() *cobra.Command {
 
 func (c *cli) plansRetireCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "retire PLAN_ID",
+		Use:   "retire --plan ID",
 		Short: "Retire a plan: it leaves the lists and is not_found when ordered",
 		Long: `Retire a plan. It disappears from GET /plans and ordering it answers
 not_found; orders already placed and their eSIMs are unaffected.`,
-		Args: exactArgs("PLAN_ID"),
+		Example: "  esimctl plans retire --plan 0193...",
 	}
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, args []string) error {
-		id, err := parseID("PLAN_ID", args[0])
+	plan := addIDFlag(cmd, "plan", "PLAN_ID", "the plan's")
+	cmd.Args = idArgs(plan)
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		id, err := plan.id(cmd, args)
 		if err != nil {
 			return err
 		}

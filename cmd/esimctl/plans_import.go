@@ -310,6 +310,9 @@ func noRepeatedKeys(data []byte) error {
 // proto is the plan as the catalogue takes it. Errors start with the field
 // at fault, for readPlans to put after the plan's place.
 func (p importedPlan) proto() (*cataloguev1.Plan, error) {
+	if strings.TrimSpace(p.Name) == "" {
+		return nil, fmt.Errorf("name %q: blank: every plan needs a name", p.Name)
+	}
 	planType, ok := cataloguev1.PlanTypeByShortName(p.Type)
 	if !ok {
 		return nil, fmt.Errorf("type %q: want fixed or per_day", p.Type)

@@ -23,6 +23,7 @@ import (
 	"github.com/esimplatform/esim/libs/internalauth"
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	cataloguev1 "github.com/esimplatform/esim/proto/catalogue/v1"
+	"github.com/esimplatform/esim/proto/limits"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
 	walletv1 "github.com/esimplatform/esim/proto/wallet/v1"
 	webhookv1 "github.com/esimplatform/esim/proto/webhook/v1"
@@ -109,13 +110,26 @@ named by --token-file (ESIM_OPERATOR_TOKEN_FILE), by default
 ~/.config/esim/operator-token, where ` + "`make run`" + ` writes the token of the
 platform it started. With --json every command prints
 exactly one JSON object on stdout ({"data": ...}); errors always go to stderr
-with a non-zero exit status (1: the operation failed, 2: usage error).`,
+with a non-zero exit status (1: the operation failed, 2: usage error).
+
+Ids are flags everywhere (--account, --key, --plan, --order, --esim,
+--event); a get takes its id alone too ("orders get ID"). A command given
+an account reads it from the accounts service first: an unknown one is
+"account ID not found". Lists print ID first and CREATED last.
+esimctl completion bash|zsh|fish prints a completion script; esimctl
+version the build.`,
 		Args:          noSubcommand,
 		RunE:          missingSubcommand,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	// esimctl's own completion command takes its place, with esimctl's
+	// usage errors; cobra's hidden __complete, which the scripts call,
+	// stays.
 	root.CompletionOptions.DisableDefaultCmd = true
+	// --version prints what `esimctl version` does.
+	root.Version = thisBuild().Version
+	root.SetVersionTemplate(versionText(thisBuild()) + "\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.accountsURL, "accounts-url", envOr("ESIM_ACCOUNTS_URL", defaultAccountsURL), "accounts service base URL (env ESIM_ACCOUNTS_URL)")
 	pf.StringVar(&c.catalogueURL, "catalogue-url", envOr("ESIM_CATALOGUE_URL", defaultCatalogueURL), "catalogue service base URL (env ESIM_CATALOGUE_URL)")
@@ -127,10 +141,56 @@ with a non-zero exit status (1: the operation failed, 2: usage error).`,
 	pf.StringVar(&c.tokenFile, "token-file", envOr(operator.TokenFileEnv, operator.DefaultTokenFile(getenv)),
 		"`file` holding the operator credential, used unless ESIM_OPERATOR_TOKEN is set (env "+operator.TokenFileEnv+")")
 	pf.BoolVar(&c.json, "json", false, `print one JSON object on stdout ({"data": ...}) instead of text`)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef("%v%s", err, flagSuggestion(cmd, err)) })
 	root.AddCommand(c.accountsCommand(), c.keysCommand(), c.plansCommand(), c.walletCommand(), c.ordersCommand(),
-		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv))
+		c.esimsCommand(), c.webhooksCommand(), c.eventsCommand(), c.providerCommand(), c.usersCommand(getenv),
+		c.versionCommand(), c.completionCommand())
+	root.SetHelpCommand(helpCommand())
+	completeValues(root)
 	return root
+}
+
+// helpCommand is cobra's help command, but a topic that names no command
+// is a usage error with the nearest names, as the command itself would
+// be, rather than esimctl's help and exit 0.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:         "help [command]",
+		Short:       "Help about any command",
+		Long:        "Help provides help for any command: esimctl help orders list is esimctl orders list --help.",
+		Annotations: map[string]string{localAnnotation: "true"},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return subcommandNames(target), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if len(rest) > 0 {
+				return noSubcommand(target, rest)
+			}
+			return target.Help()
+		},
+	}
+}
+
+// completeValues lets the completion scripts offer the values of the
+// flags that take one of a few words, wherever such a flag is.
+func completeValues(cmd *cobra.Command) {
+	values := map[string][]string{"env": {"sandbox", "live"}, "currency": limits.Currencies}
+	for name, words := range values {
+		if cmd.LocalNonPersistentFlags().Lookup(name) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		completeValues(sub)
+	}
 }
 
 // group returns a command that only holds subcommands, all of which call
@@ -182,16 +242,13 @@ func (c *cli) checkServiceURL(cmd *cobra.Command) error {
 			continue
 		}
 		for name := range strings.SplitSeq(names, ",") {
-			s, ok := c.setting(name)
-			if !ok {
+			if _, ok := c.setting(name); !ok {
 				// A programming error, not the operator's: exit 1.
 				return &failure{msg: fmt.Sprintf("%s: its group names an unknown service %q", commandPath(cmd), name)}
 			}
-			base, err := serviceURL(*s.url, s.flag, s.env, s.def)
-			if err != nil {
+			if err := c.checkService(name); err != nil {
 				return err
 			}
-			*s.url = base
 		}
 		return nil
 	}
@@ -199,17 +256,28 @@ func (c *cli) checkServiceURL(cmd *cobra.Command) error {
 	return &failure{msg: commandPath(cmd) + ": no service named for its group"}
 }
 
+// checkService checks the base URL of one service, for a command that
+// calls it only on some runs (esims list --account reads the account from
+// accounts first): before that call, not before every run.
+func (c *cli) checkService(name string) error {
+	s, ok := c.setting(name)
+	if !ok {
+		return &failure{msg: fmt.Sprintf("unknown service %q", name)}
+	}
+	base, err := serviceURL(*s.url, s.flag, s.env, s.def)
+	if err != nil {
+		return err
+	}
+	*s.url = base
+	return nil
+}
+
 // missingSubcommand is what a group (esimctl itself included) does when
 // given no subcommand: a usage error naming the subcommands. Printing the
 // help and exiting 0 instead would let a script that lost its subcommand
 // "succeed" with no JSON on stdout. --help still prints the help.
 func missingSubcommand(cmd *cobra.Command, _ []string) error {
-	var names []string
-	for _, sub := range cmd.Commands() {
-		if sub.IsAvailableCommand() {
-			names = append(names, sub.Name())
-		}
-	}
+	names := subcommandNames(cmd)
 	if !cmd.HasParent() {
 		return usagef("missing command: %s", orList(names))
 	}
@@ -226,11 +294,45 @@ func orList(names []string) string {
 
 // noSubcommand turns stray words after a group into a usage error; cobra
 // would otherwise print the help and exit 0, which hides typos in scripts.
+// A word close to a subcommand's name (a typo, or its first letters) is
+// answered with that name.
 func noSubcommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(args[0], subcommandNames(cmd)))
 	}
 	return nil
+}
+
+// subcommandNames are the subcommands an operator may type after cmd.
+func subcommandNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
+}
+
+// flagSuggestion answers pflag's "unknown flag: --acount" with the flags
+// of cmd close to it.
+func flagSuggestion(cmd *cobra.Command, err error) string {
+	typed, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, "--"+f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	// A flag's value follows it with a space or "=": only the name is
+	// compared.
+	typed, _, _ = strings.Cut(typed, "=")
+	return didYouMean("--"+typed, names)
 }
 
 // exactArgs is cobra.ExactArgs with the argument names in the message.
@@ -248,10 +350,72 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
+// idFlag is an id a command takes as --<flag> ID, the way every command
+// takes ids, or as its one argument, the way `get` and a few others took
+// theirs before the flags and still do: `orders get --order ID` and
+// `orders get ID` are the same command.
+type idFlag struct {
+	flag, arg string
+	value     string
+}
+
+// addIDFlag gives cmd --flag and lets ARG stand for it; cmd.Args must
+// accept at most one argument (idArgs does).
+func addIDFlag(cmd *cobra.Command, flag, arg, usage string) *idFlag {
+	f := &idFlag{flag: flag, arg: arg}
+	cmd.Flags().StringVar(&f.value, flag, "", usage+" `ID` (required; or given alone as "+arg+")")
+	return f
+}
+
+// idArgs accepts the id's one optional argument.
+func idArgs(f *idFlag) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usagef("%s takes at most 1 argument: %s (got %d)", commandPath(cmd), f.arg, len(args))
+		}
+		return nil
+	}
+}
+
+// get is the id as given, and how: "--order" or "ORDER_ID", as a message
+// about it names it. Given both ways, the two must agree.
+func (f *idFlag) get(cmd *cobra.Command, args []string) (raw, name string, err error) {
+	flagSet := cmd.Flags().Changed(f.flag)
+	switch {
+	case flagSet && len(args) == 1 && !strings.EqualFold(args[0], f.value):
+		return "", "", usagef("%s: --%s %q and %s %q disagree: give the id once", commandPath(cmd), f.flag, f.value, f.arg, args[0])
+	case flagSet:
+		return f.value, "--" + f.flag, nil
+	case len(args) == 1:
+		return args[0], f.arg, nil
+	}
+	return "", "", usagef("%s: missing --%s ID (or the id alone, as %s)", commandPath(cmd), f.flag, f.arg)
+}
+
+// id is get's id, checked as a UUID by parseID.
+func (f *idFlag) id(cmd *cobra.Command, args []string) (string, error) {
+	raw, name, err := f.get(cmd, args)
+	if err != nil {
+		return "", err
+	}
+	return parseID(name, raw)
+}
+
 // commandPath is the command as an error message names it: run prefixes
 // "esimctl: ", so the path is said without the root ("plans retire").
 func commandPath(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// checkName refuses a blank --flag ("" or spaces only) where a name is
+// created, before any call: `--name "$N"` with N unset must not make a
+// nameless account or key, nor reach the service to be refused there.
+// hint says what to give instead.
+func checkName(cmd *cobra.Command, flag, value, hint string) error {
+	if cmd.Flags().Changed(flag) && strings.TrimSpace(value) == "" {
+		return usagef("invalid --%s %q: blank; %s", flag, value, hint)
+	}
+	return nil
 }
 
 // parseID checks an account, key or plan id before any service is called:

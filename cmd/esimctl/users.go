@@ -44,7 +44,7 @@ refused.`,
 		Example: `  esimctl users invite --account 0193... --email ann@acme.example`,
 		Args:    exactArgs(),
 	}
-	cmd.Flags().StringVar(&account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&email, "email", "", "the person's email address (required)")
 	def := defaultPortalURL
 	if v := getenv("ESIM_PORTAL_URL"); v != "" {
@@ -53,15 +53,21 @@ refused.`,
 	cmd.Flags().StringVar(&portalURL, "portal-url", def, "the partner portal's base URL, which the link points at (env ESIM_PORTAL_URL)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("email")
-	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 		accountID, err := parseID("--account", account)
 		if err != nil {
+			return err
+		}
+		if err := checkName(cmd, "email", email, "give the person's email address"); err != nil {
 			return err
 		}
 		// Checked before the call: an invite made for a link that cannot
 		// be built is a token wasted.
 		base, err := serviceURL(portalURL, "--portal-url", "ESIM_PORTAL_URL", defaultPortalURL)
 		if err != nil {
+			return err
+		}
+		if _, err := c.requireAccount(ctx, accountID); err != nil {
 			return err
 		}
 		resp, err := c.accounts().InviteUser(ctx, &accountsv1.InviteUserRequest{AccountId: accountID, Email: email})

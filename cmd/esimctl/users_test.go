@@ -35,7 +35,7 @@ func TestEnableLive(t *testing.T) {
 	if a.LiveEnabled {
 		t.Errorf("signed-up account: live_enabled true")
 	}
-	if out := esimctl(t, env, "accounts", "get", id).ok(t).stdout; !strings.Contains(out, "live:") || !strings.Contains(out, "disabled (esimctl accounts enable-live "+id+")") {
+	if out := esimctl(t, env, "accounts", "get", id).ok(t).stdout; !strings.Contains(out, "live:") || !strings.Contains(out, "disabled (esimctl accounts enable-live --account "+id+")") {
 		t.Errorf("accounts get:\n%s\nwant live disabled and the command that enables it", out)
 	}
 	esimctl(t, env, "keys", "create", "--account", id, "--env", "live").wantError(t, 1,

@@ -85,7 +85,7 @@ func (c *cli) walletCommand() *cobra.Command {
 // balanceFlags are the flags that name a balance: --account and --env,
 // both required.
 func balanceFlags(cmd *cobra.Command, account, env *string) {
-	cmd.Flags().StringVar(account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(env, "env", "", "environment of the balance: sandbox or live (required)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")
@@ -102,15 +102,6 @@ func parseAccountEnv(account, env string) (string, accountsv1.Environment, error
 		return "", 0, err
 	}
 	return accountID, environment, nil
-}
-
-// account reads the account a balance belongs to, for its currency.
-func (c *cli) account(ctx context.Context, id string) (*accountsv1.Account, error) {
-	a, err := c.accounts().GetAccount(ctx, &accountsv1.GetAccountRequest{Id: id})
-	if err != nil {
-		return nil, c.callFailed("get account "+id, "accounts", err)
-	}
-	return a, nil
 }
 
 // parseAmount reads --amount as minor units from its digits alone, never
@@ -130,6 +121,11 @@ func parseAmount(s string) (int64, error) {
 // checkReference applies the wallet's rule for a reference (1 to 255
 // printable ASCII characters, spaces kept) before any call.
 func checkReference(ref string) error {
+	if ref != "" && strings.TrimSpace(ref) == "" {
+		// Spaces alone are printable, but no one could tell such a
+		// reference from none, nor type it again to repeat a top-up.
+		return usagef("invalid --reference %q: blank; give the top-up's own reference, such as an invoice number, or leave --reference out for a fresh one", ref)
+	}
 	if ref == "" || len(ref) > limits.MaxReferenceLength ||
 		strings.ContainsFunc(ref, func(r rune) bool { return r < ' ' || r > '~' }) {
 		return usagef("invalid --reference %q: want 1 to %d printable ASCII characters", ref, limits.MaxReferenceLength)
@@ -189,7 +185,7 @@ one for another amount is refused.`, limits.MaxReferenceLength),
 		} else if err := checkReference(reference); err != nil {
 			return err
 		}
-		a, err := c.account(ctx, accountID)
+		a, err := c.requireAccount(ctx, accountID)
 		if err != nil {
 			return err
 		}
@@ -251,7 +247,7 @@ balance never topped up is 0.00.`,
 		if err != nil {
 			return err
 		}
-		a, err := c.account(ctx, accountID)
+		a, err := c.requireAccount(ctx, accountID)
 		if err != nil {
 			return err
 		}
@@ -299,7 +295,7 @@ otherwise.`, limits.DefaultPageLimit),
 		if err := checkPaging(page, limit); err != nil {
 			return err
 		}
-		if _, err := c.account(ctx, accountID); err != nil {
+		if _, err := c.requireAccount(ctx, accountID); err != nil {
 			return err
 		}
 		resp, err := c.wallet().ListLedger(ctx, &walletv1.ListLedgerRequest{AccountId: accountID, Environment: environment, Page: page, Limit: limit})
@@ -319,10 +315,10 @@ otherwise.`, limits.DefaultPageLimit),
 		}
 		rows := make([][]any, 0, len(resp.GetEntries()))
 		for _, e := range resp.GetEntries() {
-			rows = append(rows, []any{textTime(e.GetCreatedAt()), entryKind(e.GetKind()), signedAmount(e),
-				priceText(e.GetBalanceAfterMinor(), e.GetCurrency()), e.GetReference(), e.GetActor()})
+			rows = append(rows, []any{e.GetId(), entryKind(e.GetKind()), signedAmount(e),
+				priceText(e.GetBalanceAfterMinor(), e.GetCurrency()), e.GetReference(), e.GetActor(), textTime(e.GetCreatedAt())})
 		}
-		return c.printList(page, limit, resp.GetTotal(), "entries", []any{"TIME", "KIND", "AMOUNT", "BALANCE AFTER", "REFERENCE", "ACTOR"}, rows)
+		return c.printList(page, limit, resp.GetTotal(), "entries", []any{"ID", "KIND", "AMOUNT", "BALANCE AFTER", "REFERENCE", "ACTOR", "CREATED"}, rows)
 	})
 	return cmd
 }

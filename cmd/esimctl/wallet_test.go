@@ -166,9 +166,10 @@ func TestWalletTopUpBalanceAndLedger(t *testing.T) {
 	}
 	table := esimctl(t, env, "wallet", "ledger", "--account", acct.ID, "--env", "sandbox").ok(t).stdout
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^TIME\s+KIND\s+AMOUNT\s+BALANCE AFTER\s+REFERENCE\s+ACTOR$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`\stop_up\s+\+0.05 EUR\s+100.55 EUR\s+`+ref+`\s+operator$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`\stop_up\s+\+100.50 EUR\s+100.50 EUR\s+INV-2041\s+operator$`).MatchString(lines[2]) {
+	created := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+KIND\s+AMOUNT\s+BALANCE AFTER\s+REFERENCE\s+ACTOR\s+CREATED$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+ledger[0].ID+`\s+top_up\s+\+0.05 EUR\s+100.55 EUR\s+`+ref+`\s+operator\s+`+created+`$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+first.ID+`\s+top_up\s+\+100.50 EUR\s+100.50 EUR\s+INV-2041\s+operator\s+`+created+`$`).MatchString(lines[2]) {
 		t.Errorf("wallet ledger table:\n%s", table)
 	}
 	var second []entry
@@ -274,7 +275,7 @@ func TestWalletUnknownAccount(t *testing.T) {
 		{"wallet", "ledger", "--account", unknownID, "--env", "live", "--json"},
 	} {
 		r := esimctl(t, env, args...)
-		r.wantError(t, 1, "esimctl: get account "+unknownID+": not found")
+		r.wantError(t, 1, "esimctl: account "+unknownID+" not found")
 		if strings.Contains(r.stderr, "Run '") {
 			t.Errorf("esimctl %s: a failure points to --help:\n%s", strings.Join(args, " "), r.stderr)
 		}

@@ -55,7 +55,9 @@ const deliveryPollInterval = 250 * time.Millisecond
 const secretNotice = "esimctl: the output holds the signing secret: keep it secret; receivers verify with it."
 
 func (c *cli) webhooksCommand() *cobra.Command {
-	return group("webhooks", "Set partners' webhook URLs, show and rotate their signing secrets, send test events", "webhook",
+	// Every webhooks command reads the account first: the webhook service
+	// keeps no accounts, so it would take a URL for any id.
+	return group("webhooks", "Set partners' webhook URLs, show and rotate their signing secrets, send test events", "accounts,webhook",
 		c.webhooksSetCommand(), c.webhooksShowCommand(), c.webhooksRotateSecretCommand(), c.webhooksSendTestCommand(),
 		c.webhooksListenCommand())
 }
@@ -63,7 +65,7 @@ func (c *cli) webhooksCommand() *cobra.Command {
 // webhookScopeFlags are the flags that name a webhook endpoint: --account
 // and --env, both required.
 func webhookScopeFlags(cmd *cobra.Command, account, env *string) {
-	cmd.Flags().StringVar(account, "account", "", "account id (required)")
+	cmd.Flags().StringVar(account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(env, "env", "", "environment of the webhook URL: sandbox or live (required)")
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("env")
@@ -137,6 +139,9 @@ it does not deliver to, with its reason (exit 1; nothing is stored).`,
 		if err != nil {
 			return err
 		}
+		if _, err := c.requireAccount(ctx, scope.GetAccountId()); err != nil {
+			return err
+		}
 		what := fmt.Sprintf("set the %s webhook URL of account %s", scope.GetEnvironment().ShortName(), scope.GetAccountId())
 		e, err := c.webhook().SetEndpoint(ctx, &webhookv1.SetEndpointRequest{Scope: scope, Url: target})
 		if twerr, ok := errors.AsType[twirp.Error](err); ok && twerr.Code() == twirp.InvalidArgument &&
@@ -204,6 +209,9 @@ still signs beside it.`,
 		if err != nil {
 			return err
 		}
+		if _, err := c.requireAccount(ctx, scope.GetAccountId()); err != nil {
+			return err
+		}
 		e, err := c.webhook().GetEndpoint(ctx, &webhookv1.GetEndpointRequest{Scope: scope})
 		if isNotFound(err) {
 			return noEndpoint(scope, "")
@@ -236,6 +244,9 @@ one before at once.`, overlapText),
 	cmd.RunE = c.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
 		scope, err := parseWebhookScope(account, env)
 		if err != nil {
+			return err
+		}
+		if _, err := c.requireAccount(ctx, scope.GetAccountId()); err != nil {
 			return err
 		}
 		e, err := c.webhook().RotateSecret(ctx, &webhookv1.RotateSecretRequest{Scope: scope})
@@ -286,6 +297,9 @@ when it failed or is still pending by then.`, sendTestWait),
 		if err != nil {
 			return err
 		}
+		if _, err := c.requireAccount(ctx, scope.GetAccountId()); err != nil {
+			return err
+		}
 		e, err := c.webhook().SendTestEvent(ctx, &webhookv1.SendTestEventRequest{Scope: scope})
 		if isNotFound(err) {
 			return noEndpoint(scope, " to send a test event to")
@@ -302,7 +316,7 @@ when it failed or is still pending by then.`, sendTestWait),
 			return c.printJSON(viewEvent(e), nil)
 		}
 		fmt.Fprintf(c.stdout, "sent ping %s for %s; its delivery to %s follows\n", e.GetId(), scopeText(e.GetScope()), e.GetUrl())
-		fmt.Fprintf(c.stdout, "watch it with `esimctl events get %s` or `esimctl events list --account %s --env %s --event ping`\n",
+		fmt.Fprintf(c.stdout, "watch it with `esimctl events get --event %s` or `esimctl events list --account %s --env %s --type ping`\n",
 			e.GetId(), e.GetScope().GetAccountId(), e.GetScope().GetEnvironment().ShortName())
 		return nil
 	})
@@ -318,7 +332,7 @@ func (c *cli) awaitDelivery(ctx context.Context, sent *webhookv1.Event) error {
 	for e.GetStatus() == webhookv1.DeliveryStatus_DELIVERY_STATUS_PENDING && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return &failure{msg: fmt.Sprintf("wait for the delivery of ping %s: interrupted; `esimctl events get %s` shows where it stands", sent.GetId(), sent.GetId())}
+			return &failure{msg: fmt.Sprintf("wait for the delivery of ping %s: interrupted; `esimctl events get --event %s` shows where it stands", sent.GetId(), sent.GetId())}
 		case <-time.After(deliveryPollInterval):
 		}
 		callCtx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -337,10 +351,10 @@ func (c *cli) awaitDelivery(ctx context.Context, sent *webhookv1.Event) error {
 		fmt.Fprintf(c.stdout, "delivered ping %s to %s\n", e.GetId(), e.GetUrl())
 		return c.printAttempts(e.GetAttempts(), false)
 	case webhookv1.DeliveryStatus_DELIVERY_STATUS_PENDING:
-		return &failure{msg: fmt.Sprintf("ping %s is still pending after %s (%s); the service keeps trying: `esimctl events get %s` shows where it stands",
+		return &failure{msg: fmt.Sprintf("ping %s is still pending after %s (%s); the service keeps trying: `esimctl events get --event %s` shows where it stands",
 			e.GetId(), sendTestWait, attemptsSummary(e.GetAttempts()), e.GetId())}
 	}
-	return &failure{msg: fmt.Sprintf("ping %s was not delivered: %s (%s); `esimctl events get %s` shows every attempt",
+	return &failure{msg: fmt.Sprintf("ping %s was not delivered: %s (%s); `esimctl events get --event %s` shows every attempt",
 		e.GetId(), deliveryStatus(e.GetStatus()), attemptsSummary(e.GetAttempts()), e.GetId())}
 }
 

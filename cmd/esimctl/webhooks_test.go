@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/esimplatform/esim/libs/kafka/kafkatest"
 	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
@@ -81,7 +79,7 @@ const secretNoticeFragment = "keep it secret; receivers verify with it"
 func TestWebhooksSetShowRotate(t *testing.T) {
 	env := map[string]string{"ESIM_WEBHOOK_URL": startWebhook(t)}
 	recv := receiver(t, http.StatusOK, `{"ok":true}`)
-	acct := uuid.Must(uuid.NewV7()).String()
+	acct := newAccounts(t, env, 1)[0]
 	sandbox := func(args ...string) []string {
 		return append(append([]string{}, args...), "--account", acct, "--env", "sandbox")
 	}
@@ -208,7 +206,7 @@ func TestWebhooksSetShowRotate(t *testing.T) {
 
 	// A rotation that got no answer may have been made: the error says
 	// to look before rotating again, and show tells.
-	viaLost := map[string]string{"ESIM_WEBHOOK_URL": carriedOutNeverAnswered(t, env["ESIM_WEBHOOK_URL"])}
+	viaLost := map[string]string{"ESIM_WEBHOOK_URL": carriedOutNeverAnswered(t, env["ESIM_WEBHOOK_URL"]), "ESIM_ACCOUNTS_URL": env["ESIM_ACCOUNTS_URL"]}
 	esimctl(t, viaLost, "--timeout", "1s", "webhooks", "rotate-secret", "--account", acct, "--env", "sandbox").
 		wantError(t, 1, "esimctl: rotate the sandbox webhook secret of account "+acct+": no answer from the webhook service",
 			"the secret may have been rotated: check when it was made with `esimctl webhooks show` before running it again")
@@ -243,7 +241,7 @@ func TestWebhooksAndEventsUsageErrors(t *testing.T) {
 	direct := startWebhook(t)
 	countedURL, calls := counted(t, direct)
 	env := map[string]string{"ESIM_WEBHOOK_URL": countedURL}
-	acct := uuid.Must(uuid.NewV7()).String()
+	acct := newAccounts(t, env, 1)[0]
 	set := func(url string) []string {
 		return []string{"webhooks", "set", "--account", acct, "--env", "sandbox", "--url", url}
 	}
@@ -274,6 +272,9 @@ func TestWebhooksAndEventsUsageErrors(t *testing.T) {
 		{list("--env", "sandbox", "--json"), "esimctl: --env needs --account"},
 		{list("--account", acct, "--env", "test"), `esimctl: invalid --env "test": want sandbox or live`},
 		{list("--account", "x", "--env", "live"), `esimctl: invalid --account "x": not a UUID`},
+		{list("--type", "order.created"), `esimctl: invalid --type "order.created": want order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping`},
+		{list("--type", ""), `esimctl: invalid --type "": want`},
+		{list("--type", "ping", "--event", "ping"), `esimctl: --event is the former name of --type: give --type alone`},
 		{list("--event", "order.created"), `esimctl: invalid --event "order.created": want order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping`},
 		{list("--event", ""), `esimctl: invalid --event "": want order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping`},
 		{list("--status", "sent"), `esimctl: invalid --status "sent": want pending, delivered, failed or no_endpoint`},
@@ -283,9 +284,11 @@ func TestWebhooksAndEventsUsageErrors(t *testing.T) {
 		{list("--limit", "101"), "esimctl: invalid --limit 101: want 1 to 100"},
 		{list("--page", "0"), "esimctl: invalid --page 0: want 1 to 10000"},
 		{list("x"), `esimctl: events list takes no arguments, got ["x"]`},
-		{[]string{"events", "get"}, "esimctl: events get takes 1 argument: EVENT_ID (got 0)"},
-		{[]string{"events", "get", "evt_1", "evt_2"}, "esimctl: events get takes 1 argument: EVENT_ID (got 2)"},
+		{[]string{"events", "get"}, "esimctl: events get: missing --event ID (or the id alone, as EVENT_ID)"},
+		{[]string{"events", "get", "evt_1", "evt_2"}, "esimctl: events get takes at most 1 argument: EVENT_ID (got 2)"},
 		{[]string{"events", "get", "evt_123"}, `esimctl: invalid EVENT_ID "evt_123": want evt_ and 32 hex digits`},
+		{[]string{"events", "get", "--event", "evt_123"}, `esimctl: invalid --event "evt_123": want evt_ and 32 hex digits`},
+		{[]string{"events", "get", "--event", "ping"}, `esimctl: invalid --event "ping": want evt_ and 32 hex digits`},
 		{[]string{"events", "get", acct, "--json"}, `esimctl: invalid EVENT_ID "` + acct + `": want evt_ and 32 hex digits`},
 		{[]string{"events", "get", "evt_" + strings.Repeat("g", 32)}, `esimctl: invalid EVENT_ID "evt_ggg`},
 		{[]string{"events"}, "esimctl: events: missing subcommand: get or list"},
@@ -308,7 +311,7 @@ func TestWebhooksAndEventsUsageErrors(t *testing.T) {
 	// service's is checked.
 	esimctl(t, map[string]string{"ESIM_WEBHOOK_URL": "127.0.0.1:8085"}, "events", "list").
 		wantError(t, 2, `esimctl: invalid --webhook-url: "127.0.0.1:8085" is not an http:// or https:// base URL`, "(set by --webhook-url or ESIM_WEBHOOK_URL)")
-	esimctl(t, nil, "--webhook-url", "http://127.0.0.1:1", "webhooks", "show", "--account", acct, "--env", "sandbox").
+	esimctl(t, map[string]string{"ESIM_ACCOUNTS_URL": env["ESIM_ACCOUNTS_URL"]}, "--webhook-url", "http://127.0.0.1:1", "webhooks", "show", "--account", acct, "--env", "sandbox").
 		wantError(t, 1, "esimctl: get the sandbox webhook URL of account "+acct+": cannot reach the webhook service at http://127.0.0.1:1", "--webhook-url / ESIM_WEBHOOK_URL")
 	esimctl(t, map[string]string{"ESIM_WEBHOOK_URL": direct + "/", "ESIM_ACCOUNTS_URL": "notaurl", "ESIM_ORDERING_URL": "notaurl"}, "events", "list").ok(t)
 }
@@ -327,9 +330,9 @@ func TestWebhooksAndEventsHelp(t *testing.T) {
 		{[]string{"webhooks", "rotate-secret", "--help"}, []string{"24 hours", "esimctl webhooks rotate-secret --account"}},
 		{[]string{"webhooks", "send-test", "--help"}, []string{"--wait", "ping", "15s", "esimctl webhooks send-test --account"}},
 		{[]string{"events", "--help"}, []string{"list", "get"}},
-		{[]string{"events", "list", "--help"}, []string{"--account", "--env", "--event", "--order", "--status", "pending, delivered, failed or no_endpoint",
+		{[]string{"events", "list", "--help"}, []string{"--account", "--env", "--type", "--order", "--status", "pending, delivered, failed or no_endpoint",
 			"order.completed, order.failed, esim.installed, esim.activated, esim.usage, esim.expiring, esim.expired, topup.completed, topup.failed or ping", "--page", "--limit", "go together", "esimctl events list --account"}},
-		{[]string{"events", "get", "--help"}, []string{"EVENT_ID", "payload", "every attempt", "esimctl events get evt_"}},
+		{[]string{"events", "get", "--help"}, []string{"--event", "EVENT_ID", "payload", "every attempt", "esimctl events get --event evt_"}},
 	} {
 		r := esimctl(t, nil, tc.args...).ok(t)
 		for _, want := range append(tc.want, "Usage:", "--json") {

@@ -213,6 +213,15 @@ func multiply(a, b int64) (int64, bool) {
 // call, cut short, left behind) and is idempotent by the order id. ctx is
 // already detached from the caller.
 func (s *Service) resume(ctx context.Context, tx Locked, o Order) (Order, error) {
+	o, err := s.finish(ctx, tx, o)
+	if err == nil && o.Status.Finished() && s.finished != nil {
+		s.finished(ctx, o)
+	}
+	return o, err
+}
+
+// finish is resume's work: the steps left of o, up to its final status.
+func (s *Service) finish(ctx context.Context, tx Locked, o Order) (Order, error) {
 	if o.Status == StatusPending {
 		var err error
 		if o, err = s.debitAndIssue(ctx, tx, o); err != nil || o.Status == StatusCompleted {

@@ -355,6 +355,10 @@ type Deps struct {
 	Networks map[Environment]Network
 	// Now is the clock, time.Now when nil: tests move it.
 	Now func() time.Time
+	// Finished, when set, hears of each order this service takes to its
+	// final status (completed or failed), as it gets there: the
+	// server counts them for /metrics.
+	Finished func(ctx context.Context, o Order)
 }
 
 // Service holds the ordering use cases.
@@ -372,6 +376,7 @@ type Service struct {
 	publisher       Publisher
 	networks        map[Environment]Network
 	now             func() time.Time
+	finished        func(context.Context, Order)
 }
 
 // NewService returns the use cases over d.
@@ -403,5 +408,6 @@ func NewService(d Deps) *Service {
 		publisher:       d.Publisher,
 		networks:        d.Networks,
 		now:             now,
+		finished:        d.Finished,
 	}
 }

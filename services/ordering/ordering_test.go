@@ -1325,3 +1325,27 @@ func (m *memStore) EsimsInUse(context.Context, Environment, uuid.UUID, int32) ([
 func (m *memStore) DueEsims(context.Context, time.Time, time.Duration, int32) ([]uuid.UUID, error) {
 	return nil, errNotInMemory
 }
+
+// Deps.Finished hears of each order as it reaches its final status, once:
+// a replay finishes nothing.
+func TestFinishedHearsEachFinalStatusOnce(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, 10_000)
+	var heard []string
+	fx.svc.finished = func(_ context.Context, o Order) {
+		heard = append(heard, string(o.Status)+" "+string(o.Scope.Environment)+" "+string(o.Kind))
+	}
+	for _, in := range []NewOrder{order(fixedPlan, "ok"), order(fixedPlan, "ok")} {
+		if _, err := fx.svc.CreateOrder(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing := order(fixedPlan, "fails")
+	failing.Customer.Reference = "fail"
+	if got, err := fx.svc.CreateOrder(ctx, failing); err != nil || got.Order.Status != StatusFailed {
+		t.Fatalf("CreateOrder = %+v, %v; want a failed order", got.Order, err)
+	}
+	if want := []string{"completed sandbox esims", "failed sandbox esims"}; !slices.Equal(heard, want) {
+		t.Errorf("heard %q, want %q", heard, want)
+	}
+}

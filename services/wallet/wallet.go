@@ -149,11 +149,24 @@ type Store interface {
 // Service holds the wallet use cases.
 type Service struct {
 	store Store
+	moved func(context.Context, Entry)
 }
 
 // NewService returns the use cases over store.
 func NewService(store Store) *Service {
 	return &Service{store: store}
+}
+
+// ObserveMovements has f hear of every entry written, as the balance
+// moves (a repeated reference moves nothing and is not heard of): the
+// server counts the money moved for /metrics. Call it before serving.
+func (s *Service) ObserveMovements(f func(context.Context, Entry)) { s.moved = f }
+
+// recorded hands a newly written entry to the observer.
+func (s *Service) recorded(ctx context.Context, e Entry, recorded bool) {
+	if recorded && s.moved != nil {
+		s.moved(ctx, e)
+	}
 }
 
 // NewTopUp is the input of TopUp.
@@ -209,6 +222,7 @@ func (s *Service) TopUp(ctx context.Context, in NewTopUp) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("top up %s %s with reference %q: %w", in.AccountID, in.Environment, in.Reference, err)
 	}
+	s.recorded(ctx, got, recorded)
 	return same(got, recorded, e)
 }
 
@@ -235,6 +249,7 @@ func (s *Service) Debit(ctx context.Context, in NewDebit) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("debit %s %s with reference %q: %w", in.AccountID, in.Environment, in.Reference, err)
 	}
+	s.recorded(ctx, got, recorded)
 	return same(got, recorded, e)
 }
 
@@ -254,10 +269,11 @@ func (s *Service) Refund(ctx context.Context, in NewRefund) (Entry, error) {
 	}
 	// The amount and currency are the debit's, which the store reads in
 	// the transaction that writes the refund; nothing to compare.
-	got, _, err := s.store.Refund(ctx, e)
+	got, recorded, err := s.store.Refund(ctx, e)
 	if err != nil {
 		return Entry{}, fmt.Errorf("refund debit %q of %s %s: %w", in.DebitReference, in.AccountID, in.Environment, err)
 	}
+	s.recorded(ctx, got, recorded)
 	return got, nil
 }
 

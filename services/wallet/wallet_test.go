@@ -560,3 +560,29 @@ func TestStorageFailuresAreWrapped(t *testing.T) {
 		}
 	}
 }
+
+// ObserveMovements hears of each movement once, as the balance moves: a
+// repeated reference moves nothing and is not heard of.
+func TestObserveMovementsHearsWhatMoved(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	var heard []string
+	svc.ObserveMovements(func(_ context.Context, e Entry) {
+		heard = append(heard, fmt.Sprintf("%s %d %s %s", e.Kind, e.AmountMinor, e.Currency, e.Environment))
+	})
+	account := uuid.New()
+	for range 2 {
+		if _, err := svc.TopUp(ctx, topUp(account, Sandbox, USD, 1000, "t1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Debit(ctx, debit(account, Sandbox, USD, 300, "d1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Refund(ctx, NewRefund{AccountID: account, Environment: Sandbox, DebitReference: "d1", Actor: "ordering"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"top_up 1000 USD sandbox", "debit 300 USD sandbox", "refund 300 USD sandbox"}; !slices.Equal(heard, want) {
+		t.Errorf("heard %q, want %q", heard, want)
+	}
+}

@@ -232,7 +232,7 @@ one listener.
 {{- end }}
 {{- $names = append $names $name }}
 {{- $ports = append $ports $port }}
-{{- $out = append $out (dict "name" $name "containerPort" $port "env" (required (printf "extraPorts %s: env is required (the variable that takes its address)" $name) .env) "servicePort" (int (.servicePort | default $port))) }}
+{{- $out = append $out (dict "name" $name "containerPort" $port "env" (required (printf "extraPorts %s: env is required (the variable that takes its address)" $name) .env) "servicePort" (int (.servicePort | default $port)) "from" .from) }}
 {{- end }}
 {{- toYaml $out }}
 {{- end }}

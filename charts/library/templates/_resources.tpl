@@ -140,18 +140,34 @@ spec:
     # The HTTP port (the API and the probes) is reachable only from the
     # callers named in values, when any are: the services behind the
     # gateway are not public.
+    {{- $extra := include "library.extraPorts" . | fromYamlArray }}
     - ports:
         - port: http
           protocol: TCP
-        {{- /* The further listeners (extraPorts) are the same callers'. */}}
-        {{- range (include "library.extraPorts" . | fromYamlArray) }}
+        {{- /* A further listener (extraPorts) without peers of its own is
+        the same callers'. */}}
+        {{- range $extra }}
+        {{- if not .from }}
         - port: {{ .name }}
           protocol: TCP
+        {{- end }}
         {{- end }}
       {{- with .Values.networkPolicy.from }}
       from:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+    {{- /* One with peers (ordering's ES2+ listener: the SM-DP+, not the
+    API's callers) admits those alone. */}}
+    {{- range $extra }}
+    {{- if .from }}
+    # {{ .name }}
+    - ports:
+        - port: {{ .name }}
+          protocol: TCP
+      from:
+        {{- toYaml .from | nindent 8 }}
+    {{- end }}
+    {{- end }}
     {{- /* Without metrics nothing scrapes the metrics port, so no rule
     admits anyone to it. */}}
     {{- if .Values.metrics.enabled }}
@@ -263,5 +279,77 @@ stringData:
   {{ . }}.key: |
     {{- $peer.Key | nindent 4 }}
   {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+library.servicemonitor renders, with metrics.serviceMonitor.enabled, a
+Prometheus Operator ServiceMonitor scraping metrics.path on the metrics
+port, and the Service it needs: the operator finds targets through a
+Service port, and the service's own Service carries the API and never
+/metrics. The metrics Service is headless (no virtual IP: Prometheus
+scrapes each pod) and differs from the API's by its component label,
+which is what the ServiceMonitor selects.
+*/}}
+{{- define "library.servicemonitor" -}}
+{{- $sm := .Values.metrics.serviceMonitor | default dict }}
+{{- /* The umbrella's global.serviceMonitor turns every service's on, with
+its labels added to the service's own. */}}
+{{- $global := (.Values.global | default dict).serviceMonitor | default dict }}
+{{- if or $sm.enabled $global.enabled }}
+{{- if not .Values.metrics.enabled }}
+{{- fail "metrics.serviceMonitor.enabled needs metrics.enabled: without it the NetworkPolicy admits no scraper to the metrics port" }}
+{{- end }}
+{{- $name := printf "%s-metrics" (include "library.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- $labels := include "library.labels" . | fromYaml }}
+{{- $_ := set $labels "app.kubernetes.io/component" "metrics" }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- toYaml $labels | nindent 4 }}
+spec:
+  type: ClusterIP
+  clusterIP: None
+  selector:
+    {{- include "library.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ include "library.metricsPort" . }}
+      targetPort: metrics
+      protocol: TCP
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ include "library.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "library.labels" . | nindent 4 }}
+    {{- with merge (deepCopy ($sm.labels | default dict)) ($global.labels | default dict) }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  # The job label is the service's name (ordering), not the metrics
+  # Service's (ordering-metrics): the dashboard and alerts group by it.
+  jobLabel: app.kubernetes.io/name
+  selector:
+    matchLabels:
+      {{- include "library.selectorLabels" . | nindent 6 }}
+      app.kubernetes.io/component: metrics
+  namespaceSelector:
+    matchNames:
+      - {{ .Release.Namespace }}
+  endpoints:
+    - port: metrics
+      path: {{ .Values.metrics.path }}
+      {{- with $sm.interval }}
+      interval: {{ . }}
+      {{- end }}
+      {{- with $sm.scrapeTimeout }}
+      scrapeTimeout: {{ . }}
+      {{- end }}
 {{- end }}
 {{- end }}

@@ -108,6 +108,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		MaxInFlight:     cfg.InFlightPerAccount,
 		Publisher:       publisher,
 		Networks:        networks,
+		Finished:        orderMetrics(tel),
 	})
 	queue, err := jobs.New(pool, jobs.Config{
 		Service: svc, EnsureTopic: publisher.EnsureTopic, Log: tel.Logger, Meter: tel.MeterProvider,

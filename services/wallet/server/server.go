@@ -31,6 +31,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 		return nil, err
 	}
 	svc := wallet.NewService(postgres.NewStore(pool))
+	svc.ObserveMovements(movementMetrics(tel))
 	srv.ServeInternal(twirpserver.Handler(svc, tel.Logger, cfg.Callers), tel, pool, cfg.AllowedHosts)
 	return &Server{srv}, nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
 	"github.com/esimplatform/esim/libs/telemetry"
@@ -89,14 +91,18 @@ type QueueConfig struct {
 	// notification announced: retries falling due, jobs snoozed.
 	PollInterval time.Duration
 	Log          *slog.Logger
+	// Meter, when set, gets webhook.deliveries.due: the deliveries due
+	// and waiting for a worker, counted at each collection.
+	Meter metric.MeterProvider
 }
 
 // Queue works the delivery jobs of every replica with River: Start it,
 // then Stop it.
 type Queue struct {
-	client *river.Client[pgx.Tx]
-	pool   *pgxpool.Pool
-	log    *slog.Logger
+	client  *river.Client[pgx.Tx]
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	metrics metric.Registration
 }
 
 // NewQueue returns a Queue over pool, not yet started, that hands each
@@ -133,7 +139,70 @@ func NewQueue(pool *pgxpool.Pool, d Deliverer, cfg QueueConfig) (*Queue, error) 
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	q.client = client
+	if cfg.Meter != nil {
+		if q.metrics, err = q.dueMetric(cfg.Meter); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
+}
+
+// dueMetric registers webhook.deliveries.due, by environment: deliveries
+// due now that no worker has taken yet. Retries waiting out their delay
+// are not due; a count that stays up means the workers (or the endpoints
+// they wait on) cannot keep up.
+func (q *Queue) dueMetric(mp metric.MeterProvider) (metric.Registration, error) {
+	meter := mp.Meter("github.com/esimplatform/esim/services/webhook/postgres")
+	due, err := meter.Int64ObservableGauge("webhook.deliveries.due",
+		metric.WithUnit("{delivery}"),
+		metric.WithDescription("Deliveries due and waiting for a worker, by environment: growing while the workers cannot keep up."))
+	if err != nil {
+		return nil, fmt.Errorf("due deliveries gauge: %w", err)
+	}
+	envs := map[string]metric.ObserveOption{}
+	for _, env := range webhook.Environments {
+		envs[queueOf(env)] = metric.WithAttributeSet(attribute.NewSet(attribute.String("environment", string(env))))
+	}
+	return meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, dueCountBudget)
+		defer cancel()
+		counts, err := q.dueByQueue(ctx)
+		if err != nil {
+			return err
+		}
+		// Every environment, 0 included: a series that vanishes when
+		// empty reads as no data, not as no backlog.
+		for queue, opt := range envs {
+			o.ObserveInt64(due, counts[queue], opt)
+		}
+		return nil
+	}, due)
+}
+
+// dueCountBudget keeps a slow database from stalling /metrics.
+const dueCountBudget = 2 * time.Second
+
+// dueByQueue counts the available delivery jobs of each queue.
+func (q *Queue) dueByQueue(ctx context.Context) (map[string]int64, error) {
+	rows, err := q.pool.Query(ctx, `SELECT queue, count(*) FROM river_job
+		WHERE kind = $1 AND state = 'available' GROUP BY queue`, jobKind)
+	if err != nil {
+		return nil, fmt.Errorf("count due deliveries: %w", err)
+	}
+	counts := map[string]int64{}
+	for rows.Next() {
+		var queue string
+		var n int64
+		if err := rows.Scan(&queue, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count due deliveries: %w", err)
+		}
+		counts[queue] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count due deliveries: %w", err)
+	}
+	return counts, nil
 }
 
 // Start starts working jobs until Stop: ctx ending does not stop them,
@@ -147,6 +216,11 @@ func (q *Queue) Start(ctx context.Context) error {
 // retried by whichever replica runs their job next. It returns once every
 // run has returned and River has recorded its result.
 func (q *Queue) Stop(ctx context.Context) error {
+	if q.metrics != nil {
+		if err := q.metrics.Unregister(); err != nil {
+			q.log.Warn("unregistering the due deliveries metric", "err", err)
+		}
+	}
 	err := q.client.Stop(ctx)
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return err

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/esimplatform/esim/libs/telemetry"
+	"github.com/esimplatform/esim/libs/telemetry/telemetrytest"
 	"github.com/esimplatform/esim/services/webhook"
 	"github.com/esimplatform/esim/services/webhook/postgres"
 )
@@ -90,4 +92,44 @@ func TestBusyWaitBacksOff(t *testing.T) {
 			t.Errorf("busyWait(%s) = %s, want %s", tc.metadata, got, tc.want)
 		}
 	}
+}
+
+// webhook.deliveries.due counts the deliveries due that no worker has
+// taken, per environment, 0 included.
+func TestDueDeliveriesAreMeasured(t *testing.T) {
+	st, pool := newStore(t)
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, "webhook", telemetry.Config{LogLevel: "warn"}, &telemetrytest.LogBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+	// Never started: what is added stays due.
+	q, err := postgres.NewQueue(pool, &deliverer{}, postgres.QueueConfig{Workers: 1, AttemptTimeout: time.Second, Meter: tel.MeterProvider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := q.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	s := scope()
+	setEndpoint(t, st, s, "https://example.com/")
+	for range 3 {
+		add(t, st, newEvent(s))
+	}
+	metrics := telemetrytest.Scrape(tel.MetricsHandler)
+	for env, want := range map[webhook.Environment]string{s.Environment: "3", otherEnvironment(s.Environment): "0"} {
+		if got := telemetrytest.Sample(metrics, "webhook_deliveries_due", map[string]string{"environment": string(env)}); got != want {
+			t.Errorf("webhook_deliveries_due{environment=%s} = %q, want %s", env, got, want)
+		}
+	}
+}
+
+func otherEnvironment(env webhook.Environment) webhook.Environment {
+	if env == webhook.Live {
+		return webhook.Sandbox
+	}
+	return webhook.Live
 }

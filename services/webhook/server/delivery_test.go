@@ -717,6 +717,12 @@ func TestAttemptMetrics(t *testing.T) {
 	if got := telemetrytest.Sample(metrics, "webhook_attempt_duration_seconds_count", map[string]string{"outcome": "delivered"}); got != "1" {
 		t.Errorf("webhook_attempt_duration_seconds_count{outcome=delivered} = %q, want 1", got)
 	}
+	// Nothing is left due, and an environment with nothing due says 0.
+	for _, env := range []string{"sandbox", "live"} {
+		if got := telemetrytest.Sample(metrics, "webhook_deliveries_due", map[string]string{"environment": env}); got != "0" {
+			t.Errorf("webhook_deliveries_due{environment=%s} = %q, want 0", env, got)
+		}
+	}
 }
 
 func mustBase64(t *testing.T, s string) []byte {

@@ -26,7 +26,29 @@ ALTER TABLE esims
 UPDATE esims e SET plan_id = o.plan_id, per_day = o.per_day, countries = o.countries
 FROM orders o WHERE o.id = e.order_id;
 
+-- +goose StatementBegin
+-- The release before this migration goes on issuing eSIMs beside the one
+-- that applies it until a rollout ends, and knows none of these columns:
+-- its rows take them from their order, as the UPDATE above did, before
+-- NOT NULL is checked. Its own rows this release writes whole. Drop it
+-- (IF EXISTS: a database migrated by this file before it had the trigger
+-- lacks it) once no release before this one runs.
+CREATE FUNCTION esims_fill_from_order() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.plan_id IS NULL THEN
+        SELECT o.plan_id, o.per_day, o.countries INTO NEW.plan_id, NEW.per_day, NEW.countries
+        FROM orders o WHERE o.id = NEW.order_id;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER esims_fill_from_order BEFORE INSERT ON esims
+    FOR EACH ROW EXECUTE FUNCTION esims_fill_from_order();
+
 ALTER TABLE esims
+    -- contract: the release before this one writes neither column, and
+    -- esims_fill_from_order fills both for it.
     ALTER COLUMN plan_id SET NOT NULL,
     ALTER COLUMN per_day SET NOT NULL,
     DROP CONSTRAINT esims_status_check,
@@ -165,6 +187,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TRIGGER IF EXISTS esims_fill_from_order ON esims;
+DROP FUNCTION IF EXISTS esims_fill_from_order();
 -- Top-ups go with their kind: the older schema has no place for them.
 ALTER TABLE orders DISABLE TRIGGER orders_refuse_delete;
 DELETE FROM orders WHERE kind = 'topup';
