@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestTiltCI runs the Tiltfile for real: `tilt ci` (the pinned tilt,
@@ -44,12 +42,23 @@ import (
 // kind cluster's provisioner would.
 //
 // make test builds tilt, the registry, ko and the control plane first
-// (make tilt-tools, make cluster-tools; once per machine).
+// (make tilt-tools, make cluster-tools; once per machine); a bare go test
+// builds what is missing on its first run (give it -timeout 30m then).
 func TestTiltCI(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Outside tilt ci's deadline: the first run on a machine builds tilt
+	// and the control plane, for minutes, unless make test's tilt-tools
+	// and cluster-tools did.
+	tilt, registry := tiltTools(t.Context(), t, root)
+	ko := koBinary(t, root)
+	script := clusterScript(t)
+	if out, err := exec.CommandContext(t.Context(), script, "build").CombinedOutput(); err != nil {
+		t.Fatalf("cluster.sh build: %v\n%s", err, out)
+	}
+
 	// Within go test's own timeout (10 minutes for the whole package by
 	// default), so that cleanups still stop the control plane.
 	deadline := time.Now().Add(10 * time.Minute)
@@ -59,11 +68,9 @@ func TestTiltCI(t *testing.T) {
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
 
-	tilt, registry := tiltTools(ctx, t, root)
-	ko := koBinary(t, root)
-	kubeconfig := startLoopbackCluster(ctx, t, root)
-	client := kubeClient(t, kubeconfig)
-	provideVolumes(ctx, t, client)
+	// Its kubeconfig's context is esim-loopback, one the Tiltfile allows.
+	c := startCluster(ctx, t, script)
+	provideVolumes(ctx, t, c.client)
 	reg := startRegistry(ctx, t, registry)
 
 	snapshot := filepath.Join(t.TempDir(), "snapshot.json")
@@ -78,7 +85,7 @@ func TestTiltCI(t *testing.T) {
 		"--port", "0", "--output-snapshot-on-exit", snapshot)
 	cmd.Dir = root
 	cmd.Env = tiltEnv(t, map[string]string{
-		"KUBECONFIG":         kubeconfig,
+		"KUBECONFIG":         c.kubeconfig,
 		"ESIM_TILT_REGISTRY": reg,
 		"KO":                 ko,
 	})
@@ -104,13 +111,23 @@ func TestTiltCI(t *testing.T) {
 		t.Errorf("tilt ci's resources %v, want the services of services.yaml and the dependencies of k8s/: %v", got, want)
 	}
 
-	// What tilt found ready is ready in the cluster too, and runs the
-	// images it built, from the registry.
-	images := waitRolledOut(ctx, t, client)
+	// What tilt found ready is ready in the cluster too (tilt ci saw the
+	// pods Ready; the controllers may take a moment more to count them),
+	// and runs the images it built, from the registry.
+	rolledOut := c.waitRolledOut(ctx, t, "tilt ci", nil)
+	c.waitStatefulSetsReady(ctx, t)
+	deps, err := c.client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]string{}
+	for _, d := range deps.Items {
+		images[d.Name] = d.Spec.Template.Spec.Containers[0].Image
+	}
 	for _, svc := range services {
-		image, ok := images[svc]
+		image := images[svc]
 		prefix := reg + "/esim_" + svc + ":"
-		if !ok {
+		if _, ok := rolledOut[svc]; !ok {
 			t.Errorf("no Deployment %s after tilt ci", svc)
 			continue
 		}
@@ -151,35 +168,6 @@ func koBinary(t *testing.T, root string) string {
 		t.Fatalf("ko is neither on PATH nor at %s: run `make tools` (make test does)", p)
 	}
 	return p
-}
-
-// startLoopbackCluster starts a control plane (tools/cluster/cluster.sh)
-// in a temporary directory, stopped when the test ends (or, with --owner,
-// when this process dies before its cleanup runs), and returns its
-// kubeconfig. Its context is esim-loopback, one the Tiltfile allows.
-func startLoopbackCluster(ctx context.Context, t *testing.T, root string) string {
-	t.Helper()
-	script := filepath.Join(root, "tools", "cluster", "cluster.sh")
-	dir := filepath.Join(t.TempDir(), "cluster")
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
-			for _, f := range logs {
-				t.Logf("the end of %s:\n%s", filepath.Base(f), tailFile(f, 15))
-			}
-		}
-		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
-			t.Errorf("cluster.sh stop %s: %v\n%s", dir, err, out)
-		}
-	})
-	cmd := exec.CommandContext(ctx, script, "start", dir, "--owner", strconv.Itoa(os.Getpid()), "--context", "esim-loopback")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cluster.sh start %s: %v\n%s", dir, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // startRegistry serves an in-memory OCI registry on a free loopback port
@@ -294,20 +282,6 @@ func snapshotResources(t *testing.T, path string) []string {
 	return names
 }
 
-// kubeClient is a client of the control plane of kubeconfig.
-func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
 // provideVolumes gives every claim that k8s/'s StatefulSets will make (the
 // Postgres data volume) a PersistentVolume reserved for it, as a kind
 // cluster's storage provisioner would: the loopback control plane has
@@ -354,54 +328,31 @@ func provideVolumes(ctx context.Context, t *testing.T, client kubernetes.Interfa
 	}
 }
 
-// waitRolledOut waits until every Deployment and StatefulSet in the
-// platform's namespace is rolled out, as `kubectl rollout status` judges,
-// and returns the image of each Deployment's first container, by name.
-// tilt ci saw their pods Ready; the controllers may take a moment more to
-// count them.
-func waitRolledOut(ctx context.Context, t *testing.T, client kubernetes.Interface) map[string]string {
+// waitStatefulSetsReady waits until every StatefulSet in the platform's
+// namespace (Postgres, Kafka) has its replicas updated and ready.
+func (c *cluster) waitStatefulSetsReady(ctx context.Context, t *testing.T) {
 	t.Helper()
 	var pending []string
-	images := map[string]string{}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		sets, err := c.client.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if ctx.Err() == nil {
+				pending = []string{"listing StatefulSets: " + err.Error()}
+			}
+			return false, nil
+		}
 		pending = nil
-		deps, err := client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, d := range deps.Items {
-			want := replicasOf(d.Spec.Replicas)
-			if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want || d.Status.AvailableReplicas != want {
-				pending = append(pending, fmt.Sprintf("Deployment %s: %d of %d updated, %d available", d.Name, d.Status.UpdatedReplicas, want, d.Status.AvailableReplicas))
-			}
-			if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
-				images[d.Name] = cs[0].Image
-			}
-		}
-		sets, err := client.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
 		for _, s := range sets.Items {
-			want := replicasOf(s.Spec.Replicas)
-			if s.Status.ObservedGeneration < s.Generation || s.Status.UpdatedReplicas != want || s.Status.ReadyReplicas != want {
-				pending = append(pending, fmt.Sprintf("StatefulSet %s: %d of %d updated, %d ready", s.Name, s.Status.UpdatedReplicas, want, s.Status.ReadyReplicas))
+			want := deref(s.Spec.Replicas, 1)
+			if st := s.Status; st.ObservedGeneration < s.Generation || st.UpdatedReplicas != want || st.ReadyReplicas != want {
+				pending = append(pending, fmt.Sprintf("%s: %d updated, %d ready of %d replicas", s.Name, st.UpdatedReplicas, st.ReadyReplicas, want))
 			}
 		}
 		return len(pending) == 0, nil
 	})
 	if err != nil {
-		t.Fatalf("after tilt ci passed, not rolled out (%v): %s", err, strings.Join(pending, "; "))
+		t.Fatalf("after tilt ci, not every StatefulSet ready (%v):\n  %s\n%s", err, strings.Join(pending, "\n  "), c.describe(t))
 	}
-	return images
-}
-
-// replicasOf is a workload's desired replicas: 1 when unset.
-func replicasOf(spec *int32) int32 {
-	if spec == nil {
-		return 1
-	}
-	return *spec
 }
 
 // manifestExists asks the registry for repo:tag, as a node pulling it
@@ -421,14 +372,4 @@ func manifestExists(ctx context.Context, registry, repo, tag string) error {
 		return fmt.Errorf("the registry answers %s for it", resp.Status)
 	}
 	return nil
-}
-
-// tailFile returns the last n lines of a file.
-func tailFile(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
