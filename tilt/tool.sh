@@ -34,7 +34,7 @@ build_tilt() {
   cp "$dir/webui/index.html" "$tmp/tilt/pkg/assets/build/index.html"
   cp "$dir/go.mod" "$dir/go.sum" "$tmp/"
   (cd "$tmp" && go mod edit -replace github.com/tilt-dev/tilt=./tilt &&
-    GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" "${pkg[tilt]}")
+    go build -trimpath -ldflags "$ldflags" -o "$out" "${pkg[tilt]}")
 }
 
 # path NAME: where NAME is built, once per machine; builds it if missing,
