@@ -58,6 +58,15 @@ promtool:
 cluster-tools: ## build the pinned Kubernetes control plane and kwok the cluster test runs (once per machine)
 	@tools/cluster/cluster.sh build >/dev/null
 
+# tilt and the OCI registry the charts' tilt test runs `tilt ci` with,
+# pinned by the scratch modules tools/tilt and tools/tilt/registry (outside
+# go.work) and built once per machine into the tools cache (tilt takes
+# several minutes the first time); ko, which the Tiltfile builds images
+# with, comes from `make tools`.
+.PHONY: tilt-tools
+tilt-tools: tools ## build the pinned tilt and registry the tilt test runs (once per machine)
+	@tilt/tool.sh build >/dev/null
+
 # The OpenAPI linters the contract test runs (Spectral, Redocly), pinned by
 # tools/npm/package-lock.json and installed from it once per machine, into
 # the tools cache under the lockfile's hash (the test looks there, by the
@@ -136,7 +145,7 @@ lint: tools ## gofmt, go vet and staticcheck over every module (charts are linte
 # dependency's own test dependencies, about 3.5 GB.
 .PHONY: tidy
 tidy: ## fail when a module's go.mod or go.sum is not tidy, so each builds outside the workspace too
-	@for m in $(MODULES) tools tools/promtool; do \
+	@for m in $(MODULES) tools tools/promtool tools/tilt tools/tilt/registry; do \
 	  if ! out=$$(cd $$m && go mod tidy -diff 2>&1); then \
 	    echo "$$m: go.mod or go.sum is not tidy (run: cd $$m && go mod tidy):" >&2; echo "$$out" | grep -v '^go: downloading' >&2; exit 1; fi; \
 	done
@@ -163,7 +172,7 @@ TEST_FUZZ_TIME ?= 2s
 .PHONY: test
 # With the race detector: the gateway's batchers, caches and limiters are
 # shared by every request, and a data race there corrupts answers quietly.
-test: helm npm-tools promtool cluster-tools ## run every test, with the race detector, against the local Postgres and Redis
+test: helm npm-tools promtool cluster-tools tilt-tools ## run every test, with the race detector, against the local Postgres and Redis
 	@mkdir -p .run
 	go test -race -count=1 $(PACKAGES) 2>&1 | tee .run/test.log
 	@echo "==> time per package, slowest first (all of it: .run/test.log)"

@@ -2100,8 +2100,9 @@ func tiltSelects(selector string, obj runtime.Object) bool {
 		(len(parts) == 2 || strings.EqualFold(parts[2], m.GetNamespace()))
 }
 
-// TestTiltfile checks what the Tiltfile takes on trust, since tilt cannot
-// run here: its service list is the chart list, every service has a main
+// TestTiltfile checks what the Tiltfile takes on trust, without a cluster
+// (TestTiltCI runs it with tilt ci, but names no culprit, and forwards no
+// port on its cluster): its service list is the chart list, every service has a main
 // package to build and a dev image name Tilt can substitute, every
 // dependency names a resource that exists, every object it groups into a
 // resource is one that k8s/ or the service's chart defines, the public

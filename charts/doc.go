@@ -12,7 +12,9 @@
 // strict-decode the development manifests under ../k8s, check the Kafka
 // KRaft settings against each other, and check that the Tiltfile matches the
 // charts and that the helm it runs (../tilt/helm.sh, the helm module version
-// pinned in go.mod) renders what the tests validated.
+// pinned in go.mod) renders what the tests validated. tilt_test.go runs the
+// Tiltfile with `tilt ci` against a control plane on loopback, pushing the
+// images to a registry on loopback, until every resource is ready.
 //
 // Adding a service: copy a chart folder and adjust its values, declare the
 // service in ../services.yaml and run `make generate`, which lists its
