@@ -304,12 +304,17 @@ start() {
   launch kube-scheduler "${bin[kubernetes]}/kube-scheduler" \
     --kubeconfig "$dir/kubeconfig" --leader-elect=false --secure-port 0 --profiling=false
   # HOME: kwok also loads ~/.kwok/kwok.yaml when there is one, and a
-  # developer's own must not change this control plane. Pod IPs stay in
-  # loopback addresses, never one of the machine's networks.
+  # developer's own must not change this control plane. Pod IPs are in
+  # 198.18.0.0/15, the benchmarking range nothing routes, never one of the
+  # machine's networks; loopback ones would do too, but EndpointSlices
+  # refuse them, and the controller-manager logs so without end. Without a
+  # node lease kwok reports the node's status only every ~50 s, the
+  # controller-manager's grace period, so the node would flap NotReady
+  # about once a minute and take every pod's readiness with it.
   mkdir -p "$dir/kwok"
   launch kwok env HOME="$dir/kwok" "${bin[kwok]}/kwok" \
     --kubeconfig "$dir/kubeconfig" --manage-all-nodes=true \
-    --cidr 127.200.0.1/16 --node-ip 127.0.0.2
+    --cidr 198.18.0.1/16 --node-ip 127.0.0.2 --node-lease-duration-seconds 40
 
   # The one node, which kwok keeps Ready and whose pods it marks Running.
   kubectl_ apply -f - >/dev/null <<EOF
