@@ -163,10 +163,9 @@ func (s *Service) ListUsers(ctx context.Context, accountID uuid.UUID) ([]User, e
 // user of another account is ErrNotFound, the account's last user
 // ErrLastUser.
 func (s *Service) RemoveUser(ctx context.Context, accountID, userID uuid.UUID) error {
-	if err := s.store.RemoveUser(ctx, accountID, userID); err != nil {
-		return fmt.Errorf("remove user %s of account %s: %w", userID, accountID, err)
-	}
-	return nil
+	// Unwrapped: ErrLastUser's words are the whole answer, and callers
+	// already say which user they removed.
+	return s.store.RemoveUser(ctx, accountID, userID)
 }
 
 // CreatePasswordReset makes a one-time token with which the user of email
