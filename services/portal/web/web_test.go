@@ -349,7 +349,7 @@ func TestSessionCookie(t *testing.T) {
 	if got := p.AccountOf(b); got != u.AccountID {
 		t.Errorf("the invitee joined %s, want %s", got, u.AccountID)
 	}
-	must(t, "invite used again", p.NewBrowser().Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}), http.StatusBadRequest, "This invitation is not valid")
+	must(t, "invite used again", p.NewBrowser().Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}), http.StatusNotFound, "This invitation is not valid")
 	p.SignIn(invitee, portaltest.Password)
 }
 
