@@ -1471,9 +1471,13 @@ func (x *ChangePasswordRequest) GetNewPassword() string {
 }
 
 type InviteUserRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
-	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AccountId string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	Email     string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// Refuse (already_exists on "email") an email that is already a user of
+	// the account, whose password accepting would set: the portal's invites,
+	// so that no user sets a colleague's password.
+	NewUserOnly   bool `protobuf:"varint,3,opt,name=new_user_only,json=newUserOnly,proto3" json:"new_user_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1520,6 +1524,13 @@ func (x *InviteUserRequest) GetEmail() string {
 		return x.Email
 	}
 	return ""
+}
+
+func (x *InviteUserRequest) GetNewUserOnly() bool {
+	if x != nil {
+		return x.NewUserOnly
+	}
+	return false
 }
 
 type InviteUserResponse struct {
@@ -2532,11 +2543,12 @@ const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x15ChangePasswordRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12)\n" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
-	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"H\n" +
+	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"l\n" +
 	"\x11InviteUserRequest\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\tR\taccountId\x12\x14\n" +
-	"\x05email\x18\x02 \x01(\tR\x05email\"e\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\"\n" +
+	"\rnew_user_only\x18\x03 \x01(\bR\vnewUserOnly\"e\n" +
 	"\x12InviteUserResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
 	"\n" +

@@ -65,6 +65,12 @@ func TestListAndRemoveUsers(t *testing.T) {
 
 	// Refusals, each changing nothing.
 	before := tables(t, pool)
+	_, err = portal.InviteUser(ctx, &accountsv1.InviteUserRequest{AccountId: accountID, Email: "BOB@example.com", NewUserOnly: true})
+	wantTwirp(t, "a new-user-only invite of a user", err, twirp.AlreadyExists, "email")
+	var conflict twirp.Error
+	if errors.As(err, &conflict) && conflict.Meta("reason") != "is already a user of this account" {
+		t.Errorf("new-user-only invite of a user: reason %q", conflict.Meta("reason"))
+	}
 	_, err = portal.ListUsers(ctx, &accountsv1.ListUsersRequest{AccountId: uuid.NewString()})
 	wantTwirp(t, "ListUsers of an unknown account", err, twirp.NotFound, "")
 	_, err = portal.ListUsers(ctx, &accountsv1.ListUsersRequest{AccountId: "nope"})

@@ -67,10 +67,14 @@ func (a *App) renderUsers(w http.ResponseWriter, r *http.Request, s *session, st
 func (a *App) inviteUser(w http.ResponseWriter, r *http.Request, s *session) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := view{Title: "Users", Session: s, Errors: map[string]string{}, Form: map[string]string{"email": email}}
-	res, err := a.Accounts.InviteUser(r.Context(), &accountsv1.InviteUserRequest{AccountId: s.accountID(), Email: email})
+	// New users only: re-inviting a user would let whoever holds the link
+	// set their password.
+	res, err := a.Accounts.InviteUser(r.Context(), &accountsv1.InviteUserRequest{AccountId: s.accountID(), Email: email, NewUserOnly: true})
 	if err != nil {
 		if field, msg, ok := fieldError(err, map[string]string{"email": "Email"}); ok {
 			v.Errors[field] = msg
+		} else if code(err) == twirp.AlreadyExists && meta(err, "reason") == "is already a user of this account" {
+			v.Errors["email"] = "This email is already a user of this account. If they forgot their password, the sign-in page says how to get a reset link."
 		} else if code(err) == twirp.AlreadyExists {
 			v.Errors["email"] = "This email already belongs to a user of another account."
 		} else {

@@ -31,6 +31,10 @@ func TestUsersPage(t *testing.T) {
 	must(t, "a malformed email", ann.Post("/settings/users", url.Values{"email": {"nope"}}), http.StatusBadRequest, "Email must be an email address")
 	must(t, "another account's user", ann.Post("/settings/users", url.Values{"email": {other.Email}}), http.StatusBadRequest,
 		"This email already belongs to a user of another account.")
+	// A user of the account is not invited again: whoever holds the link
+	// would set their password.
+	must(t, "a user of the account", ann.Post("/settings/users", url.Values{"email": {ann.Email}}), http.StatusBadRequest,
+		"This email is already a user of this account.")
 	bob := portaltest.UniqueEmail("bob")
 	res := ann.Post("/settings/users", url.Values{"email": {strings.ToUpper(bob)}})
 	must(t, "invite", res, http.StatusOK, "Invite link for "+bob, "shown only once")
