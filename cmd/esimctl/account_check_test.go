@@ -40,6 +40,10 @@ func TestUnknownAccount(t *testing.T) {
 		{"accounts enable-live", []string{"accounts", "enable-live", "--account", strings.ToUpper(unknown)}},
 		{"accounts set-rate-limit", []string{"accounts", "set-rate-limit", "--account", unknown, "--per-minute", "10"}},
 		{"users invite", []string{"users", "invite", "--account", unknown, "--email", "ann@example.com"}},
+		{"users list", []string{"users", "list", "--account", unknown}},
+		{"users list", []string{"users", "list", "--account", unknown, "--json"}},
+		// Not "user U not found", which would blame the user.
+		{"users remove", []string{"users", "remove", "--account", unknown, "--user", someID}},
 		{"keys create", []string{"keys", "create", "--account", unknown, "--env", "sandbox"}},
 		{"keys list", []string{"keys", "list", "--account", unknown, "--json"}},
 		// Not "revoke key K: not found", which would blame the key.

@@ -73,7 +73,7 @@ func rateLimitText(n int32) string {
 
 func (c *cli) accountsCommand() *cobra.Command {
 	return group("accounts", "Create, inspect and tune partner accounts", "accounts",
-		c.accountsCreateCommand(), c.accountsEnableLiveCommand(), c.accountsGetCommand(), c.accountsListCommand(), c.accountsSetRateLimitCommand())
+		c.accountsCreateCommand(), c.accountsEnableLiveCommand(), c.accountsGetCommand(), c.accountsListCommand(), c.accountsRequestsCommand(), c.accountsSetRateLimitCommand())
 }
 
 func (c *cli) accountsCreateCommand() *cobra.Command {

@@ -23,8 +23,8 @@ func TestBareGroupIsUsageError(t *testing.T) {
 	}{
 		{[]string{}, "esimctl: missing command: accounts, completion, esims, events, keys, orders, plans, provider, users, version, wallet or webhooks"},
 		{[]string{"provider"}, "esimctl: provider: missing subcommand: check"},
-		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, enable-live, get, list or set-rate-limit"},
-		{[]string{"users"}, "esimctl: users: missing subcommand: invite"},
+		{[]string{"accounts"}, "esimctl: accounts: missing subcommand: create, enable-live, get, list, requests or set-rate-limit"},
+		{[]string{"users"}, "esimctl: users: missing subcommand: invite, list, remove or reset-link"},
 		{[]string{"keys"}, "esimctl: keys: missing subcommand: create, list or revoke"},
 		{[]string{"plans"}, "esimctl: plans: missing subcommand: get, import, list or retire"},
 		{[]string{"wallet"}, "esimctl: wallet: missing subcommand: balance, ledger or topup"},
@@ -171,6 +171,13 @@ func TestMalformedIDIsUsageError(t *testing.T) {
 		{func(bad string) []string {
 			return []string{"users", "invite", "--account", bad, "--email", "a@example.com"}
 		}, acct.ID, "--account"},
+		{func(bad string) []string { return []string{"users", "list", "--account", bad} }, acct.ID, "--account"},
+		{func(bad string) []string {
+			return []string{"users", "remove", "--account", bad, "--user", acct.ID}
+		}, acct.ID, "--account"},
+		{func(bad string) []string {
+			return []string{"users", "remove", "--account", acct.ID, "--user", bad}
+		}, acct.ID, "--user"},
 		{func(bad string) []string { return []string{"keys", "create", "--account", bad, "--env", "live"} }, acct.ID, "--account"},
 		{func(bad string) []string { return []string{"keys", "list", "--account", bad} }, acct.ID, "--account"},
 		{func(bad string) []string { return []string{"keys", "revoke", "--account", bad, "--key", k.ID} }, acct.ID, "--account"},
@@ -544,6 +551,7 @@ func TestBlankNamesAreRefused(t *testing.T) {
 			{[]string{"accounts", "create", "--name", blank, "--currency", "EUR", "--json"}, `esimctl: invalid --name ` + strconv.Quote(blank) + `: blank;`},
 			{[]string{"keys", "create", "--account", acct, "--env", "sandbox", "--name", blank}, `esimctl: invalid --name ` + strconv.Quote(blank) + `: blank; leave --name out for a key without a label`},
 			{[]string{"users", "invite", "--account", acct, "--email", blank}, `esimctl: invalid --email ` + strconv.Quote(blank) + `: blank; give the person's email address`},
+			{[]string{"users", "reset-link", "--email", blank}, `esimctl: invalid --email ` + strconv.Quote(blank) + `: blank; give the person's email address`},
 			{[]string{"wallet", "topup", "--account", acct, "--env", "sandbox", "--amount", "1", "--reference", blank}, `esimctl: invalid --reference ` + strconv.Quote(blank) + `: `},
 		} {
 			r := esimctl(t, env, tc.args...)

@@ -23,8 +23,8 @@ type inviteView struct {
 }
 
 func (c *cli) usersCommand(getenv func(string) string) *cobra.Command {
-	return group("users", "Invite people to sign in to the partner portal", "accounts",
-		c.usersInviteCommand(getenv))
+	return group("users", "Invite, list and remove the people who sign in to the partner portal", "accounts",
+		c.usersInviteCommand(getenv), c.usersListCommand(), c.usersRemoveCommand(), c.usersResetLinkCommand(getenv))
 }
 
 func (c *cli) usersInviteCommand(getenv func(string) string) *cobra.Command {
@@ -46,11 +46,7 @@ refused.`,
 	}
 	cmd.Flags().StringVar(&account, "account", "", "the account's `ID` (required)")
 	cmd.Flags().StringVar(&email, "email", "", "the person's email address (required)")
-	def := defaultPortalURL
-	if v := getenv("ESIM_PORTAL_URL"); v != "" {
-		def = v
-	}
-	cmd.Flags().StringVar(&portalURL, "portal-url", def, "the partner portal's base URL, which the link points at (env ESIM_PORTAL_URL)")
+	addPortalURL(cmd, &portalURL, getenv)
 	_ = cmd.MarkFlagRequired("account")
 	_ = cmd.MarkFlagRequired("email")
 	cmd.RunE = c.action(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
@@ -86,4 +82,13 @@ refused.`,
 		return nil
 	})
 	return cmd
+}
+
+// addPortalURL adds --portal-url, the base of the links a command prints.
+func addPortalURL(cmd *cobra.Command, portalURL *string, getenv func(string) string) {
+	def := defaultPortalURL
+	if v := getenv("ESIM_PORTAL_URL"); v != "" {
+		def = v
+	}
+	cmd.Flags().StringVar(portalURL, "portal-url", def, "the partner portal's base URL, which the link points at (env ESIM_PORTAL_URL)")
 }

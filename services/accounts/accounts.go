@@ -197,6 +197,7 @@ type Store interface {
 	EnableLive(ctx context.Context, id uuid.UUID) (Account, error)
 
 	UserStore
+	AccessStore
 }
 
 // Service holds the accounts use cases.
@@ -205,6 +206,7 @@ type Service struct {
 	now        func() time.Time
 	sessionTTL time.Duration
 	inviteTTL  time.Duration
+	resetTTL   time.Duration
 	// hashPassword is argon2id.Hash; the domain's tests count its calls.
 	hashPassword func(password string) string
 }
@@ -232,13 +234,23 @@ func WithInviteTTL(d time.Duration) Option {
 	}
 }
 
+// WithResetTTL sets how long a password reset link works; 0 keeps
+// DefaultResetTTL.
+func WithResetTTL(d time.Duration) Option {
+	return func(s *Service) {
+		if d > 0 {
+			s.resetTTL = d
+		}
+	}
+}
+
 // WithClock replaces time.Now, for tests that let sessions and invites
 // expire without waiting for them.
 func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
 
 // NewService returns the use cases over store.
 func NewService(store Store, opts ...Option) *Service {
-	s := &Service{store: store, now: time.Now, sessionTTL: DefaultSessionTTL, inviteTTL: DefaultInviteTTL, hashPassword: argon2id.Hash}
+	s := &Service{store: store, now: time.Now, sessionTTL: DefaultSessionTTL, inviteTTL: DefaultInviteTTL, resetTTL: DefaultResetTTL, hashPassword: argon2id.Hash}
 	for _, o := range opts {
 		o(s)
 	}

@@ -319,6 +319,18 @@ var errNotCurrentPassword = invalid("current_password", "is not your current pas
 // sets their password instead: how an operator hands a user a new one. An
 // email of another account's user is ErrConflict on "email".
 func (s *Service) InviteUser(ctx context.Context, accountID uuid.UUID, email string) (IssuedInvite, error) {
+	return s.invite(ctx, accountID, email, false)
+}
+
+// InviteNewUser is InviteUser for an email that is not yet a user of the
+// account: one that is is ErrConflict on "email". The portal's users
+// invite this way, so that none of them can set a colleague's password
+// (password resets are the operators').
+func (s *Service) InviteNewUser(ctx context.Context, accountID uuid.UUID, email string) (IssuedInvite, error) {
+	return s.invite(ctx, accountID, email, true)
+}
+
+func (s *Service) invite(ctx context.Context, accountID uuid.UUID, email string, newOnly bool) (IssuedInvite, error) {
 	email, err := validEmail("email", email)
 	if err != nil {
 		return IssuedInvite{}, err
@@ -332,6 +344,8 @@ func (s *Service) InviteUser(ctx context.Context, accountID uuid.UUID, email str
 	switch existing, err := s.store.UserByEmail(ctx, email); {
 	case err == nil && existing.User.AccountID != accountID:
 		return IssuedInvite{}, &ConflictError{Field: "email", Reason: "is already registered to another account"}
+	case err == nil && newOnly:
+		return IssuedInvite{}, &ConflictError{Field: "email", Reason: "is already a user of this account"}
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return IssuedInvite{}, fmt.Errorf("invite to account %s: look up user: %w", accountID, err)
 	}

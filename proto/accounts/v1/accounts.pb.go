@@ -1471,9 +1471,13 @@ func (x *ChangePasswordRequest) GetNewPassword() string {
 }
 
 type InviteUserRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
-	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AccountId string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	Email     string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// Refuse (already_exists on "email") an email that is already a user of
+	// the account, whose password accepting would set: the portal's invites,
+	// so that no user sets a colleague's password.
+	NewUserOnly   bool `protobuf:"varint,3,opt,name=new_user_only,json=newUserOnly,proto3" json:"new_user_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1520,6 +1524,13 @@ func (x *InviteUserRequest) GetEmail() string {
 		return x.Email
 	}
 	return ""
+}
+
+func (x *InviteUserRequest) GetNewUserOnly() bool {
+	if x != nil {
+		return x.NewUserOnly
+	}
+	return false
 }
 
 type InviteUserResponse struct {
@@ -1625,6 +1636,804 @@ func (x *AcceptInviteRequest) GetPassword() string {
 		return x.Password
 	}
 	return ""
+}
+
+type GetInviteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInviteRequest) Reset() {
+	*x = GetInviteRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInviteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInviteRequest) ProtoMessage() {}
+
+func (x *GetInviteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInviteRequest.ProtoReflect.Descriptor instead.
+func (*GetInviteRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetInviteRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type Invite struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	AccountId   string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	AccountName string                 `protobuf:"bytes,2,opt,name=account_name,json=accountName,proto3" json:"account_name,omitempty"`
+	Email       string                 `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
+	ExpiresAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// Whether the email is already a user of the account, whose password
+	// accepting replaces.
+	ExistingUser  bool `protobuf:"varint,5,opt,name=existing_user,json=existingUser,proto3" json:"existing_user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Invite) Reset() {
+	*x = Invite{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invite) ProtoMessage() {}
+
+func (x *Invite) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invite.ProtoReflect.Descriptor instead.
+func (*Invite) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Invite) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *Invite) GetAccountName() string {
+	if x != nil {
+		return x.AccountName
+	}
+	return ""
+}
+
+func (x *Invite) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *Invite) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Invite) GetExistingUser() bool {
+	if x != nil {
+		return x.ExistingUser
+	}
+	return false
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListUsersRequest) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+type ListUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Users         []*User                `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListUsersResponse) GetUsers() []*User {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type RemoveUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	UserId        string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveUserRequest) Reset() {
+	*x = RemoveUserRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveUserRequest) ProtoMessage() {}
+
+func (x *RemoveUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveUserRequest.ProtoReflect.Descriptor instead.
+func (*RemoveUserRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RemoveUserRequest) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *RemoveUserRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+type RemoveUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveUserResponse) Reset() {
+	*x = RemoveUserResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveUserResponse) ProtoMessage() {}
+
+func (x *RemoveUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveUserResponse.ProtoReflect.Descriptor instead.
+func (*RemoveUserResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{32}
+}
+
+type CreatePasswordResetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePasswordResetRequest) Reset() {
+	*x = CreatePasswordResetRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePasswordResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePasswordResetRequest) ProtoMessage() {}
+
+func (x *CreatePasswordResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePasswordResetRequest.ProtoReflect.Descriptor instead.
+func (*CreatePasswordResetRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CreatePasswordResetRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+type CreatePasswordResetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shown once; only its hash is stored.
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	User          *User                  `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePasswordResetResponse) Reset() {
+	*x = CreatePasswordResetResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePasswordResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePasswordResetResponse) ProtoMessage() {}
+
+func (x *CreatePasswordResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePasswordResetResponse.ProtoReflect.Descriptor instead.
+func (*CreatePasswordResetResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CreatePasswordResetResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreatePasswordResetResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *CreatePasswordResetResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+type GetPasswordResetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPasswordResetRequest) Reset() {
+	*x = GetPasswordResetRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPasswordResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPasswordResetRequest) ProtoMessage() {}
+
+func (x *GetPasswordResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPasswordResetRequest.ProtoReflect.Descriptor instead.
+func (*GetPasswordResetRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetPasswordResetRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type PasswordReset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	AccountName   string                 `protobuf:"bytes,2,opt,name=account_name,json=accountName,proto3" json:"account_name,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PasswordReset) Reset() {
+	*x = PasswordReset{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PasswordReset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PasswordReset) ProtoMessage() {}
+
+func (x *PasswordReset) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PasswordReset.ProtoReflect.Descriptor instead.
+func (*PasswordReset) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *PasswordReset) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *PasswordReset) GetAccountName() string {
+	if x != nil {
+		return x.AccountName
+	}
+	return ""
+}
+
+func (x *PasswordReset) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type ResetPasswordRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetPasswordRequest) Reset() {
+	*x = ResetPasswordRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetPasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetPasswordRequest) ProtoMessage() {}
+
+func (x *ResetPasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetPasswordRequest.ProtoReflect.Descriptor instead.
+func (*ResetPasswordRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ResetPasswordRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ResetPasswordRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+type RequestLiveRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AccountId string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	// The user asking, who must be a user of the account.
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestLiveRequest) Reset() {
+	*x = RequestLiveRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestLiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestLiveRequest) ProtoMessage() {}
+
+func (x *RequestLiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestLiveRequest.ProtoReflect.Descriptor instead.
+func (*RequestLiveRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *RequestLiveRequest) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+func (x *RequestLiveRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+type LiveRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Account *Account               `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	// Email of the user who asked.
+	RequestedBy   string                 `protobuf:"bytes,2,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
+	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveRequest) Reset() {
+	*x = LiveRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveRequest) ProtoMessage() {}
+
+func (x *LiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveRequest.ProtoReflect.Descriptor instead.
+func (*LiveRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LiveRequest) GetAccount() *Account {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+func (x *LiveRequest) GetRequestedBy() string {
+	if x != nil {
+		return x.RequestedBy
+	}
+	return ""
+}
+
+func (x *LiveRequest) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+type GetLiveRequestRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AccountId     string                 `protobuf:"bytes,1,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLiveRequestRequest) Reset() {
+	*x = GetLiveRequestRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLiveRequestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLiveRequestRequest) ProtoMessage() {}
+
+func (x *GetLiveRequestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLiveRequestRequest.ProtoReflect.Descriptor instead.
+func (*GetLiveRequestRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GetLiveRequestRequest) GetAccountId() string {
+	if x != nil {
+		return x.AccountId
+	}
+	return ""
+}
+
+type ListLiveRequestsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLiveRequestsRequest) Reset() {
+	*x = ListLiveRequestsRequest{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLiveRequestsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLiveRequestsRequest) ProtoMessage() {}
+
+func (x *ListLiveRequestsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLiveRequestsRequest.ProtoReflect.Descriptor instead.
+func (*ListLiveRequestsRequest) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{41}
+}
+
+type ListLiveRequestsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first; granted ones (live enabled) are left out.
+	Requests      []*LiveRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLiveRequestsResponse) Reset() {
+	*x = ListLiveRequestsResponse{}
+	mi := &file_accounts_v1_accounts_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLiveRequestsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLiveRequestsResponse) ProtoMessage() {}
+
+func (x *ListLiveRequestsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_accounts_v1_accounts_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLiveRequestsResponse.ProtoReflect.Descriptor instead.
+func (*ListLiveRequestsResponse) Descriptor() ([]byte, []int) {
+	return file_accounts_v1_accounts_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListLiveRequestsResponse) GetRequests() []*LiveRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
 }
 
 var File_accounts_v1_accounts_proto protoreflect.FileDescriptor
@@ -1734,23 +2543,74 @@ const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x15ChangePasswordRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12)\n" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
-	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"H\n" +
+	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"l\n" +
 	"\x11InviteUserRequest\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\tR\taccountId\x12\x14\n" +
-	"\x05email\x18\x02 \x01(\tR\x05email\"e\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\"\n" +
+	"\rnew_user_only\x18\x03 \x01(\bR\vnewUserOnly\"e\n" +
 	"\x12InviteUserResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
 	"\n" +
 	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"G\n" +
 	"\x13AcceptInviteRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
-	"\bpassword\x18\x02 \x01(\tR\bpassword*Y\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"(\n" +
+	"\x10GetInviteRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"\xc0\x01\n" +
+	"\x06Invite\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\x12!\n" +
+	"\faccount_name\x18\x02 \x01(\tR\vaccountName\x12\x14\n" +
+	"\x05email\x18\x03 \x01(\tR\x05email\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
+	"\rexisting_user\x18\x05 \x01(\bR\fexistingUser\"1\n" +
+	"\x10ListUsersRequest\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\"A\n" +
+	"\x11ListUsersResponse\x12,\n" +
+	"\x05users\x18\x01 \x03(\v2\x16.esim.accounts.v1.UserR\x05users\"K\n" +
+	"\x11RemoveUserRequest\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"\x14\n" +
+	"\x12RemoveUserResponse\"2\n" +
+	"\x1aCreatePasswordResetRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\"\x9a\x01\n" +
+	"\x1bCreatePasswordResetResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12*\n" +
+	"\x04user\x18\x03 \x01(\v2\x16.esim.accounts.v1.UserR\x04user\"/\n" +
+	"\x17GetPasswordResetRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"\x83\x01\n" +
+	"\rPasswordReset\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12!\n" +
+	"\faccount_name\x18\x02 \x01(\tR\vaccountName\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"H\n" +
+	"\x14ResetPasswordRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"L\n" +
+	"\x12RequestLiveRequest\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"\xa4\x01\n" +
+	"\vLiveRequest\x123\n" +
+	"\aaccount\x18\x01 \x01(\v2\x19.esim.accounts.v1.AccountR\aaccount\x12!\n" +
+	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12=\n" +
+	"\frequested_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\"6\n" +
+	"\x15GetLiveRequestRequest\x12\x1d\n" +
+	"\n" +
+	"account_id\x18\x01 \x01(\tR\taccountId\"\x19\n" +
+	"\x17ListLiveRequestsRequest\"U\n" +
+	"\x18ListLiveRequestsResponse\x129\n" +
+	"\brequests\x18\x01 \x03(\v2\x1d.esim.accounts.v1.LiveRequestR\brequests*Y\n" +
 	"\vEnvironment\x12\x1b\n" +
 	"\x17ENVIRONMENT_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ENVIRONMENT_SANDBOX\x10\x01\x12\x14\n" +
-	"\x10ENVIRONMENT_LIVE\x10\x022\xc9\n" +
-	"\n" +
+	"\x10ENVIRONMENT_LIVE\x10\x022\x8c\x11\n" +
 	"\bAccounts\x12R\n" +
 	"\rCreateAccount\x12&.esim.accounts.v1.CreateAccountRequest\x1a\x19.esim.accounts.v1.Account\x12L\n" +
 	"\n" +
@@ -1771,7 +2631,17 @@ const file_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x0eChangePassword\x12'.esim.accounts.v1.ChangePasswordRequest\x1a!.esim.accounts.v1.SessionResponse\x12W\n" +
 	"\n" +
 	"InviteUser\x12#.esim.accounts.v1.InviteUserRequest\x1a$.esim.accounts.v1.InviteUserResponse\x12X\n" +
-	"\fAcceptInvite\x12%.esim.accounts.v1.AcceptInviteRequest\x1a!.esim.accounts.v1.SessionResponseB;Z9github.com/esimplatform/esim/proto/accounts/v1;accountsv1b\x06proto3"
+	"\fAcceptInvite\x12%.esim.accounts.v1.AcceptInviteRequest\x1a!.esim.accounts.v1.SessionResponse\x12I\n" +
+	"\tGetInvite\x12\".esim.accounts.v1.GetInviteRequest\x1a\x18.esim.accounts.v1.Invite\x12T\n" +
+	"\tListUsers\x12\".esim.accounts.v1.ListUsersRequest\x1a#.esim.accounts.v1.ListUsersResponse\x12W\n" +
+	"\n" +
+	"RemoveUser\x12#.esim.accounts.v1.RemoveUserRequest\x1a$.esim.accounts.v1.RemoveUserResponse\x12r\n" +
+	"\x13CreatePasswordReset\x12,.esim.accounts.v1.CreatePasswordResetRequest\x1a-.esim.accounts.v1.CreatePasswordResetResponse\x12^\n" +
+	"\x10GetPasswordReset\x12).esim.accounts.v1.GetPasswordResetRequest\x1a\x1f.esim.accounts.v1.PasswordReset\x12Z\n" +
+	"\rResetPassword\x12&.esim.accounts.v1.ResetPasswordRequest\x1a!.esim.accounts.v1.SessionResponse\x12R\n" +
+	"\vRequestLive\x12$.esim.accounts.v1.RequestLiveRequest\x1a\x1d.esim.accounts.v1.LiveRequest\x12X\n" +
+	"\x0eGetLiveRequest\x12'.esim.accounts.v1.GetLiveRequestRequest\x1a\x1d.esim.accounts.v1.LiveRequest\x12i\n" +
+	"\x10ListLiveRequests\x12).esim.accounts.v1.ListLiveRequestsRequest\x1a*.esim.accounts.v1.ListLiveRequestsResponseB;Z9github.com/esimplatform/esim/proto/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_accounts_v1_accounts_proto_rawDescOnce sync.Once
@@ -1786,91 +2656,133 @@ func file_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 }
 
 var file_accounts_v1_accounts_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_accounts_v1_accounts_proto_goTypes = []any{
-	(Environment)(0),              // 0: esim.accounts.v1.Environment
-	(*Account)(nil),               // 1: esim.accounts.v1.Account
-	(*CreateAccountRequest)(nil),  // 2: esim.accounts.v1.CreateAccountRequest
-	(*GetAccountRequest)(nil),     // 3: esim.accounts.v1.GetAccountRequest
-	(*ListAccountsRequest)(nil),   // 4: esim.accounts.v1.ListAccountsRequest
-	(*ListAccountsResponse)(nil),  // 5: esim.accounts.v1.ListAccountsResponse
-	(*SetRateLimitRequest)(nil),   // 6: esim.accounts.v1.SetRateLimitRequest
-	(*ApiKey)(nil),                // 7: esim.accounts.v1.ApiKey
-	(*CreateKeyRequest)(nil),      // 8: esim.accounts.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),     // 9: esim.accounts.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),       // 10: esim.accounts.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),      // 11: esim.accounts.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),      // 12: esim.accounts.v1.RevokeKeyRequest
-	(*AuthenticateRequest)(nil),   // 13: esim.accounts.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),  // 14: esim.accounts.v1.AuthenticateResponse
-	(*EnableLiveRequest)(nil),     // 15: esim.accounts.v1.EnableLiveRequest
-	(*User)(nil),                  // 16: esim.accounts.v1.User
-	(*Session)(nil),               // 17: esim.accounts.v1.Session
-	(*SessionResponse)(nil),       // 18: esim.accounts.v1.SessionResponse
-	(*SignUpRequest)(nil),         // 19: esim.accounts.v1.SignUpRequest
-	(*SignInRequest)(nil),         // 20: esim.accounts.v1.SignInRequest
-	(*GetSessionRequest)(nil),     // 21: esim.accounts.v1.GetSessionRequest
-	(*SignOutRequest)(nil),        // 22: esim.accounts.v1.SignOutRequest
-	(*SignOutResponse)(nil),       // 23: esim.accounts.v1.SignOutResponse
-	(*ChangePasswordRequest)(nil), // 24: esim.accounts.v1.ChangePasswordRequest
-	(*InviteUserRequest)(nil),     // 25: esim.accounts.v1.InviteUserRequest
-	(*InviteUserResponse)(nil),    // 26: esim.accounts.v1.InviteUserResponse
-	(*AcceptInviteRequest)(nil),   // 27: esim.accounts.v1.AcceptInviteRequest
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(Environment)(0),                    // 0: esim.accounts.v1.Environment
+	(*Account)(nil),                     // 1: esim.accounts.v1.Account
+	(*CreateAccountRequest)(nil),        // 2: esim.accounts.v1.CreateAccountRequest
+	(*GetAccountRequest)(nil),           // 3: esim.accounts.v1.GetAccountRequest
+	(*ListAccountsRequest)(nil),         // 4: esim.accounts.v1.ListAccountsRequest
+	(*ListAccountsResponse)(nil),        // 5: esim.accounts.v1.ListAccountsResponse
+	(*SetRateLimitRequest)(nil),         // 6: esim.accounts.v1.SetRateLimitRequest
+	(*ApiKey)(nil),                      // 7: esim.accounts.v1.ApiKey
+	(*CreateKeyRequest)(nil),            // 8: esim.accounts.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),           // 9: esim.accounts.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),             // 10: esim.accounts.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),            // 11: esim.accounts.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),            // 12: esim.accounts.v1.RevokeKeyRequest
+	(*AuthenticateRequest)(nil),         // 13: esim.accounts.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),        // 14: esim.accounts.v1.AuthenticateResponse
+	(*EnableLiveRequest)(nil),           // 15: esim.accounts.v1.EnableLiveRequest
+	(*User)(nil),                        // 16: esim.accounts.v1.User
+	(*Session)(nil),                     // 17: esim.accounts.v1.Session
+	(*SessionResponse)(nil),             // 18: esim.accounts.v1.SessionResponse
+	(*SignUpRequest)(nil),               // 19: esim.accounts.v1.SignUpRequest
+	(*SignInRequest)(nil),               // 20: esim.accounts.v1.SignInRequest
+	(*GetSessionRequest)(nil),           // 21: esim.accounts.v1.GetSessionRequest
+	(*SignOutRequest)(nil),              // 22: esim.accounts.v1.SignOutRequest
+	(*SignOutResponse)(nil),             // 23: esim.accounts.v1.SignOutResponse
+	(*ChangePasswordRequest)(nil),       // 24: esim.accounts.v1.ChangePasswordRequest
+	(*InviteUserRequest)(nil),           // 25: esim.accounts.v1.InviteUserRequest
+	(*InviteUserResponse)(nil),          // 26: esim.accounts.v1.InviteUserResponse
+	(*AcceptInviteRequest)(nil),         // 27: esim.accounts.v1.AcceptInviteRequest
+	(*GetInviteRequest)(nil),            // 28: esim.accounts.v1.GetInviteRequest
+	(*Invite)(nil),                      // 29: esim.accounts.v1.Invite
+	(*ListUsersRequest)(nil),            // 30: esim.accounts.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 31: esim.accounts.v1.ListUsersResponse
+	(*RemoveUserRequest)(nil),           // 32: esim.accounts.v1.RemoveUserRequest
+	(*RemoveUserResponse)(nil),          // 33: esim.accounts.v1.RemoveUserResponse
+	(*CreatePasswordResetRequest)(nil),  // 34: esim.accounts.v1.CreatePasswordResetRequest
+	(*CreatePasswordResetResponse)(nil), // 35: esim.accounts.v1.CreatePasswordResetResponse
+	(*GetPasswordResetRequest)(nil),     // 36: esim.accounts.v1.GetPasswordResetRequest
+	(*PasswordReset)(nil),               // 37: esim.accounts.v1.PasswordReset
+	(*ResetPasswordRequest)(nil),        // 38: esim.accounts.v1.ResetPasswordRequest
+	(*RequestLiveRequest)(nil),          // 39: esim.accounts.v1.RequestLiveRequest
+	(*LiveRequest)(nil),                 // 40: esim.accounts.v1.LiveRequest
+	(*GetLiveRequestRequest)(nil),       // 41: esim.accounts.v1.GetLiveRequestRequest
+	(*ListLiveRequestsRequest)(nil),     // 42: esim.accounts.v1.ListLiveRequestsRequest
+	(*ListLiveRequestsResponse)(nil),    // 43: esim.accounts.v1.ListLiveRequestsResponse
+	(*timestamppb.Timestamp)(nil),       // 44: google.protobuf.Timestamp
 }
 var file_accounts_v1_accounts_proto_depIdxs = []int32{
-	28, // 0: esim.accounts.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	44, // 0: esim.accounts.v1.Account.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 1: esim.accounts.v1.ListAccountsResponse.accounts:type_name -> esim.accounts.v1.Account
 	0,  // 2: esim.accounts.v1.ApiKey.environment:type_name -> esim.accounts.v1.Environment
-	28, // 3: esim.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	28, // 4: esim.accounts.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	44, // 3: esim.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	44, // 4: esim.accounts.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
 	0,  // 5: esim.accounts.v1.CreateKeyRequest.environment:type_name -> esim.accounts.v1.Environment
 	7,  // 6: esim.accounts.v1.CreateKeyResponse.key:type_name -> esim.accounts.v1.ApiKey
 	7,  // 7: esim.accounts.v1.ListKeysResponse.keys:type_name -> esim.accounts.v1.ApiKey
 	0,  // 8: esim.accounts.v1.AuthenticateResponse.environment:type_name -> esim.accounts.v1.Environment
-	28, // 9: esim.accounts.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	44, // 9: esim.accounts.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	16, // 10: esim.accounts.v1.Session.user:type_name -> esim.accounts.v1.User
 	1,  // 11: esim.accounts.v1.Session.account:type_name -> esim.accounts.v1.Account
-	28, // 12: esim.accounts.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 12: esim.accounts.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	17, // 13: esim.accounts.v1.SessionResponse.session:type_name -> esim.accounts.v1.Session
-	28, // 14: esim.accounts.v1.InviteUserResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 15: esim.accounts.v1.Accounts.CreateAccount:input_type -> esim.accounts.v1.CreateAccountRequest
-	3,  // 16: esim.accounts.v1.Accounts.GetAccount:input_type -> esim.accounts.v1.GetAccountRequest
-	4,  // 17: esim.accounts.v1.Accounts.ListAccounts:input_type -> esim.accounts.v1.ListAccountsRequest
-	6,  // 18: esim.accounts.v1.Accounts.SetRateLimit:input_type -> esim.accounts.v1.SetRateLimitRequest
-	8,  // 19: esim.accounts.v1.Accounts.CreateKey:input_type -> esim.accounts.v1.CreateKeyRequest
-	10, // 20: esim.accounts.v1.Accounts.ListKeys:input_type -> esim.accounts.v1.ListKeysRequest
-	12, // 21: esim.accounts.v1.Accounts.RevokeKey:input_type -> esim.accounts.v1.RevokeKeyRequest
-	13, // 22: esim.accounts.v1.Accounts.Authenticate:input_type -> esim.accounts.v1.AuthenticateRequest
-	15, // 23: esim.accounts.v1.Accounts.EnableLive:input_type -> esim.accounts.v1.EnableLiveRequest
-	19, // 24: esim.accounts.v1.Accounts.SignUp:input_type -> esim.accounts.v1.SignUpRequest
-	20, // 25: esim.accounts.v1.Accounts.SignIn:input_type -> esim.accounts.v1.SignInRequest
-	21, // 26: esim.accounts.v1.Accounts.GetSession:input_type -> esim.accounts.v1.GetSessionRequest
-	22, // 27: esim.accounts.v1.Accounts.SignOut:input_type -> esim.accounts.v1.SignOutRequest
-	24, // 28: esim.accounts.v1.Accounts.ChangePassword:input_type -> esim.accounts.v1.ChangePasswordRequest
-	25, // 29: esim.accounts.v1.Accounts.InviteUser:input_type -> esim.accounts.v1.InviteUserRequest
-	27, // 30: esim.accounts.v1.Accounts.AcceptInvite:input_type -> esim.accounts.v1.AcceptInviteRequest
-	1,  // 31: esim.accounts.v1.Accounts.CreateAccount:output_type -> esim.accounts.v1.Account
-	1,  // 32: esim.accounts.v1.Accounts.GetAccount:output_type -> esim.accounts.v1.Account
-	5,  // 33: esim.accounts.v1.Accounts.ListAccounts:output_type -> esim.accounts.v1.ListAccountsResponse
-	1,  // 34: esim.accounts.v1.Accounts.SetRateLimit:output_type -> esim.accounts.v1.Account
-	9,  // 35: esim.accounts.v1.Accounts.CreateKey:output_type -> esim.accounts.v1.CreateKeyResponse
-	11, // 36: esim.accounts.v1.Accounts.ListKeys:output_type -> esim.accounts.v1.ListKeysResponse
-	7,  // 37: esim.accounts.v1.Accounts.RevokeKey:output_type -> esim.accounts.v1.ApiKey
-	14, // 38: esim.accounts.v1.Accounts.Authenticate:output_type -> esim.accounts.v1.AuthenticateResponse
-	1,  // 39: esim.accounts.v1.Accounts.EnableLive:output_type -> esim.accounts.v1.Account
-	18, // 40: esim.accounts.v1.Accounts.SignUp:output_type -> esim.accounts.v1.SessionResponse
-	18, // 41: esim.accounts.v1.Accounts.SignIn:output_type -> esim.accounts.v1.SessionResponse
-	17, // 42: esim.accounts.v1.Accounts.GetSession:output_type -> esim.accounts.v1.Session
-	23, // 43: esim.accounts.v1.Accounts.SignOut:output_type -> esim.accounts.v1.SignOutResponse
-	18, // 44: esim.accounts.v1.Accounts.ChangePassword:output_type -> esim.accounts.v1.SessionResponse
-	26, // 45: esim.accounts.v1.Accounts.InviteUser:output_type -> esim.accounts.v1.InviteUserResponse
-	18, // 46: esim.accounts.v1.Accounts.AcceptInvite:output_type -> esim.accounts.v1.SessionResponse
-	31, // [31:47] is the sub-list for method output_type
-	15, // [15:31] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	44, // 14: esim.accounts.v1.InviteUserResponse.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 15: esim.accounts.v1.Invite.expires_at:type_name -> google.protobuf.Timestamp
+	16, // 16: esim.accounts.v1.ListUsersResponse.users:type_name -> esim.accounts.v1.User
+	44, // 17: esim.accounts.v1.CreatePasswordResetResponse.expires_at:type_name -> google.protobuf.Timestamp
+	16, // 18: esim.accounts.v1.CreatePasswordResetResponse.user:type_name -> esim.accounts.v1.User
+	44, // 19: esim.accounts.v1.PasswordReset.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 20: esim.accounts.v1.LiveRequest.account:type_name -> esim.accounts.v1.Account
+	44, // 21: esim.accounts.v1.LiveRequest.requested_at:type_name -> google.protobuf.Timestamp
+	40, // 22: esim.accounts.v1.ListLiveRequestsResponse.requests:type_name -> esim.accounts.v1.LiveRequest
+	2,  // 23: esim.accounts.v1.Accounts.CreateAccount:input_type -> esim.accounts.v1.CreateAccountRequest
+	3,  // 24: esim.accounts.v1.Accounts.GetAccount:input_type -> esim.accounts.v1.GetAccountRequest
+	4,  // 25: esim.accounts.v1.Accounts.ListAccounts:input_type -> esim.accounts.v1.ListAccountsRequest
+	6,  // 26: esim.accounts.v1.Accounts.SetRateLimit:input_type -> esim.accounts.v1.SetRateLimitRequest
+	8,  // 27: esim.accounts.v1.Accounts.CreateKey:input_type -> esim.accounts.v1.CreateKeyRequest
+	10, // 28: esim.accounts.v1.Accounts.ListKeys:input_type -> esim.accounts.v1.ListKeysRequest
+	12, // 29: esim.accounts.v1.Accounts.RevokeKey:input_type -> esim.accounts.v1.RevokeKeyRequest
+	13, // 30: esim.accounts.v1.Accounts.Authenticate:input_type -> esim.accounts.v1.AuthenticateRequest
+	15, // 31: esim.accounts.v1.Accounts.EnableLive:input_type -> esim.accounts.v1.EnableLiveRequest
+	19, // 32: esim.accounts.v1.Accounts.SignUp:input_type -> esim.accounts.v1.SignUpRequest
+	20, // 33: esim.accounts.v1.Accounts.SignIn:input_type -> esim.accounts.v1.SignInRequest
+	21, // 34: esim.accounts.v1.Accounts.GetSession:input_type -> esim.accounts.v1.GetSessionRequest
+	22, // 35: esim.accounts.v1.Accounts.SignOut:input_type -> esim.accounts.v1.SignOutRequest
+	24, // 36: esim.accounts.v1.Accounts.ChangePassword:input_type -> esim.accounts.v1.ChangePasswordRequest
+	25, // 37: esim.accounts.v1.Accounts.InviteUser:input_type -> esim.accounts.v1.InviteUserRequest
+	27, // 38: esim.accounts.v1.Accounts.AcceptInvite:input_type -> esim.accounts.v1.AcceptInviteRequest
+	28, // 39: esim.accounts.v1.Accounts.GetInvite:input_type -> esim.accounts.v1.GetInviteRequest
+	30, // 40: esim.accounts.v1.Accounts.ListUsers:input_type -> esim.accounts.v1.ListUsersRequest
+	32, // 41: esim.accounts.v1.Accounts.RemoveUser:input_type -> esim.accounts.v1.RemoveUserRequest
+	34, // 42: esim.accounts.v1.Accounts.CreatePasswordReset:input_type -> esim.accounts.v1.CreatePasswordResetRequest
+	36, // 43: esim.accounts.v1.Accounts.GetPasswordReset:input_type -> esim.accounts.v1.GetPasswordResetRequest
+	38, // 44: esim.accounts.v1.Accounts.ResetPassword:input_type -> esim.accounts.v1.ResetPasswordRequest
+	39, // 45: esim.accounts.v1.Accounts.RequestLive:input_type -> esim.accounts.v1.RequestLiveRequest
+	41, // 46: esim.accounts.v1.Accounts.GetLiveRequest:input_type -> esim.accounts.v1.GetLiveRequestRequest
+	42, // 47: esim.accounts.v1.Accounts.ListLiveRequests:input_type -> esim.accounts.v1.ListLiveRequestsRequest
+	1,  // 48: esim.accounts.v1.Accounts.CreateAccount:output_type -> esim.accounts.v1.Account
+	1,  // 49: esim.accounts.v1.Accounts.GetAccount:output_type -> esim.accounts.v1.Account
+	5,  // 50: esim.accounts.v1.Accounts.ListAccounts:output_type -> esim.accounts.v1.ListAccountsResponse
+	1,  // 51: esim.accounts.v1.Accounts.SetRateLimit:output_type -> esim.accounts.v1.Account
+	9,  // 52: esim.accounts.v1.Accounts.CreateKey:output_type -> esim.accounts.v1.CreateKeyResponse
+	11, // 53: esim.accounts.v1.Accounts.ListKeys:output_type -> esim.accounts.v1.ListKeysResponse
+	7,  // 54: esim.accounts.v1.Accounts.RevokeKey:output_type -> esim.accounts.v1.ApiKey
+	14, // 55: esim.accounts.v1.Accounts.Authenticate:output_type -> esim.accounts.v1.AuthenticateResponse
+	1,  // 56: esim.accounts.v1.Accounts.EnableLive:output_type -> esim.accounts.v1.Account
+	18, // 57: esim.accounts.v1.Accounts.SignUp:output_type -> esim.accounts.v1.SessionResponse
+	18, // 58: esim.accounts.v1.Accounts.SignIn:output_type -> esim.accounts.v1.SessionResponse
+	17, // 59: esim.accounts.v1.Accounts.GetSession:output_type -> esim.accounts.v1.Session
+	23, // 60: esim.accounts.v1.Accounts.SignOut:output_type -> esim.accounts.v1.SignOutResponse
+	18, // 61: esim.accounts.v1.Accounts.ChangePassword:output_type -> esim.accounts.v1.SessionResponse
+	26, // 62: esim.accounts.v1.Accounts.InviteUser:output_type -> esim.accounts.v1.InviteUserResponse
+	18, // 63: esim.accounts.v1.Accounts.AcceptInvite:output_type -> esim.accounts.v1.SessionResponse
+	29, // 64: esim.accounts.v1.Accounts.GetInvite:output_type -> esim.accounts.v1.Invite
+	31, // 65: esim.accounts.v1.Accounts.ListUsers:output_type -> esim.accounts.v1.ListUsersResponse
+	33, // 66: esim.accounts.v1.Accounts.RemoveUser:output_type -> esim.accounts.v1.RemoveUserResponse
+	35, // 67: esim.accounts.v1.Accounts.CreatePasswordReset:output_type -> esim.accounts.v1.CreatePasswordResetResponse
+	37, // 68: esim.accounts.v1.Accounts.GetPasswordReset:output_type -> esim.accounts.v1.PasswordReset
+	18, // 69: esim.accounts.v1.Accounts.ResetPassword:output_type -> esim.accounts.v1.SessionResponse
+	40, // 70: esim.accounts.v1.Accounts.RequestLive:output_type -> esim.accounts.v1.LiveRequest
+	40, // 71: esim.accounts.v1.Accounts.GetLiveRequest:output_type -> esim.accounts.v1.LiveRequest
+	43, // 72: esim.accounts.v1.Accounts.ListLiveRequests:output_type -> esim.accounts.v1.ListLiveRequestsResponse
+	48, // [48:73] is the sub-list for method output_type
+	23, // [23:48] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_accounts_v1_accounts_proto_init() }
@@ -1884,7 +2796,7 @@ func file_accounts_v1_accounts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accounts_v1_accounts_proto_rawDesc), len(file_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -89,6 +89,39 @@ type Accounts interface {
 	InviteUser(context.Context, *InviteUserRequest) (*InviteUserResponse, error)
 
 	AcceptInvite(context.Context, *AcceptInviteRequest) (*SessionResponse, error)
+
+	// GetInvite answers whom an unspent invite token is for, so the page
+	// that spends it can say so before asking for a password; not_found for
+	// a token that is unknown, used or expired.
+	GetInvite(context.Context, *GetInviteRequest) (*Invite, error)
+
+	// ListUsers answers the users of an account, oldest first.
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+
+	// RemoveUser deletes a user of the account and ends their sessions;
+	// failed_precondition (reason "last_user") for the account's last user.
+	RemoveUser(context.Context, *RemoveUserRequest) (*RemoveUserResponse, error)
+
+	// CreatePasswordReset makes a one-time token with which the user of
+	// email chooses a new password (operators); GetPasswordReset answers
+	// whom an unspent token is for; ResetPassword spends it, ends every
+	// session of the user and signs them in.
+	CreatePasswordReset(context.Context, *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error)
+
+	GetPasswordReset(context.Context, *GetPasswordResetRequest) (*PasswordReset, error)
+
+	ResetPassword(context.Context, *ResetPasswordRequest) (*SessionResponse, error)
+
+	// RequestLive records that a user of a sandbox-only account asks for
+	// live (the first request's time and user are kept); operators list
+	// the requests not yet granted and grant one with EnableLive.
+	RequestLive(context.Context, *RequestLiveRequest) (*LiveRequest, error)
+
+	// GetLiveRequest answers the account's request; not_found when it has
+	// made none.
+	GetLiveRequest(context.Context, *GetLiveRequestRequest) (*LiveRequest, error)
+
+	ListLiveRequests(context.Context, *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error)
 }
 
 // ========================
@@ -97,7 +130,7 @@ type Accounts interface {
 
 type accountsProtobufClient struct {
 	client      HTTPClient
-	urls        [16]string
+	urls        [25]string
 	interceptor twirp.Interceptor
 	opts        twirp.ClientOptions
 }
@@ -125,7 +158,7 @@ func NewAccountsProtobufClient(baseURL string, client HTTPClient, opts ...twirp.
 	// Build method URLs: <baseURL>[<prefix>]/<package>.<Service>/<Method>
 	serviceURL := sanitizeBaseURL(baseURL)
 	serviceURL += baseServicePath(pathPrefix, "esim.accounts.v1", "Accounts")
-	urls := [16]string{
+	urls := [25]string{
 		serviceURL + "CreateAccount",
 		serviceURL + "GetAccount",
 		serviceURL + "ListAccounts",
@@ -142,6 +175,15 @@ func NewAccountsProtobufClient(baseURL string, client HTTPClient, opts ...twirp.
 		serviceURL + "ChangePassword",
 		serviceURL + "InviteUser",
 		serviceURL + "AcceptInvite",
+		serviceURL + "GetInvite",
+		serviceURL + "ListUsers",
+		serviceURL + "RemoveUser",
+		serviceURL + "CreatePasswordReset",
+		serviceURL + "GetPasswordReset",
+		serviceURL + "ResetPassword",
+		serviceURL + "RequestLive",
+		serviceURL + "GetLiveRequest",
+		serviceURL + "ListLiveRequests",
 	}
 
 	return &accountsProtobufClient{
@@ -888,13 +930,427 @@ func (c *accountsProtobufClient) callAcceptInvite(ctx context.Context, in *Accep
 	return out, nil
 }
 
+func (c *accountsProtobufClient) GetInvite(ctx context.Context, in *GetInviteRequest) (*Invite, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetInvite")
+	caller := c.callGetInvite
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetInviteRequest) (*Invite, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetInviteRequest) when calling interceptor")
+					}
+					return c.callGetInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Invite)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Invite) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callGetInvite(ctx context.Context, in *GetInviteRequest) (*Invite, error) {
+	out := new(Invite)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[16], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) ListUsers(ctx context.Context, in *ListUsersRequest) (*ListUsersResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ListUsers")
+	caller := c.callListUsers
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ListUsersRequest) (*ListUsersResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListUsersRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListUsersRequest) when calling interceptor")
+					}
+					return c.callListUsers(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListUsersResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListUsersResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callListUsers(ctx context.Context, in *ListUsersRequest) (*ListUsersResponse, error) {
+	out := new(ListUsersResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[17], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) RemoveUser(ctx context.Context, in *RemoveUserRequest) (*RemoveUserResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "RemoveUser")
+	caller := c.callRemoveUser
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *RemoveUserRequest) (*RemoveUserResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RemoveUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RemoveUserRequest) when calling interceptor")
+					}
+					return c.callRemoveUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*RemoveUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*RemoveUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callRemoveUser(ctx context.Context, in *RemoveUserRequest) (*RemoveUserResponse, error) {
+	out := new(RemoveUserResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[18], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) CreatePasswordReset(ctx context.Context, in *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "CreatePasswordReset")
+	caller := c.callCreatePasswordReset
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*CreatePasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*CreatePasswordResetRequest) when calling interceptor")
+					}
+					return c.callCreatePasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*CreatePasswordResetResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*CreatePasswordResetResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callCreatePasswordReset(ctx context.Context, in *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+	out := new(CreatePasswordResetResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[19], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) GetPasswordReset(ctx context.Context, in *GetPasswordResetRequest) (*PasswordReset, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetPasswordReset")
+	caller := c.callGetPasswordReset
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetPasswordResetRequest) (*PasswordReset, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetPasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetPasswordResetRequest) when calling interceptor")
+					}
+					return c.callGetPasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*PasswordReset)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*PasswordReset) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callGetPasswordReset(ctx context.Context, in *GetPasswordResetRequest) (*PasswordReset, error) {
+	out := new(PasswordReset)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[20], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) ResetPassword(ctx context.Context, in *ResetPasswordRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ResetPassword")
+	caller := c.callResetPassword
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ResetPasswordRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ResetPasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ResetPasswordRequest) when calling interceptor")
+					}
+					return c.callResetPassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callResetPassword(ctx context.Context, in *ResetPasswordRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[21], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) RequestLive(ctx context.Context, in *RequestLiveRequest) (*LiveRequest, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "RequestLive")
+	caller := c.callRequestLive
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *RequestLiveRequest) (*LiveRequest, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RequestLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RequestLiveRequest) when calling interceptor")
+					}
+					return c.callRequestLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callRequestLive(ctx context.Context, in *RequestLiveRequest) (*LiveRequest, error) {
+	out := new(LiveRequest)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[22], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) GetLiveRequest(ctx context.Context, in *GetLiveRequestRequest) (*LiveRequest, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetLiveRequest")
+	caller := c.callGetLiveRequest
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetLiveRequestRequest) (*LiveRequest, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetLiveRequestRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetLiveRequestRequest) when calling interceptor")
+					}
+					return c.callGetLiveRequest(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callGetLiveRequest(ctx context.Context, in *GetLiveRequestRequest) (*LiveRequest, error) {
+	out := new(LiveRequest)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[23], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsProtobufClient) ListLiveRequests(ctx context.Context, in *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ListLiveRequests")
+	caller := c.callListLiveRequests
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListLiveRequestsRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListLiveRequestsRequest) when calling interceptor")
+					}
+					return c.callListLiveRequests(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListLiveRequestsResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListLiveRequestsResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsProtobufClient) callListLiveRequests(ctx context.Context, in *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+	out := new(ListLiveRequestsResponse)
+	ctx, err := doProtobufRequest(ctx, c.client, c.opts.Hooks, c.urls[24], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
 // ====================
 // Accounts JSON Client
 // ====================
 
 type accountsJSONClient struct {
 	client      HTTPClient
-	urls        [16]string
+	urls        [25]string
 	interceptor twirp.Interceptor
 	opts        twirp.ClientOptions
 }
@@ -922,7 +1378,7 @@ func NewAccountsJSONClient(baseURL string, client HTTPClient, opts ...twirp.Clie
 	// Build method URLs: <baseURL>[<prefix>]/<package>.<Service>/<Method>
 	serviceURL := sanitizeBaseURL(baseURL)
 	serviceURL += baseServicePath(pathPrefix, "esim.accounts.v1", "Accounts")
-	urls := [16]string{
+	urls := [25]string{
 		serviceURL + "CreateAccount",
 		serviceURL + "GetAccount",
 		serviceURL + "ListAccounts",
@@ -939,6 +1395,15 @@ func NewAccountsJSONClient(baseURL string, client HTTPClient, opts ...twirp.Clie
 		serviceURL + "ChangePassword",
 		serviceURL + "InviteUser",
 		serviceURL + "AcceptInvite",
+		serviceURL + "GetInvite",
+		serviceURL + "ListUsers",
+		serviceURL + "RemoveUser",
+		serviceURL + "CreatePasswordReset",
+		serviceURL + "GetPasswordReset",
+		serviceURL + "ResetPassword",
+		serviceURL + "RequestLive",
+		serviceURL + "GetLiveRequest",
+		serviceURL + "ListLiveRequests",
 	}
 
 	return &accountsJSONClient{
@@ -1685,6 +2150,420 @@ func (c *accountsJSONClient) callAcceptInvite(ctx context.Context, in *AcceptInv
 	return out, nil
 }
 
+func (c *accountsJSONClient) GetInvite(ctx context.Context, in *GetInviteRequest) (*Invite, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetInvite")
+	caller := c.callGetInvite
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetInviteRequest) (*Invite, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetInviteRequest) when calling interceptor")
+					}
+					return c.callGetInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Invite)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Invite) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callGetInvite(ctx context.Context, in *GetInviteRequest) (*Invite, error) {
+	out := new(Invite)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[16], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) ListUsers(ctx context.Context, in *ListUsersRequest) (*ListUsersResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ListUsers")
+	caller := c.callListUsers
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ListUsersRequest) (*ListUsersResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListUsersRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListUsersRequest) when calling interceptor")
+					}
+					return c.callListUsers(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListUsersResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListUsersResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callListUsers(ctx context.Context, in *ListUsersRequest) (*ListUsersResponse, error) {
+	out := new(ListUsersResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[17], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) RemoveUser(ctx context.Context, in *RemoveUserRequest) (*RemoveUserResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "RemoveUser")
+	caller := c.callRemoveUser
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *RemoveUserRequest) (*RemoveUserResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RemoveUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RemoveUserRequest) when calling interceptor")
+					}
+					return c.callRemoveUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*RemoveUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*RemoveUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callRemoveUser(ctx context.Context, in *RemoveUserRequest) (*RemoveUserResponse, error) {
+	out := new(RemoveUserResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[18], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) CreatePasswordReset(ctx context.Context, in *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "CreatePasswordReset")
+	caller := c.callCreatePasswordReset
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*CreatePasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*CreatePasswordResetRequest) when calling interceptor")
+					}
+					return c.callCreatePasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*CreatePasswordResetResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*CreatePasswordResetResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callCreatePasswordReset(ctx context.Context, in *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+	out := new(CreatePasswordResetResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[19], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) GetPasswordReset(ctx context.Context, in *GetPasswordResetRequest) (*PasswordReset, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetPasswordReset")
+	caller := c.callGetPasswordReset
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetPasswordResetRequest) (*PasswordReset, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetPasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetPasswordResetRequest) when calling interceptor")
+					}
+					return c.callGetPasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*PasswordReset)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*PasswordReset) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callGetPasswordReset(ctx context.Context, in *GetPasswordResetRequest) (*PasswordReset, error) {
+	out := new(PasswordReset)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[20], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) ResetPassword(ctx context.Context, in *ResetPasswordRequest) (*SessionResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ResetPassword")
+	caller := c.callResetPassword
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ResetPasswordRequest) (*SessionResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ResetPasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ResetPasswordRequest) when calling interceptor")
+					}
+					return c.callResetPassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callResetPassword(ctx context.Context, in *ResetPasswordRequest) (*SessionResponse, error) {
+	out := new(SessionResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[21], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) RequestLive(ctx context.Context, in *RequestLiveRequest) (*LiveRequest, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "RequestLive")
+	caller := c.callRequestLive
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *RequestLiveRequest) (*LiveRequest, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RequestLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RequestLiveRequest) when calling interceptor")
+					}
+					return c.callRequestLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callRequestLive(ctx context.Context, in *RequestLiveRequest) (*LiveRequest, error) {
+	out := new(LiveRequest)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[22], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) GetLiveRequest(ctx context.Context, in *GetLiveRequestRequest) (*LiveRequest, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "GetLiveRequest")
+	caller := c.callGetLiveRequest
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *GetLiveRequestRequest) (*LiveRequest, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetLiveRequestRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetLiveRequestRequest) when calling interceptor")
+					}
+					return c.callGetLiveRequest(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callGetLiveRequest(ctx context.Context, in *GetLiveRequestRequest) (*LiveRequest, error) {
+	out := new(LiveRequest)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[23], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
+func (c *accountsJSONClient) ListLiveRequests(ctx context.Context, in *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+	ctx = ctxsetters.WithPackageName(ctx, "esim.accounts.v1")
+	ctx = ctxsetters.WithServiceName(ctx, "Accounts")
+	ctx = ctxsetters.WithMethodName(ctx, "ListLiveRequests")
+	caller := c.callListLiveRequests
+	if c.interceptor != nil {
+		caller = func(ctx context.Context, req *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+			resp, err := c.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListLiveRequestsRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListLiveRequestsRequest) when calling interceptor")
+					}
+					return c.callListLiveRequests(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListLiveRequestsResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListLiveRequestsResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+	return caller(ctx, in)
+}
+
+func (c *accountsJSONClient) callListLiveRequests(ctx context.Context, in *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+	out := new(ListLiveRequestsResponse)
+	ctx, err := doJSONRequest(ctx, c.client, c.opts.Hooks, c.urls[24], in, out)
+	if err != nil {
+		twerr, ok := err.(twirp.Error)
+		if !ok {
+			twerr = twirp.InternalErrorWith(err)
+		}
+		callClientError(ctx, c.opts.Hooks, twerr)
+		return nil, err
+	}
+
+	callClientResponseReceived(ctx, c.opts.Hooks)
+
+	return out, nil
+}
+
 // =======================
 // Accounts Server Handler
 // =======================
@@ -1829,6 +2708,33 @@ func (s *accountsServer) ServeHTTP(resp http.ResponseWriter, req *http.Request) 
 		return
 	case "AcceptInvite":
 		s.serveAcceptInvite(ctx, resp, req)
+		return
+	case "GetInvite":
+		s.serveGetInvite(ctx, resp, req)
+		return
+	case "ListUsers":
+		s.serveListUsers(ctx, resp, req)
+		return
+	case "RemoveUser":
+		s.serveRemoveUser(ctx, resp, req)
+		return
+	case "CreatePasswordReset":
+		s.serveCreatePasswordReset(ctx, resp, req)
+		return
+	case "GetPasswordReset":
+		s.serveGetPasswordReset(ctx, resp, req)
+		return
+	case "ResetPassword":
+		s.serveResetPassword(ctx, resp, req)
+		return
+	case "RequestLive":
+		s.serveRequestLive(ctx, resp, req)
+		return
+	case "GetLiveRequest":
+		s.serveGetLiveRequest(ctx, resp, req)
+		return
+	case "ListLiveRequests":
+		s.serveListLiveRequests(ctx, resp, req)
 		return
 	default:
 		msg := fmt.Sprintf("no handler for path %q", req.URL.Path)
@@ -4717,6 +5623,1626 @@ func (s *accountsServer) serveAcceptInviteProtobuf(ctx context.Context, resp htt
 	callResponseSent(ctx, s.hooks)
 }
 
+func (s *accountsServer) serveGetInvite(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveGetInviteJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveGetInviteProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveGetInviteJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetInvite")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(GetInviteRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.GetInvite
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetInviteRequest) (*Invite, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetInviteRequest) when calling interceptor")
+					}
+					return s.Accounts.GetInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Invite)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Invite) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *Invite
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *Invite and nil error while calling GetInvite. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetInviteProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetInvite")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(GetInviteRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.GetInvite
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetInviteRequest) (*Invite, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetInviteRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetInviteRequest) when calling interceptor")
+					}
+					return s.Accounts.GetInvite(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*Invite)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*Invite) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *Invite
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *Invite and nil error while calling GetInvite. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveListUsers(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveListUsersJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveListUsersProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveListUsersJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ListUsers")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(ListUsersRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.ListUsers
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ListUsersRequest) (*ListUsersResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListUsersRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListUsersRequest) when calling interceptor")
+					}
+					return s.Accounts.ListUsers(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListUsersResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListUsersResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *ListUsersResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *ListUsersResponse and nil error while calling ListUsers. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveListUsersProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ListUsers")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(ListUsersRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.ListUsers
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ListUsersRequest) (*ListUsersResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListUsersRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListUsersRequest) when calling interceptor")
+					}
+					return s.Accounts.ListUsers(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListUsersResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListUsersResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *ListUsersResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *ListUsersResponse and nil error while calling ListUsers. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveRemoveUser(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveRemoveUserJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveRemoveUserProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveRemoveUserJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "RemoveUser")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(RemoveUserRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.RemoveUser
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *RemoveUserRequest) (*RemoveUserResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RemoveUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RemoveUserRequest) when calling interceptor")
+					}
+					return s.Accounts.RemoveUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*RemoveUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*RemoveUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *RemoveUserResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *RemoveUserResponse and nil error while calling RemoveUser. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveRemoveUserProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "RemoveUser")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(RemoveUserRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.RemoveUser
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *RemoveUserRequest) (*RemoveUserResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RemoveUserRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RemoveUserRequest) when calling interceptor")
+					}
+					return s.Accounts.RemoveUser(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*RemoveUserResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*RemoveUserResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *RemoveUserResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *RemoveUserResponse and nil error while calling RemoveUser. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveCreatePasswordReset(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveCreatePasswordResetJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveCreatePasswordResetProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveCreatePasswordResetJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "CreatePasswordReset")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(CreatePasswordResetRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.CreatePasswordReset
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*CreatePasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*CreatePasswordResetRequest) when calling interceptor")
+					}
+					return s.Accounts.CreatePasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*CreatePasswordResetResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*CreatePasswordResetResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *CreatePasswordResetResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *CreatePasswordResetResponse and nil error while calling CreatePasswordReset. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveCreatePasswordResetProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "CreatePasswordReset")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(CreatePasswordResetRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.CreatePasswordReset
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *CreatePasswordResetRequest) (*CreatePasswordResetResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*CreatePasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*CreatePasswordResetRequest) when calling interceptor")
+					}
+					return s.Accounts.CreatePasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*CreatePasswordResetResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*CreatePasswordResetResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *CreatePasswordResetResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *CreatePasswordResetResponse and nil error while calling CreatePasswordReset. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetPasswordReset(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveGetPasswordResetJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveGetPasswordResetProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveGetPasswordResetJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetPasswordReset")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(GetPasswordResetRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.GetPasswordReset
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetPasswordResetRequest) (*PasswordReset, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetPasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetPasswordResetRequest) when calling interceptor")
+					}
+					return s.Accounts.GetPasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*PasswordReset)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*PasswordReset) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *PasswordReset
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *PasswordReset and nil error while calling GetPasswordReset. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetPasswordResetProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetPasswordReset")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(GetPasswordResetRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.GetPasswordReset
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetPasswordResetRequest) (*PasswordReset, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetPasswordResetRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetPasswordResetRequest) when calling interceptor")
+					}
+					return s.Accounts.GetPasswordReset(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*PasswordReset)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*PasswordReset) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *PasswordReset
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *PasswordReset and nil error while calling GetPasswordReset. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveResetPassword(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveResetPasswordJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveResetPasswordProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveResetPasswordJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ResetPassword")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(ResetPasswordRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.ResetPassword
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ResetPasswordRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ResetPasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ResetPasswordRequest) when calling interceptor")
+					}
+					return s.Accounts.ResetPassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling ResetPassword. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveResetPasswordProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ResetPassword")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(ResetPasswordRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.ResetPassword
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ResetPasswordRequest) (*SessionResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ResetPasswordRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ResetPasswordRequest) when calling interceptor")
+					}
+					return s.Accounts.ResetPassword(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*SessionResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*SessionResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *SessionResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *SessionResponse and nil error while calling ResetPassword. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveRequestLive(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveRequestLiveJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveRequestLiveProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveRequestLiveJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "RequestLive")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(RequestLiveRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.RequestLive
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *RequestLiveRequest) (*LiveRequest, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RequestLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RequestLiveRequest) when calling interceptor")
+					}
+					return s.Accounts.RequestLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *LiveRequest
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *LiveRequest and nil error while calling RequestLive. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveRequestLiveProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "RequestLive")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(RequestLiveRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.RequestLive
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *RequestLiveRequest) (*LiveRequest, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*RequestLiveRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*RequestLiveRequest) when calling interceptor")
+					}
+					return s.Accounts.RequestLive(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *LiveRequest
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *LiveRequest and nil error while calling RequestLive. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetLiveRequest(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveGetLiveRequestJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveGetLiveRequestProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveGetLiveRequestJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetLiveRequest")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(GetLiveRequestRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.GetLiveRequest
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetLiveRequestRequest) (*LiveRequest, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetLiveRequestRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetLiveRequestRequest) when calling interceptor")
+					}
+					return s.Accounts.GetLiveRequest(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *LiveRequest
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *LiveRequest and nil error while calling GetLiveRequest. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveGetLiveRequestProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "GetLiveRequest")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(GetLiveRequestRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.GetLiveRequest
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *GetLiveRequestRequest) (*LiveRequest, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*GetLiveRequestRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*GetLiveRequestRequest) when calling interceptor")
+					}
+					return s.Accounts.GetLiveRequest(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*LiveRequest)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*LiveRequest) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *LiveRequest
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *LiveRequest and nil error while calling GetLiveRequest. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveListLiveRequests(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	header := req.Header.Get("Content-Type")
+	i := strings.Index(header, ";")
+	if i == -1 {
+		i = len(header)
+	}
+	switch strings.TrimSpace(strings.ToLower(header[:i])) {
+	case "application/json":
+		s.serveListLiveRequestsJSON(ctx, resp, req)
+	case "application/protobuf":
+		s.serveListLiveRequestsProtobuf(ctx, resp, req)
+	default:
+		msg := fmt.Sprintf("unexpected Content-Type: %q", req.Header.Get("Content-Type"))
+		twerr := badRouteError(msg, req.Method, req.URL.Path)
+		s.writeError(ctx, resp, twerr)
+	}
+}
+
+func (s *accountsServer) serveListLiveRequestsJSON(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ListLiveRequests")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	d := json.NewDecoder(req.Body)
+	rawReqBody := json.RawMessage{}
+	if err := d.Decode(&rawReqBody); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+	reqContent := new(ListLiveRequestsRequest)
+	unmarshaler := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err = unmarshaler.Unmarshal(rawReqBody, reqContent); err != nil {
+		s.handleRequestBodyError(ctx, resp, "the json request could not be decoded", err)
+		return
+	}
+
+	handler := s.Accounts.ListLiveRequests
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListLiveRequestsRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListLiveRequestsRequest) when calling interceptor")
+					}
+					return s.Accounts.ListLiveRequests(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListLiveRequestsResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListLiveRequestsResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *ListLiveRequestsResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *ListLiveRequestsResponse and nil error while calling ListLiveRequests. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	marshaler := &protojson.MarshalOptions{UseProtoNames: !s.jsonCamelCase, EmitUnpopulated: !s.jsonSkipDefaults}
+	respBytes, err := marshaler.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal json response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
+func (s *accountsServer) serveListLiveRequestsProtobuf(ctx context.Context, resp http.ResponseWriter, req *http.Request) {
+	var err error
+	ctx = ctxsetters.WithMethodName(ctx, "ListLiveRequests")
+	ctx, err = callRequestRouted(ctx, s.hooks)
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+
+	buf, err := io.ReadAll(req.Body)
+	if err != nil {
+		s.handleRequestBodyError(ctx, resp, "failed to read request body", err)
+		return
+	}
+	reqContent := new(ListLiveRequestsRequest)
+	if err = proto.Unmarshal(buf, reqContent); err != nil {
+		s.writeError(ctx, resp, malformedRequestError("the protobuf request could not be decoded"))
+		return
+	}
+
+	handler := s.Accounts.ListLiveRequests
+	if s.interceptor != nil {
+		handler = func(ctx context.Context, req *ListLiveRequestsRequest) (*ListLiveRequestsResponse, error) {
+			resp, err := s.interceptor(
+				func(ctx context.Context, req interface{}) (interface{}, error) {
+					typedReq, ok := req.(*ListLiveRequestsRequest)
+					if !ok {
+						return nil, twirp.InternalError("failed type assertion req.(*ListLiveRequestsRequest) when calling interceptor")
+					}
+					return s.Accounts.ListLiveRequests(ctx, typedReq)
+				},
+			)(ctx, req)
+			if resp != nil {
+				typedResp, ok := resp.(*ListLiveRequestsResponse)
+				if !ok {
+					return nil, twirp.InternalError("failed type assertion resp.(*ListLiveRequestsResponse) when calling interceptor")
+				}
+				return typedResp, err
+			}
+			return nil, err
+		}
+	}
+
+	// Call service method
+	var respContent *ListLiveRequestsResponse
+	func() {
+		defer ensurePanicResponses(ctx, resp, s.hooks)
+		respContent, err = handler(ctx, reqContent)
+	}()
+
+	if err != nil {
+		s.writeError(ctx, resp, err)
+		return
+	}
+	if respContent == nil {
+		s.writeError(ctx, resp, twirp.InternalError("received a nil *ListLiveRequestsResponse and nil error while calling ListLiveRequests. nil responses are not supported"))
+		return
+	}
+
+	ctx = callResponsePrepared(ctx, s.hooks)
+
+	respBytes, err := proto.Marshal(respContent)
+	if err != nil {
+		s.writeError(ctx, resp, wrapInternal(err, "failed to marshal proto response"))
+		return
+	}
+
+	ctx = ctxsetters.WithStatusCode(ctx, http.StatusOK)
+	resp.Header().Set("Content-Type", "application/protobuf")
+	resp.Header().Set("Content-Length", strconv.Itoa(len(respBytes)))
+	resp.WriteHeader(http.StatusOK)
+	if n, err := resp.Write(respBytes); err != nil {
+		msg := fmt.Sprintf("failed to write response, %d of %d bytes written: %s", n, len(respBytes), err.Error())
+		twerr := twirp.NewError(twirp.Unknown, msg)
+		ctx = callError(ctx, s.hooks, twerr)
+	}
+	callResponseSent(ctx, s.hooks)
+}
+
 func (s *accountsServer) ServiceDescriptor() ([]byte, int) {
 	return twirpFileDescriptor0, 0
 }
@@ -5298,85 +7824,111 @@ func callClientError(ctx context.Context, h *twirp.ClientHooks, err twirp.Error)
 }
 
 var twirpFileDescriptor0 = []byte{
-	// 1273 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x58, 0xdf, 0x8e, 0xd3, 0xc6,
-	0x17, 0xfe, 0x39, 0xff, 0x73, 0xb2, 0xec, 0x66, 0x67, 0x03, 0xe4, 0xe7, 0x8a, 0x12, 0x4c, 0x4b,
-	0x17, 0xd4, 0x26, 0xda, 0xa0, 0x5e, 0x20, 0x2e, 0x50, 0x80, 0x00, 0x11, 0x21, 0x6c, 0xbd, 0xb0,
-	0x50, 0x44, 0x15, 0x79, 0x93, 0xb3, 0x59, 0x2b, 0x89, 0xed, 0xda, 0x93, 0x2c, 0x51, 0x6f, 0x7a,
-	0x55, 0xa9, 0xaf, 0xd0, 0xfb, 0x3e, 0x4c, 0x5f, 0xa1, 0xea, 0xc3, 0x54, 0x1e, 0xcf, 0xd8, 0x4e,
-	0x62, 0x7b, 0xb3, 0x95, 0xaa, 0xde, 0x79, 0x66, 0xbe, 0x99, 0xf9, 0xce, 0x39, 0xdf, 0x9c, 0x73,
-	0x64, 0x90, 0xb5, 0xc1, 0xc0, 0x9c, 0x19, 0xd4, 0x69, 0xcc, 0x0f, 0x1a, 0xe2, 0xbb, 0x6e, 0xd9,
-	0x26, 0x35, 0x49, 0x19, 0x1d, 0x7d, 0x5a, 0xf7, 0x27, 0xe7, 0x07, 0xf2, 0xcd, 0x91, 0x69, 0x8e,
-	0x26, 0xd8, 0x60, 0xeb, 0x27, 0xb3, 0xd3, 0x06, 0xd5, 0xa7, 0xe8, 0x50, 0x6d, 0x6a, 0x79, 0x5b,
-	0x94, 0x3f, 0x25, 0xc8, 0xb7, 0xbc, 0x0d, 0x64, 0x1b, 0x52, 0xfa, 0xb0, 0x2a, 0xd5, 0xa4, 0xfd,
-	0xa2, 0x9a, 0xd2, 0x87, 0x84, 0x40, 0xc6, 0xd0, 0xa6, 0x58, 0x4d, 0xb1, 0x19, 0xf6, 0x4d, 0x64,
-	0x28, 0x0c, 0x66, 0xb6, 0x8d, 0xc6, 0x60, 0x51, 0x4d, 0xb3, 0x79, 0x7f, 0x4c, 0x0e, 0xe0, 0xaa,
-	0xad, 0x51, 0xec, 0x4f, 0xf4, 0xa9, 0x4e, 0xfb, 0x16, 0xda, 0xfd, 0xa9, 0x6e, 0xcc, 0x28, 0x56,
-	0x33, 0x35, 0x69, 0x3f, 0xab, 0x12, 0x77, 0xb1, 0xeb, 0xae, 0x1d, 0xa2, 0xfd, 0x8a, 0xad, 0x90,
-	0x07, 0x00, 0x03, 0x1b, 0x35, 0x8a, 0xc3, 0xbe, 0x46, 0xab, 0xd9, 0x9a, 0xb4, 0x5f, 0x6a, 0xca,
-	0x75, 0x8f, 0x74, 0x5d, 0x90, 0xae, 0xbf, 0x11, 0xa4, 0xd5, 0x22, 0x47, 0xb7, 0x28, 0xb9, 0x05,
-	0x5b, 0x13, 0x7d, 0x8e, 0x7d, 0x34, 0xb4, 0x93, 0x09, 0x0e, 0xab, 0xb9, 0x9a, 0xb4, 0x5f, 0x50,
-	0x4b, 0xee, 0x5c, 0xdb, 0x9b, 0x52, 0x7e, 0x95, 0xa0, 0xf2, 0x84, 0x6d, 0xe0, 0x26, 0xaa, 0xf8,
-	0xe3, 0x0c, 0x9d, 0xff, 0xc2, 0x52, 0xe5, 0x36, 0xec, 0x3e, 0x47, 0x9a, 0xcc, 0x43, 0x79, 0x04,
-	0x7b, 0x5d, 0xdd, 0x11, 0x28, 0x47, 0xc0, 0x08, 0x64, 0x2c, 0x6d, 0x84, 0x0c, 0x98, 0x55, 0xd9,
-	0x37, 0xa9, 0x40, 0x96, 0xdd, 0xce, 0x38, 0x67, 0x55, 0x6f, 0xa0, 0x0c, 0xa0, 0xb2, 0x7c, 0x80,
-	0x63, 0x99, 0x86, 0x83, 0xe4, 0x5b, 0x28, 0x08, 0x59, 0x54, 0xa5, 0x5a, 0x7a, 0xbf, 0xd4, 0xfc,
-	0x7f, 0x7d, 0x55, 0x2c, 0x75, 0x41, 0xce, 0x87, 0xba, 0x97, 0x50, 0x93, 0x6a, 0x13, 0x71, 0x09,
-	0x1b, 0x28, 0x23, 0xd8, 0x3b, 0x42, 0xaa, 0x0a, 0x1b, 0x05, 0xcb, 0x1b, 0x00, 0x7c, 0x63, 0xdf,
-	0x37, 0xaa, 0xc8, 0x67, 0x3a, 0xc3, 0x78, 0x9f, 0xa5, 0x62, 0x7d, 0xf6, 0x5b, 0x0a, 0x72, 0x2d,
-	0x4b, 0x7f, 0x89, 0x8b, 0xb5, 0x88, 0x2d, 0x5f, 0x96, 0x5a, 0xbd, 0xec, 0x11, 0x94, 0xd0, 0x98,
-	0xeb, 0xb6, 0x69, 0x4c, 0xd1, 0xa0, 0x2c, 0x7e, 0xdb, 0xcd, 0x1b, 0xeb, 0x26, 0xb7, 0x03, 0x90,
-	0x1a, 0xde, 0x41, 0xae, 0x41, 0xce, 0xb2, 0xf1, 0x54, 0xff, 0xc4, 0x42, 0x5a, 0x54, 0xf9, 0xc8,
-	0x57, 0x4a, 0x36, 0xa4, 0x94, 0x65, 0x11, 0xe7, 0x2e, 0x23, 0xe2, 0x07, 0x00, 0x36, 0xce, 0xcd,
-	0xb1, 0xb7, 0x35, 0x7f, 0xf1, 0x56, 0x8e, 0x6e, 0x51, 0xe5, 0x17, 0x09, 0xca, 0x9e, 0xb8, 0x5f,
-	0xe2, 0x62, 0xc3, 0x18, 0xac, 0xb8, 0x25, 0x75, 0x69, 0xb7, 0x08, 0xf3, 0xd3, 0x81, 0xf9, 0xca,
-	0x3b, 0xd8, 0x0d, 0xf1, 0xe0, 0x82, 0xbb, 0x07, 0xe9, 0x31, 0x2e, 0x18, 0x83, 0x52, 0xb3, 0x1a,
-	0xa1, 0x35, 0x16, 0x56, 0xd5, 0x05, 0xb9, 0xbe, 0x76, 0x70, 0x60, 0x23, 0xe5, 0x71, 0xe4, 0x23,
-	0xe5, 0x03, 0xec, 0xb8, 0x62, 0x7e, 0x89, 0x0b, 0x67, 0x43, 0xfb, 0xc4, 0x43, 0x49, 0x45, 0x3d,
-	0x94, 0x74, 0xf8, 0xa1, 0x1c, 0x43, 0x39, 0x38, 0x9b, 0x73, 0xfe, 0x1a, 0x32, 0x63, 0x5c, 0x88,
-	0x07, 0x12, 0x4f, 0x9a, 0xa1, 0x62, 0xde, 0xc6, 0x0b, 0x28, 0xab, 0x2c, 0x44, 0x9b, 0x07, 0xe5,
-	0x2a, 0xe4, 0xc6, 0xb8, 0x08, 0x64, 0x9c, 0x1d, 0xe3, 0xa2, 0x33, 0x54, 0xbe, 0x81, 0xbd, 0xd6,
-	0x8c, 0x9e, 0xa1, 0x41, 0xf5, 0x81, 0x46, 0x51, 0x1c, 0x16, 0x38, 0x4b, 0x5a, 0x72, 0xd6, 0x5f,
-	0x12, 0x54, 0x96, 0xf1, 0xdc, 0xaa, 0x7f, 0x5b, 0x12, 0x01, 0xfd, 0x74, 0x88, 0xfe, 0x52, 0xfa,
-	0xcc, 0x6c, 0x9a, 0x3e, 0xb3, 0xb1, 0xa9, 0xa0, 0x09, 0xbb, 0x5e, 0x56, 0xef, 0xea, 0x73, 0xdc,
-	0xcc, 0xb1, 0xee, 0x0b, 0xc9, 0xbc, 0x75, 0xd0, 0xbe, 0x6c, 0xf2, 0xa8, 0x40, 0x16, 0xa7, 0x9a,
-	0x3e, 0x11, 0x06, 0xb1, 0xc1, 0xca, 0x2b, 0xcf, 0x5c, 0xe2, 0x95, 0x2b, 0xbf, 0x4b, 0x90, 0x3f,
-	0x42, 0xc7, 0xd1, 0x4d, 0x83, 0xdc, 0x83, 0xcc, 0xcc, 0x41, 0x9b, 0xbf, 0x8c, 0x6b, 0xeb, 0x8e,
-	0x76, 0x19, 0xab, 0x0c, 0x43, 0xee, 0x43, 0x9e, 0xaf, 0x30, 0x92, 0x89, 0x49, 0x5b, 0x20, 0x5d,
-	0x9e, 0xf8, 0xc9, 0xd2, 0x6d, 0x74, 0x5c, 0x9e, 0xe9, 0x8b, 0x79, 0x72, 0x74, 0x8b, 0x2a, 0x1f,
-	0x61, 0x87, 0xd3, 0xf4, 0xd5, 0x73, 0x1f, 0xf2, 0x8e, 0x37, 0xc5, 0x19, 0x47, 0x50, 0x10, 0x7b,
-	0x04, 0xd2, 0x7b, 0x1a, 0x63, 0x34, 0x84, 0xa0, 0xd9, 0x40, 0xf9, 0x59, 0x82, 0x2b, 0x47, 0xfa,
-	0xc8, 0x78, 0x6b, 0x89, 0xf8, 0xf9, 0x8e, 0x96, 0xc2, 0x8e, 0x96, 0xa1, 0x60, 0x69, 0x8e, 0x73,
-	0x6e, 0xda, 0x22, 0x36, 0xfe, 0xd8, 0x2d, 0xfa, 0x22, 0x72, 0xa1, 0x3c, 0x54, 0xe2, 0x73, 0xbd,
-	0xd5, 0xba, 0xbd, 0x22, 0x3c, 0xa5, 0xe5, 0x31, 0xe8, 0x18, 0xff, 0x98, 0x81, 0x72, 0x97, 0xd5,
-	0x71, 0xdf, 0x4d, 0xfe, 0x31, 0x9e, 0xc1, 0x52, 0xd8, 0xe0, 0x67, 0xb0, 0xed, 0xde, 0xf6, 0x7a,
-	0x46, 0x13, 0x71, 0xe4, 0x73, 0x00, 0x9c, 0xa3, 0xbd, 0x38, 0x3f, 0x43, 0xdb, 0xcb, 0x5d, 0x05,
-	0x35, 0x34, 0xa3, 0xec, 0xc2, 0x8e, 0x7f, 0x8e, 0x17, 0x16, 0xe5, 0x27, 0xb8, 0xfa, 0xe4, 0x4c,
-	0x33, 0x46, 0x78, 0xc8, 0x79, 0x25, 0xdf, 0x70, 0x17, 0xca, 0x9e, 0x0f, 0x68, 0x7f, 0xc5, 0xb0,
-	0x1d, 0x3e, 0x7f, 0x18, 0xf2, 0xb0, 0x81, 0xe7, 0x01, 0x8c, 0x7b, 0xd8, 0xc0, 0x73, 0x01, 0x51,
-	0x5e, 0xc0, 0x6e, 0xc7, 0x98, 0xeb, 0x14, 0x99, 0x54, 0x37, 0x4b, 0x72, 0xbe, 0xa3, 0x53, 0x21,
-	0x47, 0x2b, 0x08, 0x24, 0x7c, 0x12, 0xd7, 0x5c, 0xb4, 0x0d, 0xcb, 0xba, 0x4e, 0x5d, 0x46, 0xd7,
-	0xcf, 0x61, 0xaf, 0x35, 0x18, 0xa0, 0x45, 0xbd, 0xcb, 0x92, 0x7d, 0x95, 0x10, 0xfc, 0x7b, 0xdf,
-	0x43, 0x29, 0x94, 0x07, 0xc9, 0x67, 0x70, 0xbd, 0xdd, 0x3b, 0xee, 0xa8, 0xaf, 0x7b, 0xaf, 0xda,
-	0xbd, 0x37, 0xfd, 0xb7, 0xbd, 0xa3, 0xc3, 0xf6, 0x93, 0xce, 0xb3, 0x4e, 0xfb, 0x69, 0xf9, 0x7f,
-	0xe4, 0x3a, 0xec, 0x85, 0x17, 0x8f, 0x5a, 0xbd, 0xa7, 0x8f, 0x5f, 0xbf, 0x2f, 0x4b, 0xa4, 0x02,
-	0xe5, 0xf0, 0x42, 0xb7, 0x73, 0xdc, 0x2e, 0xa7, 0x9a, 0x7f, 0x00, 0x14, 0x44, 0xdb, 0x46, 0x54,
-	0xb8, 0xb2, 0xd4, 0xb7, 0x92, 0x3b, 0xeb, 0xaf, 0x2e, 0xaa, 0xb1, 0x95, 0xe3, 0x13, 0x04, 0xe9,
-	0x02, 0x04, 0x0d, 0x28, 0xb9, 0xbd, 0x0e, 0x5c, 0x6b, 0x4f, 0x93, 0x4e, 0xfb, 0x01, 0xb6, 0xc2,
-	0x8d, 0x26, 0xf9, 0x72, 0x1d, 0x1a, 0xd1, 0xc9, 0xca, 0x77, 0x2e, 0x82, 0x71, 0x09, 0x1c, 0xc2,
-	0x56, 0xb8, 0xc5, 0x8c, 0x3a, 0x3e, 0xa2, 0x05, 0x4d, 0x22, 0xfc, 0x06, 0x8a, 0x7e, 0x97, 0x42,
-	0x94, 0x38, 0x77, 0x06, 0x55, 0x5b, 0xbe, 0x9d, 0x88, 0xe1, 0x3c, 0xbf, 0x83, 0x82, 0x68, 0x23,
-	0xc8, 0xad, 0x68, 0xdb, 0x42, 0xed, 0x8b, 0xac, 0x24, 0x41, 0xf8, 0x91, 0x1d, 0x28, 0xfa, 0x1d,
-	0x44, 0x14, 0xd1, 0xd5, 0xf6, 0x42, 0x8e, 0x6d, 0x54, 0xdc, 0x20, 0x85, 0x5b, 0x82, 0x28, 0x2f,
-	0x46, 0xb4, 0x18, 0x51, 0x41, 0x8a, 0xec, 0x2c, 0xba, 0x00, 0x41, 0x4d, 0x8e, 0x52, 0xd4, 0x5a,
-	0xc5, 0x4e, 0xd6, 0x67, 0xce, 0xab, 0x0e, 0xe4, 0x66, 0x44, 0xb0, 0xc3, 0x75, 0x43, 0xbe, 0x15,
-	0x5f, 0x83, 0x02, 0x6e, 0x39, 0x2f, 0xd3, 0xc7, 0x9d, 0xe6, 0xd7, 0x80, 0xcd, 0x4e, 0x83, 0x20,
-	0xe9, 0xc7, 0xbc, 0x9d, 0xe5, 0x92, 0x20, 0xc7, 0xd7, 0x49, 0xd2, 0x83, 0x3c, 0xcf, 0xe7, 0xa4,
-	0x16, 0x4d, 0x2e, 0x28, 0x19, 0x91, 0xec, 0x96, 0x8b, 0x01, 0xf9, 0x08, 0xdb, 0xcb, 0xc5, 0x80,
-	0x7c, 0x15, 0xa1, 0xdd, 0xa8, 0x72, 0xb1, 0x89, 0xed, 0xef, 0x00, 0x82, 0x1c, 0x1d, 0x65, 0xfb,
-	0x5a, 0x2d, 0x90, 0xbf, 0x48, 0x06, 0xf1, 0x83, 0xdf, 0xc3, 0x56, 0x38, 0x2b, 0x47, 0xaa, 0x73,
-	0x3d, 0x6b, 0x6f, 0x40, 0xf9, 0xf1, 0xc3, 0x0f, 0x0f, 0x46, 0x3a, 0x3d, 0x9b, 0x9d, 0xd4, 0x07,
-	0xe6, 0xb4, 0xe1, 0xc2, 0xad, 0x89, 0x46, 0x4f, 0x4d, 0xdb, 0x1b, 0x78, 0x7f, 0x43, 0x1a, 0xa1,
-	0x1f, 0x29, 0x0f, 0xc5, 0xf7, 0xfc, 0xe0, 0x24, 0xc7, 0x56, 0xef, 0xff, 0x1d, 0x00, 0x00, 0xff,
-	0xff, 0xe6, 0x42, 0x98, 0xcc, 0x69, 0x11, 0x00, 0x00,
+	// 1692 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x59, 0xdd, 0x6e, 0x1b, 0x37,
+	0x16, 0xde, 0xd1, 0x9f, 0xa5, 0x23, 0xff, 0x48, 0xb4, 0x1c, 0x2b, 0x13, 0x64, 0x63, 0xd3, 0xbb,
+	0x59, 0xc7, 0x48, 0x64, 0xd8, 0xc1, 0x2e, 0x60, 0x04, 0x8b, 0x40, 0x49, 0x1c, 0x47, 0xb0, 0x63,
+	0x7b, 0xc7, 0x76, 0x92, 0x0d, 0xb2, 0x2b, 0xc8, 0x12, 0x23, 0x0f, 0x2c, 0x8d, 0xd4, 0x19, 0x4a,
+	0x8e, 0xd0, 0x9b, 0x02, 0x05, 0x0a, 0x14, 0xe8, 0x13, 0xe4, 0xba, 0x7d, 0x8f, 0x3e, 0x47, 0xd1,
+	0x87, 0x29, 0x86, 0x43, 0xce, 0x70, 0x24, 0x8e, 0x3c, 0x6e, 0x11, 0xf4, 0x6e, 0x48, 0x1e, 0x92,
+	0xe7, 0xe7, 0x3b, 0x87, 0xdf, 0x91, 0x40, 0x6f, 0x34, 0x9b, 0xbd, 0x81, 0x45, 0x9d, 0xcd, 0xe1,
+	0xd6, 0xa6, 0xf8, 0xae, 0xf4, 0xed, 0x1e, 0xed, 0xa1, 0x02, 0x71, 0xcc, 0x6e, 0xc5, 0x9f, 0x1c,
+	0x6e, 0xe9, 0xf7, 0xda, 0xbd, 0x5e, 0xbb, 0x43, 0x36, 0xd9, 0xfa, 0xf9, 0xe0, 0xe3, 0x26, 0x35,
+	0xbb, 0xc4, 0xa1, 0x8d, 0x6e, 0xdf, 0xdb, 0x82, 0x7f, 0xd1, 0x60, 0xa6, 0xea, 0x6d, 0x40, 0xf3,
+	0x90, 0x30, 0x5b, 0x65, 0x6d, 0x45, 0x5b, 0xcf, 0x19, 0x09, 0xb3, 0x85, 0x10, 0xa4, 0xac, 0x46,
+	0x97, 0x94, 0x13, 0x6c, 0x86, 0x7d, 0x23, 0x1d, 0xb2, 0xcd, 0x81, 0x6d, 0x13, 0xab, 0x39, 0x2a,
+	0x27, 0xd9, 0xbc, 0x3f, 0x46, 0x5b, 0xb0, 0x64, 0x37, 0x28, 0xa9, 0x77, 0xcc, 0xae, 0x49, 0xeb,
+	0x7d, 0x62, 0xd7, 0xbb, 0xa6, 0x35, 0xa0, 0xa4, 0x9c, 0x5a, 0xd1, 0xd6, 0xd3, 0x06, 0x72, 0x17,
+	0x0f, 0xdc, 0xb5, 0x63, 0x62, 0xbf, 0x66, 0x2b, 0x68, 0x07, 0xa0, 0x69, 0x93, 0x06, 0x25, 0xad,
+	0x7a, 0x83, 0x96, 0xd3, 0x2b, 0xda, 0x7a, 0x7e, 0x5b, 0xaf, 0x78, 0x4a, 0x57, 0x84, 0xd2, 0x95,
+	0x53, 0xa1, 0xb4, 0x91, 0xe3, 0xd2, 0x55, 0x8a, 0x56, 0x61, 0xb6, 0x63, 0x0e, 0x49, 0x9d, 0x58,
+	0x8d, 0xf3, 0x0e, 0x69, 0x95, 0x33, 0x2b, 0xda, 0x7a, 0xd6, 0xc8, 0xbb, 0x73, 0xbb, 0xde, 0x14,
+	0xfe, 0x5e, 0x83, 0xd2, 0x73, 0xb6, 0x81, 0x9b, 0x68, 0x90, 0xaf, 0x06, 0xc4, 0xf9, 0x33, 0x2c,
+	0xc5, 0x6b, 0x50, 0xdc, 0x23, 0x74, 0xba, 0x1e, 0xf8, 0x29, 0x2c, 0x1e, 0x98, 0x8e, 0x90, 0x72,
+	0x84, 0x18, 0x82, 0x54, 0xbf, 0xd1, 0x26, 0x4c, 0x30, 0x6d, 0xb0, 0x6f, 0x54, 0x82, 0x34, 0xbb,
+	0x9d, 0xe9, 0x9c, 0x36, 0xbc, 0x01, 0x6e, 0x42, 0x29, 0x7c, 0x80, 0xd3, 0xef, 0x59, 0x0e, 0x41,
+	0xff, 0x84, 0xac, 0x80, 0x45, 0x59, 0x5b, 0x49, 0xae, 0xe7, 0xb7, 0x6f, 0x57, 0xc6, 0xc1, 0x52,
+	0x11, 0xca, 0xf9, 0xa2, 0xee, 0x25, 0xb4, 0x47, 0x1b, 0x1d, 0x71, 0x09, 0x1b, 0xe0, 0x36, 0x2c,
+	0x9e, 0x10, 0x6a, 0x08, 0x1b, 0x85, 0x96, 0x77, 0x01, 0xf8, 0xc6, 0xba, 0x6f, 0x54, 0x8e, 0xcf,
+	0xd4, 0x5a, 0xd1, 0x3e, 0x4b, 0x44, 0xfa, 0xec, 0x73, 0x02, 0x32, 0xd5, 0xbe, 0xb9, 0x4f, 0x46,
+	0x13, 0x11, 0x0b, 0x5f, 0x96, 0x18, 0xbf, 0xec, 0x29, 0xe4, 0x89, 0x35, 0x34, 0xed, 0x9e, 0xd5,
+	0x25, 0x16, 0x65, 0xf1, 0x9b, 0xdf, 0xbe, 0x3b, 0x69, 0xf2, 0x6e, 0x20, 0x64, 0xc8, 0x3b, 0xd0,
+	0x2d, 0xc8, 0xf4, 0x6d, 0xf2, 0xd1, 0xfc, 0xc4, 0x42, 0x9a, 0x33, 0xf8, 0xc8, 0x47, 0x4a, 0x5a,
+	0x42, 0x4a, 0x18, 0xc4, 0x99, 0x9b, 0x80, 0x78, 0x07, 0xc0, 0x26, 0xc3, 0xde, 0xa5, 0xb7, 0x75,
+	0xe6, 0xfa, 0xad, 0x5c, 0xba, 0x4a, 0xf1, 0x77, 0x1a, 0x14, 0x3c, 0x70, 0xef, 0x93, 0x51, 0xcc,
+	0x18, 0x8c, 0xb9, 0x25, 0x71, 0x63, 0xb7, 0x08, 0xf3, 0x93, 0x81, 0xf9, 0xf8, 0x2d, 0x14, 0x25,
+	0x3d, 0x38, 0xe0, 0x36, 0x20, 0x79, 0x49, 0x46, 0x4c, 0x83, 0xfc, 0x76, 0x59, 0x81, 0x35, 0x16,
+	0x56, 0xc3, 0x15, 0x72, 0x7d, 0xed, 0x90, 0xa6, 0x4d, 0x28, 0x8f, 0x23, 0x1f, 0xe1, 0xf7, 0xb0,
+	0xe0, 0x82, 0x79, 0x9f, 0x8c, 0x9c, 0x98, 0xf6, 0x89, 0x44, 0x49, 0xa8, 0x12, 0x25, 0x29, 0x27,
+	0xca, 0x1b, 0x28, 0x04, 0x67, 0x73, 0x9d, 0x1f, 0x42, 0xea, 0x92, 0x8c, 0x44, 0x82, 0x44, 0x2b,
+	0xcd, 0xa4, 0x22, 0x72, 0xe3, 0x15, 0x14, 0x0c, 0x16, 0xa2, 0xf8, 0x41, 0x59, 0x82, 0xcc, 0x25,
+	0x19, 0x05, 0x30, 0x4e, 0x5f, 0x92, 0x51, 0xad, 0x85, 0x1f, 0xc1, 0x62, 0x75, 0x40, 0x2f, 0x88,
+	0x45, 0xcd, 0x66, 0x83, 0x12, 0x71, 0x58, 0xe0, 0x2c, 0x2d, 0xe4, 0xac, 0x5f, 0x35, 0x28, 0x85,
+	0xe5, 0xb9, 0x55, 0x5f, 0x1a, 0x12, 0x81, 0xfa, 0x49, 0x49, 0xfd, 0x50, 0xf9, 0x4c, 0xc5, 0x2d,
+	0x9f, 0xe9, 0xc8, 0x52, 0xb0, 0x0d, 0x45, 0xaf, 0xaa, 0x1f, 0x98, 0x43, 0x12, 0xcf, 0xb1, 0x6e,
+	0x86, 0xa4, 0xce, 0x1c, 0x62, 0xdf, 0xb4, 0x78, 0x94, 0x20, 0x4d, 0xba, 0x0d, 0xb3, 0x23, 0x0c,
+	0x62, 0x83, 0xb1, 0x2c, 0x4f, 0xdd, 0x20, 0xcb, 0xf1, 0x4f, 0x1a, 0xcc, 0x9c, 0x10, 0xc7, 0x31,
+	0x7b, 0x16, 0xda, 0x80, 0xd4, 0xc0, 0x21, 0x36, 0xcf, 0x8c, 0x5b, 0x93, 0x8e, 0x76, 0x35, 0x36,
+	0x98, 0x0c, 0x7a, 0x0c, 0x33, 0x7c, 0x85, 0x29, 0x39, 0xb5, 0x68, 0x0b, 0x49, 0x57, 0x4f, 0xf2,
+	0xa9, 0x6f, 0xda, 0xc4, 0x71, 0xf5, 0x4c, 0x5e, 0xaf, 0x27, 0x97, 0xae, 0x52, 0xfc, 0x01, 0x16,
+	0xb8, 0x9a, 0x3e, 0x7a, 0x1e, 0xc3, 0x8c, 0xe3, 0x4d, 0x71, 0x8d, 0x15, 0x2a, 0x88, 0x3d, 0x42,
+	0xd2, 0x4b, 0x8d, 0x4b, 0x62, 0x09, 0x40, 0xb3, 0x01, 0xfe, 0x46, 0x83, 0xb9, 0x13, 0xb3, 0x6d,
+	0x9d, 0xf5, 0x45, 0xfc, 0x7c, 0x47, 0x6b, 0xb2, 0xa3, 0x75, 0xc8, 0xf6, 0x1b, 0x8e, 0x73, 0xd5,
+	0xb3, 0x45, 0x6c, 0xfc, 0xb1, 0xfb, 0xe8, 0x8b, 0xc8, 0x49, 0x75, 0x28, 0xcf, 0xe7, 0x0e, 0xc7,
+	0xdf, 0xed, 0x31, 0xe0, 0xe1, 0xaa, 0xa7, 0x41, 0xcd, 0xfa, 0xdd, 0x1a, 0xe0, 0x07, 0xec, 0x1d,
+	0xf7, 0xdd, 0xe4, 0x1f, 0xe3, 0x19, 0xac, 0xc9, 0x06, 0xbf, 0x84, 0x79, 0xf7, 0xb6, 0xa3, 0x01,
+	0x9d, 0x2a, 0x87, 0xfe, 0x0a, 0x40, 0x86, 0xc4, 0x1e, 0x5d, 0x5d, 0x10, 0xdb, 0xab, 0x5d, 0x59,
+	0x43, 0x9a, 0xc1, 0x45, 0x58, 0xf0, 0xcf, 0xf1, 0xc2, 0x82, 0xbf, 0x86, 0xa5, 0xe7, 0x17, 0x0d,
+	0xab, 0x4d, 0x8e, 0xb9, 0x5e, 0xd3, 0x6f, 0x78, 0x00, 0x05, 0xcf, 0x07, 0xb4, 0x3e, 0x66, 0xd8,
+	0x02, 0x9f, 0x3f, 0x96, 0x3c, 0x6c, 0x91, 0xab, 0x40, 0x8c, 0x7b, 0xd8, 0x22, 0x57, 0x42, 0x04,
+	0x77, 0xa0, 0x58, 0xb3, 0x86, 0x26, 0x25, 0x0c, 0xaa, 0xf1, 0x8a, 0x9c, 0xef, 0xe8, 0x84, 0xec,
+	0x68, 0x0c, 0x73, 0xee, 0x65, 0x2e, 0xd8, 0xeb, 0x3d, 0xab, 0xe3, 0x11, 0xad, 0x2c, 0xbb, 0xcd,
+	0x3d, 0xfb, 0xc8, 0xea, 0x8c, 0x30, 0x01, 0x24, 0xdf, 0xc6, 0x71, 0xa9, 0xb6, 0x33, 0x8c, 0xfd,
+	0xc4, 0x4d, 0xb0, 0xbf, 0x07, 0x8b, 0xd5, 0x66, 0x93, 0xf4, 0xa9, 0x77, 0xd9, 0x74, 0x7f, 0x4e,
+	0x03, 0xc8, 0x3a, 0x14, 0xf6, 0x48, 0x9c, 0x53, 0xf0, 0xcf, 0x1a, 0x64, 0x3c, 0xb9, 0xeb, 0xbc,
+	0x37, 0x0e, 0xfb, 0xc4, 0x24, 0xec, 0x23, 0x8b, 0x96, 0xe4, 0x90, 0xd4, 0x0d, 0x1c, 0x82, 0xd6,
+	0x60, 0x8e, 0x7c, 0x32, 0x1d, 0x6a, 0x5a, 0x6d, 0x16, 0x20, 0x56, 0x9c, 0xb3, 0xc6, 0xac, 0x98,
+	0x74, 0xc3, 0x81, 0xb7, 0xbc, 0x67, 0xd4, 0xfd, 0x8e, 0xf9, 0x46, 0xe3, 0x2a, 0x14, 0xa5, 0x2d,
+	0xfe, 0xd3, 0x9b, 0x76, 0xef, 0x10, 0x6f, 0x6f, 0x54, 0x59, 0xf4, 0x84, 0xf0, 0x3e, 0x14, 0x0d,
+	0xd2, 0xed, 0x0d, 0x6f, 0x02, 0xc0, 0x65, 0x98, 0x61, 0x30, 0xf3, 0x0b, 0x7e, 0xc6, 0x1d, 0xd6,
+	0x5a, 0xb8, 0x04, 0x48, 0x3e, 0x8c, 0x27, 0xd8, 0x36, 0xe8, 0x1e, 0xa9, 0x09, 0x12, 0xcc, 0x21,
+	0x74, 0x6a, 0xd9, 0xc0, 0x9f, 0x35, 0xb8, 0xa3, 0xdc, 0xf4, 0x85, 0x30, 0xeb, 0xbf, 0x25, 0xc9,
+	0xeb, 0xdf, 0x12, 0xbc, 0x09, 0xcb, 0x7b, 0x84, 0x46, 0x59, 0xa3, 0x40, 0xe7, 0xb7, 0x1a, 0xcc,
+	0x85, 0xc4, 0x23, 0x8a, 0x65, 0x0c, 0x6c, 0xfe, 0x81, 0x27, 0xe9, 0x15, 0x94, 0xd8, 0xe5, 0xf1,
+	0xea, 0xdc, 0xb4, 0xbc, 0x3c, 0x70, 0xe3, 0xcc, 0x36, 0xc7, 0xa7, 0x10, 0xd1, 0xa8, 0xf9, 0x51,
+	0x83, 0xbc, 0x7c, 0x8e, 0xf4, 0x54, 0x6b, 0xb1, 0x9f, 0xea, 0x55, 0x98, 0xb5, 0xbd, 0xfd, 0xa4,
+	0x55, 0x3f, 0x1f, 0x09, 0xd7, 0xf9, 0x73, 0xcf, 0x46, 0xe8, 0xdf, 0xb2, 0x48, 0x2c, 0xe7, 0x05,
+	0xdb, 0xab, 0x14, 0xff, 0x0b, 0x96, 0xf6, 0x88, 0x6c, 0x70, 0xcc, 0x24, 0xbd, 0x0d, 0xcb, 0x6e,
+	0x92, 0x4a, 0x1b, 0x45, 0x7a, 0xe3, 0x33, 0x28, 0x4f, 0x2e, 0x71, 0x84, 0xef, 0x40, 0x96, 0xdf,
+	0x2e, 0x32, 0x59, 0xc1, 0x24, 0x65, 0x6d, 0x7c, 0xf1, 0x8d, 0xff, 0x42, 0x5e, 0xa2, 0x98, 0xe8,
+	0x0e, 0x2c, 0xef, 0x1e, 0xbe, 0xa9, 0x19, 0x47, 0x87, 0xaf, 0x77, 0x0f, 0x4f, 0xeb, 0x67, 0x87,
+	0x27, 0xc7, 0xbb, 0xcf, 0x6b, 0x2f, 0x6b, 0xbb, 0x2f, 0x0a, 0x7f, 0x41, 0xcb, 0xb0, 0x28, 0x2f,
+	0x9e, 0x54, 0x0f, 0x5f, 0x3c, 0x3b, 0x7a, 0x57, 0xd0, 0x50, 0x09, 0x0a, 0xf2, 0xc2, 0x41, 0xed,
+	0xcd, 0x6e, 0x21, 0xb1, 0xfd, 0x43, 0x11, 0xb2, 0xa2, 0x23, 0x46, 0x06, 0xcc, 0x85, 0x7e, 0x12,
+	0x40, 0xf7, 0x27, 0x35, 0x54, 0xfd, 0x66, 0xa0, 0x47, 0x07, 0x14, 0x1d, 0x00, 0x04, 0xbd, 0x3d,
+	0x5a, 0x9b, 0x14, 0x9c, 0xe8, 0xfc, 0xa7, 0x9d, 0xf6, 0x3f, 0x98, 0x95, 0x7b, 0x78, 0xf4, 0x77,
+	0x95, 0x0b, 0x27, 0x7e, 0x24, 0xd0, 0xef, 0x5f, 0x27, 0xc6, 0x63, 0x74, 0x0c, 0xb3, 0x72, 0xf7,
+	0xae, 0x3a, 0x5e, 0xd1, 0xdd, 0x4f, 0x53, 0xf8, 0x14, 0x72, 0x7e, 0x03, 0x88, 0x70, 0x94, 0x3b,
+	0x83, 0x86, 0x48, 0x5f, 0x9b, 0x2a, 0xc3, 0xf5, 0xfc, 0x0f, 0x64, 0x45, 0x87, 0x86, 0x56, 0xd5,
+	0xb6, 0x49, 0x9d, 0xa1, 0x8e, 0xa7, 0x89, 0xf0, 0x23, 0x6b, 0x90, 0xf3, 0x9b, 0x33, 0x95, 0xa2,
+	0xe3, 0x9d, 0x9b, 0x1e, 0xd9, 0x03, 0xba, 0x41, 0x92, 0xbb, 0x2d, 0x95, 0x17, 0x15, 0xdd, 0x9b,
+	0x2a, 0x48, 0xca, 0xa6, 0xed, 0x00, 0x20, 0x68, 0x77, 0x54, 0x88, 0x9a, 0x68, 0x86, 0xa6, 0xe3,
+	0x33, 0xe3, 0x11, 0x6f, 0x74, 0x4f, 0x11, 0x6c, 0x99, 0x92, 0xeb, 0xab, 0xd1, 0xf4, 0x3e, 0xd0,
+	0x2d, 0xe3, 0x91, 0xe8, 0xa8, 0xd3, 0x7c, 0x7a, 0x1d, 0xef, 0x34, 0x08, 0xf8, 0x74, 0x44, 0xee,
+	0x84, 0xd9, 0xb6, 0x1e, 0xdd, 0x82, 0xa0, 0x43, 0x98, 0xe1, 0x54, 0x19, 0xad, 0xa8, 0x95, 0x0b,
+	0xd8, 0xb8, 0x52, 0xbb, 0x30, 0xcf, 0x46, 0x1f, 0x60, 0x3e, 0xcc, 0xb3, 0xd1, 0x3f, 0x14, 0xd8,
+	0x55, 0x31, 0xf1, 0x38, 0xb6, 0xbf, 0x05, 0x08, 0xa8, 0xad, 0xca, 0xf6, 0x09, 0x9a, 0xad, 0xff,
+	0x6d, 0xba, 0x10, 0x3f, 0xf8, 0x1d, 0xcc, 0xca, 0x64, 0x56, 0x89, 0xce, 0x49, 0xb2, 0x1b, 0x47,
+	0xe5, 0x1a, 0xe4, 0x7c, 0x76, 0xab, 0x4a, 0xa1, 0x71, 0xea, 0xab, 0x4a, 0x21, 0xbe, 0xfb, 0x14,
+	0x72, 0x3e, 0x11, 0x44, 0x11, 0xe9, 0x2b, 0x13, 0x4b, 0x55, 0xd9, 0x98, 0x64, 0x92, 0x6f, 0x01,
+	0x02, 0x3a, 0xa7, 0xf2, 0xe9, 0x04, 0x73, 0x54, 0xf9, 0x74, 0x92, 0x11, 0x22, 0x1b, 0x16, 0x15,
+	0xe4, 0x0e, 0x3d, 0x8c, 0xaa, 0x65, 0x2a, 0xaa, 0xa5, 0x3f, 0x8a, 0x29, 0xcd, 0xef, 0xfc, 0x3f,
+	0xeb, 0x25, 0xc2, 0x17, 0x3e, 0x50, 0x3a, 0x5d, 0x79, 0x9b, 0x22, 0x3f, 0xc3, 0x67, 0xbd, 0x87,
+	0xb9, 0x10, 0xbb, 0x52, 0x3d, 0x86, 0x2a, 0xfa, 0x15, 0x07, 0x29, 0x06, 0xe4, 0x25, 0xbe, 0x85,
+	0x94, 0x4e, 0x1e, 0xa7, 0x63, 0xfa, 0x74, 0xba, 0x80, 0xde, 0xc1, 0x7c, 0x98, 0xce, 0xa8, 0xd2,
+	0x51, 0x49, 0x78, 0xae, 0x3b, 0xd9, 0xf4, 0x1a, 0x19, 0x99, 0xd5, 0xa8, 0x3c, 0x1d, 0x41, 0x8a,
+	0xf4, 0x8d, 0x38, 0xa2, 0x9e, 0x63, 0x9e, 0x3d, 0x79, 0xbf, 0xd3, 0x36, 0xe9, 0xc5, 0xe0, 0xbc,
+	0xd2, 0xec, 0x75, 0x37, 0xdd, 0x7d, 0xfd, 0x4e, 0x83, 0x7e, 0xec, 0xd9, 0xde, 0xc0, 0xfb, 0xaf,
+	0x66, 0x53, 0xfa, 0x9b, 0xe7, 0x89, 0xf8, 0x1e, 0x6e, 0x9d, 0x67, 0xd8, 0xea, 0xe3, 0xdf, 0x02,
+	0x00, 0x00, 0xff, 0xff, 0xcc, 0xa2, 0x05, 0xfa, 0x07, 0x1a, 0x00, 0x00,
 }

@@ -138,3 +138,71 @@ FOR UPDATE;
 UPDATE invites
 SET used_at = sqlc.arg(used_at)::timestamptz
 WHERE token_hash = sqlc.arg(token_hash);
+
+-- name: ListUsers :many
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE account_id = $1
+ORDER BY created_at, id;
+
+-- name: LockAccount :one
+-- Serialises removals of an account's users, so two of them cannot each
+-- see the other's user and together remove the last one.
+SELECT id FROM accounts WHERE id = $1 FOR UPDATE;
+
+-- name: CountUsers :one
+SELECT count(*) FROM users WHERE account_id = $1;
+
+-- name: DeleteUserSessions :exec
+DELETE FROM sessions WHERE user_id = $1;
+
+-- name: DeleteUser :execrows
+DELETE FROM users WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id);
+
+-- name: InsertPasswordReset :exec
+INSERT INTO password_resets (token_hash, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4);
+
+-- name: PasswordResetByHash :one
+-- Read without a lock, as InviteByHash; PasswordResetForUpdate decides.
+SELECT r.token_hash, r.user_id, r.created_at, r.expires_at, r.used_at, u.email, a.name AS account_name
+FROM password_resets r
+JOIN users u ON u.id = r.user_id
+JOIN accounts a ON a.id = u.account_id
+WHERE r.token_hash = $1;
+
+-- name: PasswordResetForUpdate :one
+-- The row lock makes a reset single-use, as InviteForUpdate does invites.
+SELECT token_hash, user_id, created_at, expires_at, used_at
+FROM password_resets
+WHERE token_hash = $1
+FOR UPDATE;
+
+-- name: UsePasswordReset :exec
+UPDATE password_resets
+SET used_at = sqlc.arg(used_at)::timestamptz
+WHERE token_hash = sqlc.arg(token_hash);
+
+-- name: ForcePassword :exec
+UPDATE users
+SET password_hash = sqlc.arg(new_hash), password_changed_at = sqlc.arg(changed_at)
+WHERE id = sqlc.arg(id);
+
+-- name: InsertLiveRequest :exec
+-- The first request is kept: asking again changes nothing.
+INSERT INTO live_requests (account_id, requested_by, requested_at)
+VALUES ($1, $2, $3)
+ON CONFLICT (account_id) DO NOTHING;
+
+-- name: GetLiveRequest :one
+SELECT l.requested_by, l.requested_at, sqlc.embed(a)
+FROM live_requests l
+JOIN accounts a ON a.id = l.account_id
+WHERE l.account_id = $1;
+
+-- name: ListLiveRequests :many
+SELECT l.requested_by, l.requested_at, sqlc.embed(a)
+FROM live_requests l
+JOIN accounts a ON a.id = l.account_id
+WHERE NOT a.live_enabled
+ORDER BY l.requested_at, l.account_id;

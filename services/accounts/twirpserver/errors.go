@@ -25,6 +25,7 @@ var errorCodes = twirperr.Codes{
 	// reason tells callers this failed precondition from any other that
 	// may come, without matching on the message.
 	withMeta(twirperr.Sentinel(accounts.ErrLiveDisabled, twirp.FailedPrecondition), "reason", "live_disabled"),
+	withMeta(twirperr.Sentinel(accounts.ErrLastUser, twirp.FailedPrecondition), "reason", "last_user"),
 }
 
 func conflictOnField(err error) (twirp.Error, bool) {

@@ -7,7 +7,8 @@ import "github.com/esimplatform/esim/libs/internalauth"
 // takes an operator credential. The portal signs its users in and, for
 // the account of the user signed in, shows the account and manages its
 // keys: the account id it passes comes from the session it resolved, so
-// it never lists accounts, invites users or enables live.
+// it never lists accounts or enables live. It invites, lists and removes
+// the users of the signed-in user's account, and asks for live for it.
 var Policy = internalauth.Policy{
 	"Authenticate":   {internalauth.Gateway},
 	"CreateAccount":  {internalauth.Operator},
@@ -18,7 +19,7 @@ var Policy = internalauth.Policy{
 	"ListKeys":       {internalauth.Operator, internalauth.Portal},
 	"RevokeKey":      {internalauth.Operator, internalauth.Portal},
 	"EnableLive":     {internalauth.Operator},
-	"InviteUser":     {internalauth.Operator},
+	"InviteUser":     {internalauth.Operator, internalauth.Portal},
 	"SignUp":         {internalauth.Portal},
 	"SignIn":         {internalauth.Portal},
 	"GetSession":     {internalauth.Portal},
@@ -26,4 +27,15 @@ var Policy = internalauth.Policy{
 	"ChangePassword": {internalauth.Portal},
 	// Operators too: make run gives its demo user a password this way.
 	"AcceptInvite": {internalauth.Portal, internalauth.Operator},
+	"GetInvite":    {internalauth.Portal},
+	"ListUsers":    {internalauth.Operator, internalauth.Portal},
+	"RemoveUser":   {internalauth.Operator, internalauth.Portal},
+	// Only operators hand out reset links: a portal user who could would
+	// take over a colleague's sign-in.
+	"CreatePasswordReset": {internalauth.Operator},
+	"GetPasswordReset":    {internalauth.Portal},
+	"ResetPassword":       {internalauth.Portal},
+	"RequestLive":         {internalauth.Portal},
+	"GetLiveRequest":      {internalauth.Operator, internalauth.Portal},
+	"ListLiveRequests":    {internalauth.Operator},
 }

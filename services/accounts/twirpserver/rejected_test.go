@@ -26,7 +26,9 @@ func tables(t *testing.T, pool *pgxpool.Pool) string {
 		coalesce((SELECT json_agg(k ORDER BY k.id) FROM api_keys k)::text, '') || ' ' ||
 		coalesce((SELECT json_agg(u ORDER BY u.id) FROM users u)::text, '') || ' ' ||
 		coalesce((SELECT json_agg(s ORDER BY s.token_hash) FROM sessions s)::text, '') || ' ' ||
-		coalesce((SELECT json_agg(i ORDER BY i.token_hash) FROM invites i)::text, '')`).Scan(&dump)
+		coalesce((SELECT json_agg(i ORDER BY i.token_hash) FROM invites i)::text, '') || ' ' ||
+		coalesce((SELECT json_agg(r ORDER BY r.token_hash) FROM password_resets r)::text, '') || ' ' ||
+		coalesce((SELECT json_agg(l ORDER BY l.account_id) FROM live_requests l)::text, '')`).Scan(&dump)
 	if err != nil {
 		t.Fatalf("read the tables: %v", err)
 	}

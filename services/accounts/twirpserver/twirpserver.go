@@ -252,7 +252,11 @@ func (s *Server) InviteUser(ctx context.Context, req *accountsv1.InviteUserReque
 	if err != nil {
 		return nil, toTwirp(err)
 	}
-	inv, err := s.svc.InviteUser(ctx, accountID, req.GetEmail())
+	invite := s.svc.InviteUser
+	if req.GetNewUserOnly() {
+		invite = s.svc.InviteNewUser
+	}
+	inv, err := invite(ctx, accountID, req.GetEmail())
 	if err != nil {
 		return nil, toTwirp(err)
 	}

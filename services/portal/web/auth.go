@@ -158,36 +158,6 @@ func (a *App) signOut(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
-func (a *App) invitePage(w http.ResponseWriter, r *http.Request) {
-	a.render(w, r, http.StatusOK, "invite.html", view{Title: "Join your team", Data: r.PathValue("token")})
-}
-
-func (a *App) acceptInvite(w http.ResponseWriter, r *http.Request) {
-	token := r.PathValue("token")
-	if !a.claimSignUp(w, r, "invite.html", view{Title: "Join your team", Data: token}) {
-		return
-	}
-	res, err := a.Accounts.AcceptInvite(r.Context(), &accountsv1.AcceptInviteRequest{Token: token, Password: r.PostFormValue("password")})
-	if err != nil {
-		v := view{Title: "Join your team", Errors: map[string]string{}, Data: token}
-		if field, msg, ok := fieldError(err, map[string]string{"password": "Password"}); ok {
-			v.Errors[field] = msg
-		} else {
-			switch code(err) {
-			case twirp.NotFound, twirp.Unauthenticated, twirp.FailedPrecondition, twirp.InvalidArgument, twirp.AlreadyExists:
-				v.Error = "This invitation is not valid: it was used already, it expired, or the link is incomplete. Ask for a new one."
-			default:
-				a.fail(w, r, err)
-				return
-			}
-		}
-		a.render(w, r, http.StatusBadRequest, "invite.html", v)
-		return
-	}
-	a.setSessionCookie(w, res)
-	http.Redirect(w, r, "/sandbox/", http.StatusSeeOther)
-}
-
 func passwordView(s *session) view {
 	return view{Title: "Change password", Session: s, Section: "settings", Errors: map[string]string{}}
 }

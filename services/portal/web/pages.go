@@ -165,7 +165,7 @@ func (a *App) createKey(w http.ResponseWriter, r *http.Request, e envRequest) {
 		}
 		if code(err) == twirp.FailedPrecondition && meta(err, "reason") == "live_disabled" {
 			a.keysPage(w, r, e, http.StatusForbidden, func(v *view) {
-				v.Error = "Live keys can be created once live is enabled for this account; ask your account manager."
+				v.Error = "Live keys can be created once live is enabled for this account: request live access at /live/access."
 			})
 			return
 		}

@@ -78,10 +78,9 @@ func New(d Deps) (*App, error) {
 	handle("GET /signin", a.signInPage)
 	handle("POST /signin", a.signIn)
 	handle("POST /signout", a.signedIn(a.signOut))
-	handle("GET /invite/{token}", a.invitePage)
-	handle("POST /invite/{token}", a.acceptInvite)
 	handle("GET /settings/password", a.signedIn(a.passwordPage))
 	handle("POST /settings/password", a.signedIn(a.changePassword))
+	a.accessRoutes(handle)
 	for _, env := range portal.Environments {
 		e := "/" + string(env)
 		handle("GET "+e+"/{$}", a.inEnv(env, a.overview))

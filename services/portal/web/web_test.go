@@ -155,7 +155,7 @@ func TestEveryPageOfAPartner(t *testing.T) {
 	}
 
 	// Live: not enabled for a signed-up account.
-	must(t, "live overview", u.Get("/live/"), http.StatusOK, "Live is not enabled for this account yet; ask your account manager", "0.00 EUR", "sk_live_...")
+	must(t, "live overview", u.Get("/live/"), http.StatusOK, "Live is not enabled for this account yet: <a href=\"/live/access\">request live access</a>", "0.00 EUR", "sk_live_...")
 	must(t, "live key refused", u.Post("/live/keys", url.Values{"name": {"prod"}}), http.StatusForbidden, "once live is enabled")
 	must(t, "live balance", u.Get("/live/balance"), http.StatusOK, "0.00 EUR", "No movements yet")
 	if strings.Contains(u.Get("/live/balance").Body, "topup") {
@@ -350,7 +350,7 @@ func TestSessionCookie(t *testing.T) {
 	if got := p.AccountOf(b); got != u.AccountID {
 		t.Errorf("the invitee joined %s, want %s", got, u.AccountID)
 	}
-	must(t, "invite used again", p.NewBrowser().Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}), http.StatusBadRequest, "This invitation is not valid")
+	must(t, "invite used again", p.NewBrowser().Post("/invite/"+inv.GetToken(), url.Values{"password": {portaltest.Password}}), http.StatusNotFound, "This invitation is not valid")
 	p.SignIn(invitee, portaltest.Password)
 }
 

@@ -39,6 +39,20 @@ type Invite struct {
 	UsedAt    *time.Time
 }
 
+type LiveRequest struct {
+	AccountID   uuid.UUID
+	RequestedBy string
+	RequestedAt time.Time
+}
+
+type PasswordReset struct {
+	TokenHash []byte
+	UserID    uuid.UUID
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
 type Session struct {
 	TokenHash []byte
 	UserID    uuid.UUID

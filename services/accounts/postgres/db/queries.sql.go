@@ -34,6 +34,43 @@ func (q *Queries) CountKeys(ctx context.Context, accountID uuid.UUID) (int64, er
 	return count, err
 }
 
+const countUsers = `-- name: CountUsers :one
+SELECT count(*) FROM users WHERE account_id = $1
+`
+
+func (q *Queries) CountUsers(ctx context.Context, accountID uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, countUsers, accountID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const deleteUser = `-- name: DeleteUser :execrows
+DELETE FROM users WHERE id = $1 AND account_id = $2
+`
+
+type DeleteUserParams struct {
+	ID        uuid.UUID
+	AccountID uuid.UUID
+}
+
+func (q *Queries) DeleteUser(ctx context.Context, arg DeleteUserParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteUser, arg.ID, arg.AccountID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deleteUserSessions = `-- name: DeleteUserSessions :exec
+DELETE FROM sessions WHERE user_id = $1
+`
+
+func (q *Queries) DeleteUserSessions(ctx context.Context, userID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteUserSessions, userID)
+	return err
+}
+
 const enableLive = `-- name: EnableLive :one
 UPDATE accounts
 SET live_enabled = true
@@ -55,6 +92,23 @@ func (q *Queries) EnableLive(ctx context.Context, id uuid.UUID) (Account, error)
 	return i, err
 }
 
+const forcePassword = `-- name: ForcePassword :exec
+UPDATE users
+SET password_hash = $1, password_changed_at = $2
+WHERE id = $3
+`
+
+type ForcePasswordParams struct {
+	NewHash   string
+	ChangedAt time.Time
+	ID        uuid.UUID
+}
+
+func (q *Queries) ForcePassword(ctx context.Context, arg ForcePasswordParams) error {
+	_, err := q.db.Exec(ctx, forcePassword, arg.NewHash, arg.ChangedAt, arg.ID)
+	return err
+}
+
 const getAccount = `-- name: GetAccount :one
 SELECT id, name, currency, rate_limit_per_minute, created_at, live_enabled
 FROM accounts
@@ -71,6 +125,35 @@ func (q *Queries) GetAccount(ctx context.Context, id uuid.UUID) (Account, error)
 		&i.RateLimitPerMinute,
 		&i.CreatedAt,
 		&i.LiveEnabled,
+	)
+	return i, err
+}
+
+const getLiveRequest = `-- name: GetLiveRequest :one
+SELECT l.requested_by, l.requested_at, a.id, a.name, a.currency, a.rate_limit_per_minute, a.created_at, a.live_enabled
+FROM live_requests l
+JOIN accounts a ON a.id = l.account_id
+WHERE l.account_id = $1
+`
+
+type GetLiveRequestRow struct {
+	RequestedBy string
+	RequestedAt time.Time
+	Account     Account
+}
+
+func (q *Queries) GetLiveRequest(ctx context.Context, accountID uuid.UUID) (GetLiveRequestRow, error) {
+	row := q.db.QueryRow(ctx, getLiveRequest, accountID)
+	var i GetLiveRequestRow
+	err := row.Scan(
+		&i.RequestedBy,
+		&i.RequestedAt,
+		&i.Account.ID,
+		&i.Account.Name,
+		&i.Account.Currency,
+		&i.Account.RateLimitPerMinute,
+		&i.Account.CreatedAt,
+		&i.Account.LiveEnabled,
 	)
 	return i, err
 }
@@ -175,6 +258,46 @@ func (q *Queries) InsertKey(ctx context.Context, arg InsertKeyParams) error {
 		arg.Name,
 		arg.SecretHash,
 		arg.CreatedAt,
+	)
+	return err
+}
+
+const insertLiveRequest = `-- name: InsertLiveRequest :exec
+INSERT INTO live_requests (account_id, requested_by, requested_at)
+VALUES ($1, $2, $3)
+ON CONFLICT (account_id) DO NOTHING
+`
+
+type InsertLiveRequestParams struct {
+	AccountID   uuid.UUID
+	RequestedBy string
+	RequestedAt time.Time
+}
+
+// The first request is kept: asking again changes nothing.
+func (q *Queries) InsertLiveRequest(ctx context.Context, arg InsertLiveRequestParams) error {
+	_, err := q.db.Exec(ctx, insertLiveRequest, arg.AccountID, arg.RequestedBy, arg.RequestedAt)
+	return err
+}
+
+const insertPasswordReset = `-- name: InsertPasswordReset :exec
+INSERT INTO password_resets (token_hash, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4)
+`
+
+type InsertPasswordResetParams struct {
+	TokenHash []byte
+	UserID    uuid.UUID
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+func (q *Queries) InsertPasswordReset(ctx context.Context, arg InsertPasswordResetParams) error {
+	_, err := q.db.Exec(ctx, insertPasswordReset,
+		arg.TokenHash,
+		arg.UserID,
+		arg.CreatedAt,
+		arg.ExpiresAt,
 	)
 	return err
 }
@@ -410,6 +533,151 @@ func (q *Queries) ListKeys(ctx context.Context, arg ListKeysParams) ([]ListKeysR
 	return items, nil
 }
 
+const listLiveRequests = `-- name: ListLiveRequests :many
+SELECT l.requested_by, l.requested_at, a.id, a.name, a.currency, a.rate_limit_per_minute, a.created_at, a.live_enabled
+FROM live_requests l
+JOIN accounts a ON a.id = l.account_id
+WHERE NOT a.live_enabled
+ORDER BY l.requested_at, l.account_id
+`
+
+type ListLiveRequestsRow struct {
+	RequestedBy string
+	RequestedAt time.Time
+	Account     Account
+}
+
+func (q *Queries) ListLiveRequests(ctx context.Context) ([]ListLiveRequestsRow, error) {
+	rows, err := q.db.Query(ctx, listLiveRequests)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListLiveRequestsRow
+	for rows.Next() {
+		var i ListLiveRequestsRow
+		if err := rows.Scan(
+			&i.RequestedBy,
+			&i.RequestedAt,
+			&i.Account.ID,
+			&i.Account.Name,
+			&i.Account.Currency,
+			&i.Account.RateLimitPerMinute,
+			&i.Account.CreatedAt,
+			&i.Account.LiveEnabled,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listUsers = `-- name: ListUsers :many
+SELECT id, account_id, email, password_hash, created_at, password_changed_at
+FROM users
+WHERE account_id = $1
+ORDER BY created_at, id
+`
+
+func (q *Queries) ListUsers(ctx context.Context, accountID uuid.UUID) ([]User, error) {
+	rows, err := q.db.Query(ctx, listUsers, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []User
+	for rows.Next() {
+		var i User
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Email,
+			&i.PasswordHash,
+			&i.CreatedAt,
+			&i.PasswordChangedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lockAccount = `-- name: LockAccount :one
+SELECT id FROM accounts WHERE id = $1 FOR UPDATE
+`
+
+// Serialises removals of an account's users, so two of them cannot each
+// see the other's user and together remove the last one.
+func (q *Queries) LockAccount(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockAccount, id)
+	var id_2 uuid.UUID
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
+const passwordResetByHash = `-- name: PasswordResetByHash :one
+SELECT r.token_hash, r.user_id, r.created_at, r.expires_at, r.used_at, u.email, a.name AS account_name
+FROM password_resets r
+JOIN users u ON u.id = r.user_id
+JOIN accounts a ON a.id = u.account_id
+WHERE r.token_hash = $1
+`
+
+type PasswordResetByHashRow struct {
+	TokenHash   []byte
+	UserID      uuid.UUID
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
+	Email       string
+	AccountName string
+}
+
+// Read without a lock, as InviteByHash; PasswordResetForUpdate decides.
+func (q *Queries) PasswordResetByHash(ctx context.Context, tokenHash []byte) (PasswordResetByHashRow, error) {
+	row := q.db.QueryRow(ctx, passwordResetByHash, tokenHash)
+	var i PasswordResetByHashRow
+	err := row.Scan(
+		&i.TokenHash,
+		&i.UserID,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+		&i.Email,
+		&i.AccountName,
+	)
+	return i, err
+}
+
+const passwordResetForUpdate = `-- name: PasswordResetForUpdate :one
+SELECT token_hash, user_id, created_at, expires_at, used_at
+FROM password_resets
+WHERE token_hash = $1
+FOR UPDATE
+`
+
+// The row lock makes a reset single-use, as InviteForUpdate does invites.
+func (q *Queries) PasswordResetForUpdate(ctx context.Context, tokenHash []byte) (PasswordReset, error) {
+	row := q.db.QueryRow(ctx, passwordResetForUpdate, tokenHash)
+	var i PasswordReset
+	err := row.Scan(
+		&i.TokenHash,
+		&i.UserID,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+	)
+	return i, err
+}
+
 const revokeKey = `-- name: RevokeKey :one
 UPDATE api_keys
 SET revoked_at = COALESCE(revoked_at, $1::timestamptz)
@@ -588,6 +856,22 @@ type UseInviteParams struct {
 
 func (q *Queries) UseInvite(ctx context.Context, arg UseInviteParams) error {
 	_, err := q.db.Exec(ctx, useInvite, arg.UsedAt, arg.TokenHash)
+	return err
+}
+
+const usePasswordReset = `-- name: UsePasswordReset :exec
+UPDATE password_resets
+SET used_at = $1::timestamptz
+WHERE token_hash = $2
+`
+
+type UsePasswordResetParams struct {
+	UsedAt    time.Time
+	TokenHash []byte
+}
+
+func (q *Queries) UsePasswordReset(ctx context.Context, arg UsePasswordResetParams) error {
+	_, err := q.db.Exec(ctx, usePasswordReset, arg.UsedAt, arg.TokenHash)
 	return err
 }
 
