@@ -44,7 +44,7 @@ type inviteLink struct {
 }
 
 func (a *App) usersPage(w http.ResponseWriter, r *http.Request, s *session) {
-	v := view{Title: "Users", Session: s, Errors: map[string]string{}}
+	v := view{Title: "Users", Session: s, Section: "users", Errors: map[string]string{}}
 	if r.URL.Query().Get("done") == "removed" {
 		v.Notice = "The user was removed; every session they had was signed out."
 	}
@@ -66,7 +66,7 @@ func (a *App) renderUsers(w http.ResponseWriter, r *http.Request, s *session, st
 
 func (a *App) inviteUser(w http.ResponseWriter, r *http.Request, s *session) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	v := view{Title: "Users", Session: s, Errors: map[string]string{}, Form: map[string]string{"email": email}}
+	v := view{Title: "Users", Session: s, Section: "users", Errors: map[string]string{}, Form: map[string]string{"email": email}}
 	// New users only: re-inviting a user would let whoever holds the link
 	// set their password.
 	res, err := a.Accounts.InviteUser(r.Context(), &accountsv1.InviteUserRequest{AccountId: s.accountID(), Email: email, NewUserOnly: true})
@@ -143,7 +143,7 @@ func (a *App) removeUser(w http.ResponseWriter, r *http.Request, s *session) {
 	_, err := a.Accounts.RemoveUser(r.Context(), &accountsv1.RemoveUserRequest{AccountId: s.accountID(), UserId: id})
 	switch {
 	case code(err) == twirp.FailedPrecondition && meta(err, "reason") == "last_user":
-		a.renderUsers(w, r, s, http.StatusConflict, view{Title: "Users", Session: s, Errors: map[string]string{},
+		a.renderUsers(w, r, s, http.StatusConflict, view{Title: "Users", Session: s, Section: "users", Errors: map[string]string{},
 			Error: "The account's last user cannot be removed: invite someone else first."})
 		return
 	case err != nil:
