@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -31,10 +30,6 @@ import (
 func TestAccessInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real browser")
-	}
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it)")
 	}
 	esimctl := buildEsimctl(t)
 	p := portaltest.Start(t)
@@ -58,19 +53,7 @@ func TestAccessInABrowser(t *testing.T) {
 	}
 	t.Logf("screenshots: %s", shots)
 
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
+	_, run := openBrowser(t)
 	shoot := func(name string) {
 		t.Helper()
 		var png []byte

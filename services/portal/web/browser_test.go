@@ -25,6 +25,30 @@ import (
 	"github.com/esimplatform/esim/services/webhook/webhooktest"
 )
 
+// openBrowser starts Debian's Chromium headless for a test, closed when
+// it ends, and returns its context and run, which does a step's actions
+// and fails the test naming the step.
+func openBrowser(t *testing.T) (context.Context, func(step string, actions ...chromedp.Action[chromedp.Void])) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it)")
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+}
+
 // TestInABrowser walks what a partner does in the portal, in Debian's
 // Chromium driven headless: signs up, switches to the sandbox, creates a
 // key and reads it off the page (and reloads that page, to see the secret
@@ -38,27 +62,11 @@ func TestInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real browser")
 	}
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it)")
-	}
 	p := portaltest.Start(t)
 	shots := artifactsDir(t, "walk")
 	t.Logf("screenshots of every page at 1280 and 390 px: %s", shots)
 
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
+	ctx, run := openBrowser(t)
 	shoot := func(name string) {
 		t.Helper()
 		for _, width := range []int64{1280, 390} {

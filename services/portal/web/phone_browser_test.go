@@ -1,13 +1,11 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,10 +152,6 @@ func TestSearchAndPhonesInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real browser")
 	}
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it)")
-	}
 	shots := artifactsDir(t, "search-and-phones")
 	t.Logf("screenshots: %s", shots)
 	p := portaltest.Start(t)
@@ -169,19 +163,7 @@ func TestSearchAndPhonesInABrowser(t *testing.T) {
 	mia := orderFor(t, p, key, 2, `{"name": "Mia Rossi", "email": "mia.rossi@example.com", "reference": "BK-2041"}`)
 	noah := orderFor(t, p, key, 1, `{"name": "Noah Berg", "email": "noah@example.org", "reference": "BK-3310"}`)
 
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
+	_, run := openBrowser(t)
 	shoot := func(name string) {
 		t.Helper()
 		var png []byte
