@@ -100,6 +100,7 @@ func TestPlatformOnCluster(t *testing.T) {
 	}
 	c.checkPodReferences(ctx, t)
 	t.Logf("installed: %d Deployments Available: %v", len(installed), installed)
+	credentials := c.internalCredentials(ctx, t)
 
 	args := append([]string{"upgrade", clusterRelease, clusterChart, "--namespace", namespace}, clusterValues...)
 	c.helm(ctx, t, append(args, "--set", "global.env."+upgradeEnv+"="+upgradeValue)...)
@@ -118,6 +119,11 @@ func TestPlatformOnCluster(t *testing.T) {
 	}
 	c.checkPodReferences(ctx, t)
 	t.Logf("upgraded: every Deployment rolled out a new template: %v", upgraded)
+	// The chart makes the services' tokens once: an upgrade that made new
+	// ones would leave old pods refusing new pods' calls mid-rollout.
+	if after := c.internalCredentials(ctx, t); !maps.EqualFunc(after, credentials, bytes.Equal) {
+		t.Errorf("the upgrade changed the internal credentials (%s): keys before %v, after %v", internalSecret, slices.Sorted(maps.Keys(credentials)), slices.Sorted(maps.Keys(after)))
+	}
 
 	c.helm(ctx, t, "rollback", clusterRelease, "1", "--namespace", namespace)
 	rolledBack := c.waitRolledOut(ctx, t, "the rollback", func(d *appsv1.Deployment) error {
@@ -133,6 +139,19 @@ func TestPlatformOnCluster(t *testing.T) {
 
 	c.helm(ctx, t, "uninstall", clusterRelease, "--namespace", namespace)
 	c.waitReleaseGone(ctx, t, clusterRelease, operators)
+}
+
+// internalCredentials reads what the umbrella made into its Secret.
+func (c *cluster) internalCredentials(ctx context.Context, t *testing.T) map[string][]byte {
+	t.Helper()
+	s, err := c.client.CoreV1().Secrets(namespace).Get(ctx, internalSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read Secret %s: %v", internalSecret, err)
+	}
+	if len(s.Data) == 0 {
+		t.Fatalf("Secret %s holds nothing", internalSecret)
+	}
+	return s.Data
 }
 
 // envIs reports a Deployment whose pods do not set the variable name, or
