@@ -261,7 +261,7 @@ func pipelinePhase(ctx context.Context, cfg config, p *platform.Platform, b *ben
 		res.delivered, res.drain.Round(time.Millisecond), res.rate(), ms(res.toFirst), res.missing, res.duplicates)
 
 	// 3. The control.
-	bench, err := preparePipelineControl(ctx, cfg.pgURL, filepath.Join(runDir, "pgbench-pipeline"))
+	bench, err := preparePipelineControl(ctx, cfg.pgURL, pipelineDatabase, filepath.Join(runDir, "pgbench-pipeline"))
 	if err != nil {
 		return res, err
 	}
@@ -290,13 +290,14 @@ func pipelinePhase(ctx context.Context, cfg config, p *platform.Platform, b *ben
 	return res, nil
 }
 
-// preparePipelineControl makes the control's scratch database and script.
-func preparePipelineControl(ctx context.Context, serverURL, dir string) (*pgbench, error) {
+// preparePipelineControl makes the control's scratch database, name on
+// the server of serverURL, its tables anew, and its script.
+func preparePipelineControl(ctx context.Context, serverURL, name, dir string) (*pgbench, error) {
 	path, err := findPgbench()
 	if err != nil {
 		return nil, err
 	}
-	db, err := databaseURL(serverURL, pipelineDatabase)
+	db, err := databaseURL(serverURL, name)
 	if err != nil {
 		return nil, err
 	}
