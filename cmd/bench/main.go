@@ -125,6 +125,8 @@ const (
 	// eSIM after the sale (issue 31).
 	onlyLifecycle = "lifecycle"
 	onlyUsage     = "usage"
+	// onlyPipeline is the webhook pipeline's throughput rows (issue 33).
+	onlyPipeline = "pipeline"
 )
 
 // runs reports whether the run includes the phases named.
@@ -152,9 +154,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
-	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip), lifecycle (a sandbox eSIM's simulated install to its signed esim.installed webhook, at half the sustainable rate, against the receiver's own round trip) or usage (usage readings applied by ordering over its Postgres store, against pgbench updating the same rows); all by default", func(v string) error {
-		if v != onlyPlans && v != onlyOrders && v != onlyWebhooks && v != onlyLifecycle && v != onlyUsage {
-			return fmt.Errorf("want %s, %s, %s, %s or %s", onlyPlans, onlyOrders, onlyWebhooks, onlyLifecycle, onlyUsage)
+	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip), lifecycle (a sandbox eSIM's simulated install to its signed esim.installed webhook, at half the sustainable rate, against the receiver's own round trip) or usage (usage readings applied by ordering over its Postgres store, against pgbench updating the same rows) or pipeline (a backlog of order events delivered after the webhook service was paused, against pgbench doing a delivery's writes, then an order's webhook at half that rate); all by default", func(v string) error {
+		if v != onlyPlans && v != onlyOrders && v != onlyWebhooks && v != onlyLifecycle && v != onlyUsage && v != onlyPipeline {
+			return fmt.Errorf("want %s, %s, %s, %s, %s or %s", onlyPlans, onlyOrders, onlyWebhooks, onlyLifecycle, onlyUsage, onlyPipeline)
 		}
 		cfg.only = v
 		return nil
@@ -193,7 +195,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 
 	// The order and usage rows compare with pgbench: a missing one is
 	// said before the platform starts, not after the plan rows ran.
-	if cfg.runs(onlyOrders) || cfg.runs(onlyUsage) {
+	if cfg.runs(onlyOrders) || cfg.runs(onlyUsage) || cfg.runs(onlyPipeline) {
 		if _, err := findPgbench(); err != nil {
 			return err
 		}
@@ -314,6 +316,14 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			return err
 		}
 		rep.usage = &res
+	}
+
+	if cfg.runs(onlyPipeline) {
+		res, err := pipelinePhase(ctx, cfg, p, hooks, runDir, say)
+		if err != nil {
+			return err
+		}
+		rep.pipeline = &res
 	}
 
 	// Peak memory while everything is still running.

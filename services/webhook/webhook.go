@@ -273,6 +273,10 @@ type Store interface {
 	// when the scope has no endpoint, stores e as StatusNoEndpoint
 	// without a job.
 	AddEvent(ctx context.Context, e NewEvent) (added bool, err error)
+	// AddEvents is AddEvent for many events of ordering's (each with its
+	// order) in one transaction: all stored or none. added[i] is
+	// AddEvent's answer for es[i]; an id twice in es is stored once.
+	AddEvents(ctx context.Context, es []NewEvent) (added []bool, err error)
 	// Event returns the event with its attempts; ErrNotFound when there
 	// is none with id in scope (any scope when nil).
 	Event(ctx context.Context, scope *Scope, id string) (Event, error)
@@ -529,6 +533,42 @@ func (s *Service) Ingest(ctx context.Context, e IncomingEvent) (bool, error) {
 		return false, fmt.Errorf("store event %s: %w", e.ID, err)
 	}
 	return added, nil
+}
+
+// IngestMany is Ingest for many events in one transaction: the
+// consumer's batch. invalid[i] is the ValidationError of es[i], which is
+// not stored (its message is to be skipped); the others are stored, all
+// or (err) none, and added[i] is Ingest's answer for es[i].
+func (s *Service) IngestMany(ctx context.Context, es []IncomingEvent) (invalid []error, added []bool, err error) {
+	invalid, added = make([]error, len(es)), make([]bool, len(es))
+	batch := make([]NewEvent, 0, len(es))
+	var stored []int // es's index of each of batch
+	for i, e := range es {
+		if invalid[i] = validIncoming(e); invalid[i] != nil {
+			continue
+		}
+		payload, err := render(e.ID, e.Type, e.CreatedAt, e.Scope.Environment, e.ThresholdPercent, e.Data)
+		if err != nil {
+			if _, ok := errors.AsType[*ValidationError](err); ok {
+				invalid[i] = err
+				continue
+			}
+			return nil, nil, err
+		}
+		stored = append(stored, i)
+		batch = append(batch, NewEvent{
+			ID: e.ID, Type: e.Type, Scope: e.Scope, OrderID: e.OrderID,
+			CreatedAt: e.CreatedAt, Payload: payload, Trace: e.Trace,
+		})
+	}
+	news, err := s.store.AddEvents(ctx, batch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %d events: %w", len(batch), err)
+	}
+	for j, n := range news {
+		added[stored[j]] = n
+	}
+	return invalid, added, nil
 }
 
 // IncomingEvent is an event as ordering publishes it.

@@ -155,6 +155,14 @@ func (f *fakeStore) AddEvent(_ context.Context, e NewEvent) (bool, error) {
 	return true, nil
 }
 
+func (f *fakeStore) AddEvents(ctx context.Context, es []NewEvent) ([]bool, error) {
+	added := make([]bool, len(es))
+	for i, e := range es {
+		added[i], _ = f.AddEvent(ctx, e)
+	}
+	return added, nil
+}
+
 func (f *fakeStore) Event(_ context.Context, scope *Scope, id string) (Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -30,7 +30,7 @@ import (
 
 // Ingester stores events: the webhook Service.
 type Ingester interface {
-	Ingest(ctx context.Context, e webhook.IncomingEvent) (bool, error)
+	IngestMany(ctx context.Context, es []webhook.IncomingEvent) (invalid []error, added []bool, err error)
 }
 
 // Options configure a Consumer.
@@ -110,11 +110,12 @@ func (c *Consumer) ensureTopic(ctx context.Context) bool {
 	}
 }
 
-// consume reads and stores one message at a time, so a partition's events
+// consume reads the messages the reader has at hand, up to maxBatch,
+// stores them in one transaction in their order, so a partition's events
 // are stored in their order, and hands each stored message to commit,
 // which commits offsets in the background: only stored events' offsets,
 // never before they are stored, yet without a broker round trip between
-// one event and the next.
+// one batch and the next.
 func (c *Consumer) consume(ctx context.Context) {
 	r := kafka.NewReader(c.o.Kafka, c.o.Topic, c.o.Group)
 	stored := make(chan kafkago.Message, commitBacklog)
@@ -133,7 +134,7 @@ func (c *Consumer) consume(ctx context.Context) {
 	}()
 	wait := minBackoff
 	for {
-		m, err := r.FetchMessage(ctx)
+		batch, err := fetch(ctx, r)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -146,11 +147,45 @@ func (c *Consumer) consume(ctx context.Context) {
 			continue
 		}
 		wait = minBackoff
-		if !c.handle(ctx, m) {
-			return // stopped before the event was stored: not committed
+		done, ok := c.handle(ctx, batch)
+		for _, m := range batch[:done] {
+			stored <- m
 		}
-		stored <- m
+		if !ok {
+			return // stopped before the rest was stored: not committed
+		}
 	}
+}
+
+// maxBatch bounds the messages stored in one transaction; batchWait is
+// how long a batch waits for one more message after the last: a backlog's
+// messages are at hand already, and a lone event waits no longer than
+// that for company.
+const (
+	maxBatch  = 500
+	batchWait = time.Millisecond
+)
+
+// fetch waits for a message, then takes those that follow within
+// batchWait of each other, up to maxBatch.
+func fetch(ctx context.Context, r *kafkago.Reader) ([]kafkago.Message, error) {
+	m, err := r.FetchMessage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	batch := []kafkago.Message{m}
+	for len(batch) < maxBatch {
+		more, cancel := context.WithTimeout(ctx, batchWait)
+		m, err := r.FetchMessage(more)
+		cancel()
+		if err != nil {
+			// The wait is over, or the reader failed: what was read is
+			// stored first, and the next fetch meets the failure.
+			break
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
 }
 
 // commitBacklog is how many stored messages may wait for their offsets'
@@ -189,12 +224,18 @@ func (c *Consumer) commit(r *kafkago.Reader, stored <-chan kafkago.Message) {
 	}
 }
 
-// handle stores m's event, trying until it is stored or can never be,
-// and reports false only when ctx ended first.
-func (c *Consumer) handle(ctx context.Context, m kafkago.Message) bool {
+// message is a message of a batch being stored, with its span.
+type message struct {
+	ctx  context.Context
+	span trace.Span
+	at   []any
+}
+
+// begin starts m's span, when tracing.
+func (c *Consumer) begin(ctx context.Context, m kafkago.Message) message {
 	ctx = kafka.ExtractTrace(ctx, m)
+	span := trace.SpanFromContext(ctx)
 	if c.tracer != nil {
-		var span trace.Span
 		ctx, span = c.tracer.Start(ctx, c.o.Topic+" process", trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(
 				attribute.String("messaging.system", "kafka"),
@@ -204,48 +245,85 @@ func (c *Consumer) handle(ctx context.Context, m kafkago.Message) bool {
 				attribute.Int("messaging.destination.partition.id", m.Partition),
 				attribute.String("messaging.kafka.offset", strconv.FormatInt(m.Offset, 10)),
 			))
-		defer span.End()
 	}
-	at := []any{"topic", c.o.Topic, "partition", m.Partition, "offset", m.Offset}
+	return message{ctx: ctx, span: span, at: []any{"topic", c.o.Topic, "partition", m.Partition, "offset", m.Offset}}
+}
 
-	var pb orderingv1.OrderEvent
-	if err := proto.Unmarshal(m.Value, &pb); err != nil {
-		c.poison(ctx, at, err)
-		return true
+func (m message) end(tracing bool) {
+	if tracing {
+		m.span.End()
 	}
-	in, err := incoming(&pb)
-	if errors.Is(err, partnerapi.ErrUnknown) {
-		return c.hold(ctx, at, err)
+}
+
+// handle stores the events of batch, trying until they are stored or
+// can never be, and reports how many of its first messages are done
+// with (stored, or skipped as poison) and whether all are: false when
+// ctx ended first, or a message is held (hold), which ends the batch.
+func (c *Consumer) handle(ctx context.Context, batch []kafkago.Message) (int, bool) {
+	tracing := c.tracer != nil
+	var events []webhook.IncomingEvent
+	var msgs []message
+	defer func() {
+		for _, m := range msgs {
+			m.end(tracing)
+		}
+	}()
+	held, heldErr := -1, error(nil)
+	for i, km := range batch {
+		m := c.begin(ctx, km)
+		var pb orderingv1.OrderEvent
+		if err := proto.Unmarshal(km.Value, &pb); err != nil {
+			c.poison(m.ctx, m.at, err)
+			m.end(tracing)
+			continue
+		}
+		in, err := incoming(&pb)
+		if errors.Is(err, partnerapi.ErrUnknown) {
+			held, heldErr = i, err
+			msgs = append(msgs, m)
+			break
+		}
+		if err != nil {
+			c.poison(m.ctx, m.at, err)
+			m.end(tracing)
+			continue
+		}
+		// The trace context stored is this span's (or, with tracing off,
+		// the producer's), so each attempt's span joins the trace of the
+		// order.
+		in.Trace = map[string]string{}
+		propagation.TraceContext{}.Inject(m.ctx, propagation.MapCarrier(in.Trace))
+		events = append(events, in)
+		msgs = append(msgs, m)
 	}
-	if err != nil {
-		c.poison(ctx, at, err)
-		return true
-	}
-	// The trace context stored is this span's (or, with tracing off, the
-	// producer's), so each attempt's span joins the trace of the order.
-	in.Trace = map[string]string{}
-	propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(in.Trace))
 
 	wait := minBackoff
-	for {
-		added, err := c.svc.Ingest(ctx, in)
+	for len(events) > 0 {
+		invalid, added, err := c.svc.IngestMany(ctx, events)
 		if err == nil {
-			c.o.Log.DebugContext(ctx, "event consumed", append(at, "event_id", in.ID, "new", added)...)
-			return true
-		}
-		if _, ok := errors.AsType[*webhook.ValidationError](err); ok {
-			c.poison(ctx, at, err)
-			return true
+			for j, e := range invalid {
+				if e != nil {
+					c.poison(msgs[j].ctx, msgs[j].at, e)
+					continue
+				}
+				c.o.Log.DebugContext(msgs[j].ctx, "event consumed", append(msgs[j].at, "event_id", events[j].ID, "new", added[j])...)
+			}
+			break
 		}
 		if ctx.Err() != nil {
-			return false
+			return 0, false
 		}
-		c.o.Log.WarnContext(ctx, "storing an event failed; trying again", append(at, "event_id", in.ID, "in", wait.String(), "err", err)...)
+		c.o.Log.WarnContext(ctx, "storing events failed; trying again", "topic", c.o.Topic, "events", len(events), "in", wait.String(), "err", err)
 		if !sleep(ctx, wait) {
-			return false
+			return 0, false
 		}
 		wait = min(2*wait, maxBackoff)
 	}
+	if held >= 0 {
+		m := msgs[len(msgs)-1]
+		return held, c.hold(m.ctx, m.at, heldErr)
+	}
+	return len(batch), true
 }
 
 // poison logs a message that can never be stored, which is then

@@ -32,6 +32,22 @@ LEFT JOIN endpoints e ON e.account_id = sqlc.arg(account_id) AND e.environment =
 ON CONFLICT (id) DO NOTHING
 RETURNING status;
 
+-- name: InsertEvents :many
+-- InsertEvent for many events in one statement, in their order: the rows
+-- of ids taken (stored before, or earlier in the same list) are not
+-- returned.
+INSERT INTO events (id, type, account_id, environment, order_id, created_at, payload, trace_context, status, url)
+SELECT n.id, n.type, n.account_id, n.environment, n.order_id,
+       n.created_at, n.payload, n.trace_context::jsonb,
+       CASE WHEN e.url IS NULL THEN 'no_endpoint' ELSE 'pending' END, e.url
+FROM (SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(types)::text[]) AS type,
+             unnest(sqlc.arg(account_ids)::uuid[]) AS account_id, unnest(sqlc.arg(environments)::text[]) AS environment,
+             unnest(sqlc.arg(order_ids)::uuid[]) AS order_id, unnest(sqlc.arg(created_ats)::timestamptz[]) AS created_at,
+             unnest(sqlc.arg(payloads)::text[]) AS payload, unnest(sqlc.arg(trace_contexts)::text[]) AS trace_context) AS n
+LEFT JOIN endpoints e ON e.account_id = n.account_id AND e.environment = n.environment
+ON CONFLICT (id) DO NOTHING
+RETURNING id, status;
+
 -- name: CountPendingUpTo :one
 -- A scope's pending events, counted up to a bound: enough to tell a scope
 -- with a backlog from one without, at a bounded cost however long it is.

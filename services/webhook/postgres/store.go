@@ -145,13 +145,105 @@ func (s *Store) AddEvent(ctx context.Context, e webhook.NewEvent) (bool, error) 
 		if err != nil {
 			return fmt.Errorf("count pending events: %w", err)
 		}
-		if _, err := s.jobs.InsertTx(ctx, tx, deliveryArgs{EventID: e.ID}, insertOpts(e.Scope.Environment, pending > int64(s.maxPerScope))); err != nil {
+		if _, err := s.jobs.InsertTx(ctx, tx, deliveryArgs{EventID: e.ID, AccountID: e.Scope.AccountID.String(), Environment: string(e.Scope.Environment)}, insertOpts(e.Scope.Environment, pending > int64(s.maxPerScope))); err != nil {
 			return fmt.Errorf("insert delivery job: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("add event %s: %w", e.ID, err)
+	}
+	return added, nil
+}
+
+// AddEvents implements webhook.Store: one statement inserts the events,
+// one counts each scope's pending events, one inserts the jobs, in one
+// transaction, whatever the number of events.
+func (s *Store) AddEvents(ctx context.Context, es []webhook.NewEvent) ([]bool, error) {
+	added := make([]bool, len(es))
+	if len(es) == 0 {
+		return added, nil
+	}
+	p := db.InsertEventsParams{
+		Ids: make([]string, len(es)), Types: make([]string, len(es)), AccountIds: make([]uuid.UUID, len(es)),
+		Environments: make([]string, len(es)), OrderIds: make([]uuid.UUID, len(es)), CreatedAts: make([]time.Time, len(es)),
+		Payloads: make([]string, len(es)), TraceContexts: make([]string, len(es)),
+	}
+	for i, e := range es {
+		if e.OrderID == uuid.Nil {
+			// Only ordering's events come in batches; a ping has no order.
+			return nil, fmt.Errorf("add events: event %s has no order", e.ID)
+		}
+		trace := []byte("{}")
+		if e.Trace != nil {
+			var err error
+			if trace, err = json.Marshal(e.Trace); err != nil {
+				return nil, fmt.Errorf("encode trace context: %w", err)
+			}
+		}
+		p.Ids[i], p.Types[i], p.AccountIds[i], p.Environments[i] = e.ID, string(e.Type), e.Scope.AccountID, string(e.Scope.Environment)
+		p.OrderIds[i], p.CreatedAts[i], p.Payloads[i], p.TraceContexts[i] = e.OrderID, e.CreatedAt, string(e.Payload), string(trace)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		rows, err := q.InsertEvents(ctx, p)
+		if err != nil {
+			return fmt.Errorf("insert events: %w", err)
+		}
+		pending := map[string]bool{}
+		for _, r := range rows {
+			pending[r.ID] = webhook.Status(r.Status) == webhook.StatusPending
+		}
+		// The events each scope gets jobs for, in their order, which the
+		// priority of each weighs: as AddEvent, the k-th of a scope is
+		// backlogged when the scope's pending events before it and it
+		// exceed the cap.
+		perScope := map[webhook.Scope][]int{}
+		var scopes []webhook.Scope
+		for i, e := range es {
+			want, ok := pending[e.ID]
+			if !ok {
+				continue // stored before: a message read again
+			}
+			delete(pending, e.ID) // an id twice in es is stored once
+			added[i] = true
+			if !want {
+				continue
+			}
+			if _, seen := perScope[e.Scope]; !seen {
+				scopes = append(scopes, e.Scope)
+			}
+			perScope[e.Scope] = append(perScope[e.Scope], i)
+		}
+		var jobs []river.InsertManyParams
+		for _, scope := range scopes {
+			idx := perScope[scope]
+			// Counted up to the cap and these events: past that, every
+			// one of them is backlogged whatever the exact count.
+			n, err := q.CountPendingUpTo(ctx, db.CountPendingUpToParams{
+				AccountID: scope.AccountID, Environment: string(scope.Environment), UpTo: int64(s.maxPerScope + len(idx)),
+			})
+			if err != nil {
+				return fmt.Errorf("count pending events: %w", err)
+			}
+			before := n - int64(len(idx))
+			for k, i := range idx {
+				jobs = append(jobs, river.InsertManyParams{
+					Args:       deliveryArgs{EventID: es[i].ID, AccountID: scope.AccountID.String(), Environment: string(scope.Environment)},
+					InsertOpts: insertOpts(scope.Environment, before+int64(k)+1 > int64(s.maxPerScope)),
+				})
+			}
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		if _, err := s.jobs.InsertManyTx(ctx, tx, jobs); err != nil {
+			return fmt.Errorf("insert delivery jobs: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add %d events: %w", len(es), err)
 	}
 	return added, nil
 }

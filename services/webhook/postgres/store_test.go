@@ -437,3 +437,48 @@ func TestEveryEventTypeIsStoredAndListed(t *testing.T) {
 		t.Errorf("the order's events: %d, %v; want all %d but the ping", total, err, len(webhook.EventTypes)-1)
 	}
 }
+
+// AddEvents stores a batch as AddEvent would each of its events, in one
+// transaction: an id stored before or twice in the batch is stored once,
+// an event without an endpoint gets no job, and a scope's events past
+// its cap (its pending ones before the batch counted) are backlogged.
+func TestAddEventsAsAddEventWould(t *testing.T) {
+	ctx := context.Background()
+	st, pool := newStore(t)
+	busy, without := scope(), scope()
+	setEndpoint(t, st, busy, "https://busy.example.com/")
+	before := newEvent(busy)
+	add(t, st, before)
+	fresh := []webhook.NewEvent{newEvent(busy), newEvent(busy), newEvent(without)}
+	batch := []webhook.NewEvent{fresh[0], before, fresh[1], fresh[0], fresh[2]}
+	added, err := st.AddEvents(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, true, false, true}; fmt.Sprint(added) != fmt.Sprint(want) {
+		t.Errorf("AddEvents = %v, want %v", added, want)
+	}
+	// rules.MaxPerScope is 2: before is the first pending, fresh[0] the
+	// second, fresh[1] the third, past the cap.
+	for _, c := range []struct {
+		id       string
+		priority int
+	}{{before.ID, 1}, {fresh[0].ID, 1}, {fresh[1].ID, 3}} {
+		if j := jobOf(t, pool, c.id); j.count != 1 || j.queue != "webhook_sandbox" || j.priority != c.priority {
+			t.Errorf("the job of %s: %+v; want one in webhook_sandbox, priority %d", c.id, j, c.priority)
+		}
+	}
+	if j := jobOf(t, pool, fresh[2].ID); j.count != 0 {
+		t.Errorf("an event without an endpoint has %d jobs, want none", j.count)
+	}
+	got, err := st.Event(ctx, &busy, fresh[1].ID)
+	if err != nil || got.Status != webhook.StatusPending || got.URL != "https://busy.example.com/" || string(got.Payload) != string(fresh[1].Payload) || got.OrderID != fresh[1].OrderID {
+		t.Errorf("Event = %+v, %v; want pending to the endpoint", got, err)
+	}
+	if j := start(t, st, fresh[0].ID); j.Trace["traceparent"] != fresh[0].Trace["traceparent"] {
+		t.Errorf("the stored trace context: %v, want %v", j.Trace, fresh[0].Trace)
+	}
+	if added, err := st.AddEvents(ctx, nil); err != nil || len(added) != 0 {
+		t.Errorf("AddEvents of none = %v, %v", added, err)
+	}
+}

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	}
 	queue, err := postgres.NewQueue(pool, svc, postgres.QueueConfig{
 		Workers: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, PollInterval: cfg.PollInterval, Log: tel.Logger,
-		Meter: tel.MeterProvider,
+		Meter: tel.MeterProvider, PerScope: cfg.PerEndpointConcurrency,
 	})
 	if err == nil {
 		err = srv.Start(ctx, "the delivery queue", workerStopBudget, queue)

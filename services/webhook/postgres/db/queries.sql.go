@@ -306,6 +306,68 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (strin
 	return status, err
 }
 
+const insertEvents = `-- name: InsertEvents :many
+INSERT INTO events (id, type, account_id, environment, order_id, created_at, payload, trace_context, status, url)
+SELECT n.id, n.type, n.account_id, n.environment, n.order_id,
+       n.created_at, n.payload, n.trace_context::jsonb,
+       CASE WHEN e.url IS NULL THEN 'no_endpoint' ELSE 'pending' END, e.url
+FROM (SELECT unnest($1::text[]) AS id, unnest($2::text[]) AS type,
+             unnest($3::uuid[]) AS account_id, unnest($4::text[]) AS environment,
+             unnest($5::uuid[]) AS order_id, unnest($6::timestamptz[]) AS created_at,
+             unnest($7::text[]) AS payload, unnest($8::text[]) AS trace_context) AS n
+LEFT JOIN endpoints e ON e.account_id = n.account_id AND e.environment = n.environment
+ON CONFLICT (id) DO NOTHING
+RETURNING id, status
+`
+
+type InsertEventsParams struct {
+	Ids           []string
+	Types         []string
+	AccountIds    []uuid.UUID
+	Environments  []string
+	OrderIds      []uuid.UUID
+	CreatedAts    []time.Time
+	Payloads      []string
+	TraceContexts []string
+}
+
+type InsertEventsRow struct {
+	ID     string
+	Status string
+}
+
+// InsertEvent for many events in one statement, in their order: the rows
+// of ids taken (stored before, or earlier in the same list) are not
+// returned.
+func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) ([]InsertEventsRow, error) {
+	rows, err := q.db.Query(ctx, insertEvents,
+		arg.Ids,
+		arg.Types,
+		arg.AccountIds,
+		arg.Environments,
+		arg.OrderIds,
+		arg.CreatedAts,
+		arg.Payloads,
+		arg.TraceContexts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InsertEventsRow
+	for rows.Next() {
+		var i InsertEventsRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const interruptAttempt = `-- name: InterruptAttempt :execrows
 UPDATE attempts SET finished = true, error = $2
 WHERE event_id = $1 AND NOT finished
