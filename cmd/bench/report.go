@@ -164,6 +164,7 @@ type report struct {
 	webhooks *webhookResults
 	installs *installResults
 	usage    *usageResults
+	lists    *listResults
 	mem      []memory
 	wake     wakeCost
 }
@@ -220,6 +221,9 @@ func (r report) markdown() string {
 	if r.usage != nil {
 		r.usage.method(p, r.cfg)
 	}
+	if r.lists != nil {
+		r.lists.method(p)
+	}
 	p("- Errors: any non-2xx answer or transport failure. Requests/s counts successful answers only. An order refused with 429 for its account's cap of orders in flight (ORDERS_IN_FLIGHT_PER_ACCOUNT) is sent again after %s, as a partner's client would, and its latency runs from the first send.\n\n", throttlePause)
 
 	if len(r.rows) > 0 {
@@ -236,6 +240,9 @@ func (r report) markdown() string {
 	}
 	if r.usage != nil {
 		r.usage.section(p)
+	}
+	if r.lists != nil {
+		r.lists.section(p)
 	}
 
 	p("## Peak memory (VmHWM from /proc/<pid>/status, after the run)\n\n")
