@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,8 +41,12 @@ type listAccount struct {
 // the same number of rows, whatever the account.
 const listPageLimit = 100
 
-// listDeepFraction places the deep page: its offset is this share of the
-// account's rows.
+// listPositions place the pages measured: each page's offset is this
+// share of the account's rows. The first page; the middle one, the
+// farthest from both ends of the list; and a deep one.
+var listPositions = []float64{0, 0.5, 0.9}
+
+// listDeepFraction is the deep page's position.
 const listDeepFraction = 0.9
 
 // targetListRatio is the goal: the big account's p50 at most this many
@@ -48,7 +54,7 @@ const listDeepFraction = 0.9
 const targetListRatio = 1.5
 
 // listDuration bounds each list measurement (a closed loop of one
-// worker): twelve of them run, and they do not need -duration's length to
+// worker): eighteen of them run, and they do not need -duration's length to
 // settle a p50.
 const listDuration = 3 * time.Second
 
@@ -56,7 +62,8 @@ var listEndpoints = []string{"orders", "esims", "events"}
 
 type listRow struct {
 	endpoint string
-	deep     bool
+	// position is the page's offset as a share of the rows.
+	position float64
 	// pages are the page numbers asked for, and small and big the two
 	// accounts' results.
 	smallPage, bigPage int
@@ -106,7 +113,15 @@ func listsPhase(ctx context.Context, cfg config, p *platform.Platform, say func(
 	}
 
 	started := time.Now()
-	seeded, err := seedLists(ctx, cfg.pgURL, say)
+	orderingURL, err := databaseURL(cfg.pgURL, "esim_ordering")
+	if err != nil {
+		return res, err
+	}
+	webhookURL, err := databaseURL(cfg.pgURL, "esim_webhook")
+	if err != nil {
+		return res, err
+	}
+	seeded, err := seedLists(ctx, orderingURL, webhookURL, listAccounts, say)
 	if err != nil {
 		return res, err
 	}
@@ -115,21 +130,22 @@ func listsPhase(ctx context.Context, cfg config, p *platform.Platform, say func(
 	}
 
 	for _, endpoint := range listEndpoints {
-		for _, deep := range []bool{false, true} {
-			row := listRow{endpoint: endpoint, deep: deep}
+		for _, position := range listPositions {
+			row := listRow{endpoint: endpoint, position: position}
 			for _, a := range listAccounts {
-				page := 1
-				if deep {
-					page = int(float64(a.rows)*listDeepFraction)/listPageLimit + 1
-				}
+				page := int(float64(a.rows)*position)/listPageLimit + 1
 				url := fmt.Sprintf("%s/%s?limit=%d&page=%d", p.APIBaseURL, endpoint, listPageLimit, page)
 				t, err := newTarget("GET /v1/"+endpoint+" "+a.name, url, keys[a.name])
 				if err != nil {
 					return res, err
 				}
-				// One request unmeasured: the first pays for connections
-				// and cold caches, which is not what a row compares.
-				closedLoop(ctx, t, 1, time.Millisecond)
+				// One request unmeasured, read whole: the first pays for
+				// connections and cold caches, which is not what a row
+				// compares, and a page that is not full or a total that is
+				// not the account's rows would make the row meaningless.
+				if err := checkListPage(ctx, url, keys[a.name], a.rows); err != nil {
+					return res, fmt.Errorf("lists: %s account: %w", a.name, err)
+				}
 				r := closedLoop(ctx, t, 1, listDuration)
 				say("lists: GET /v1/%s page %d, %s account (%d rows): p50 %s, p99 %s, %d requests, %d errors %s",
 					endpoint, page, a.name, a.rows, ms(r.P50), ms(r.P99), r.Requests, r.Errors, r.FirstErr)
@@ -148,32 +164,64 @@ func listsPhase(ctx context.Context, cfg config, p *platform.Platform, say func(
 	return res, nil
 }
 
+// checkListPage fetches a page and checks it is full and counts the
+// account's rows.
+func checkListPage(ctx context.Context, url, key string, rows int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Data       []json.RawMessage `json:"data"`
+		Pagination struct {
+			Total int `json:"total"`
+		} `json:"pagination"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(page.Data) != listPageLimit || page.Pagination.Total != rows {
+		return fmt.Errorf("GET %s: %d items of %d in all, want %d of %d", url, len(page.Data), page.Pagination.Total, listPageLimit, rows)
+	}
+	return nil
+}
+
 // seedLists gives each list account its rows, unless it has them: in
 // ordering's database an order of one eSIM per row, in the webhook
 // service's an order.completed event per order. One INSERT ... SELECT per
 // table in one transaction per database, with the triggers off
 // (session_replication_role): the rows are made whole and consistent
 // here, and the per-row deferred checks would cost more than the inserts.
-func seedLists(ctx context.Context, serverURL string, say func(string, ...any)) (seeded bool, err error) {
+func seedLists(ctx context.Context, orderingURL, webhookURL string, accounts []listAccount, say func(string, ...any)) (seeded bool, err error) {
 	for _, db := range []struct {
 		name  string
+		url   string
 		count string
 		seed  []string
+		// totals is the table of the lists' totals, and addTotals what
+		// adds the seeded rows to it: the triggers that keep it are off
+		// while seeding. A release without the table has nothing to add.
+		totals, addTotals string
 	}{
-		{"esim_ordering", "SELECT count(*) FROM orders WHERE account_id = $1", []string{seedOrdersSQL, seedEsimsSQL}},
-		{"esim_webhook", "SELECT count(*) FROM events WHERE account_id = $1", []string{seedEventsSQL}},
+		{"ordering", orderingURL, "SELECT count(*) FROM orders WHERE account_id = $1", []string{seedOrdersSQL, seedEsimsSQL}, "list_totals", seedListTotalsSQL},
+		{"webhook", webhookURL, "SELECT count(*) FROM events WHERE account_id = $1", []string{seedEventsSQL}, "event_totals", seedEventTotalsSQL},
 	} {
-		dbURL, err := databaseURL(serverURL, db.name)
-		if err != nil {
-			return seeded, err
-		}
-		conn, err := pgx.Connect(ctx, dbURL)
+		conn, err := pgx.Connect(ctx, db.url)
 		if err != nil {
 			return seeded, fmt.Errorf("lists: %s: %w", db.name, err)
 		}
 		err = func() error {
 			defer conn.Close(context.WithoutCancel(ctx))
-			for _, a := range listAccounts {
+			for _, a := range accounts {
 				var have int
 				if err := conn.QueryRow(ctx, db.count, a.id).Scan(&have); err != nil {
 					return fmt.Errorf("lists: count %s's rows in %s: %w", a.name, db.name, err)
@@ -190,7 +238,15 @@ func seedLists(ctx context.Context, serverURL string, say func(string, ...any)) 
 					if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
 						return err
 					}
-					for _, q := range db.seed {
+					var hasTotals bool
+					if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", db.totals).Scan(&hasTotals); err != nil {
+						return err
+					}
+					seed := db.seed
+					if hasTotals {
+						seed = append(slices.Clone(seed), db.addTotals)
+					}
+					for _, q := range seed {
 						if _, err := tx.Exec(ctx, q, pgx.NamedArgs{"account": a.id, "rows": a.rows, "tag": a.iccidTag}); err != nil {
 							return err
 						}
@@ -205,7 +261,7 @@ func seedLists(ctx context.Context, serverURL string, say func(string, ...any)) 
 			// Fresh statistics and visibility map, as autovacuum would
 			// leave them on tables this size.
 			for _, table := range []string{"orders", "esims", "events"} {
-				if db.name == "esim_webhook" && table != "events" || db.name == "esim_ordering" && table == "events" {
+				if db.name == "webhook" && table != "events" || db.name == "ordering" && table == "events" {
 					continue
 				}
 				if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+table); err != nil {
@@ -250,6 +306,15 @@ FROM generate_series(0, @rows::int - 1) AS i,
     LATERAL (SELECT sum(CASE WHEN k % 2 = 1 THEN (2 * d) / 10 + (2 * d) % 10 ELSE d END) AS luhn
              FROM (SELECT k, substr(body, 19 - k, 1)::int AS d FROM generate_series(1, 18) AS k) digits) l`
 
+	seedListTotalsSQL = `
+INSERT INTO list_totals (account_id, environment, list, total)
+VALUES (@account::uuid, 'sandbox', 'orders', @rows::int), (@account::uuid, 'sandbox', 'esims', @rows::int)
+ON CONFLICT (account_id, environment, list) DO UPDATE SET total = list_totals.total + EXCLUDED.total`
+
+	seedEventTotalsSQL = `
+INSERT INTO event_totals (account_id, environment, total) VALUES (@account::uuid, 'sandbox', @rows::int)
+ON CONFLICT (account_id, environment) DO UPDATE SET total = event_totals.total + EXCLUDED.total`
+
 	seedEventsSQL = `
 INSERT INTO events (id, type, account_id, environment, order_id, created_at, payload, status, url)
 SELECT 'evt_' || md5(@account::text || 'event' || i), 'order.completed', @account::uuid, 'sandbox',
@@ -261,7 +326,7 @@ FROM generate_series(0, @rows::int - 1) AS i`
 // method says how the list rows were measured.
 func (l *listResults) method(p func(string, ...any)) {
 	p("- **Lists at scale**: two sandbox accounts seeded once per machine with SQL (one INSERT ... SELECT from generate_series per table: %d and %d orders of one eSIM, each with an order.completed event); ", listAccounts[0].rows, listAccounts[1].rows)
-	p("each list through the gateway with `limit=%d`, its first page and the page at %.0f%% of the rows, one worker for %s, p50 and p99 per account.\n", listPageLimit, listDeepFraction*100, listDuration)
+	p("each list through the gateway with `limit=%d`, its first page and the pages at %.0f%% and %.0f%% of the rows, one worker for %s, p50 and p99 per account.\n", listPageLimit, listPositions[1]*100, listPositions[2]*100, listDuration)
 }
 
 // section is the report's list rows and their goal.
