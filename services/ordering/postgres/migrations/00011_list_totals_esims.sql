@@ -1,7 +1,8 @@
 -- +goose Up
 -- The eSIMs' list totals (00010's table), in a migration of their own:
--- see 00010. OR REPLACE and the count set, not added: a database that
--- had this trigger from an earlier 00010 ends the same.
+-- see 00010. OR REPLACE, and the count set rather than added, so that
+-- applying it again (a development database of an earlier draft) ends
+-- the same.
 -- Per statement, not per row: an order's eSIMs, inserted in one
 -- statement, add to their scope's row once.
 -- +goose StatementBegin
