@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -154,9 +155,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&cfg.trials, "trials", 3, "open-loop trials per target, reported by their median p99")
 	fs.StringVar(&cfg.pgURL, "pg-url", envOr("PG_URL", platform.DefaultPGURL), "Postgres server `URL` (env PG_URL)")
 	fs.StringVar(&cfg.redisURL, "redis-url", envOr("REDIS_URL", platform.DefaultRedisURL), "Redis `URL` (env REDIS_URL)")
-	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip), lifecycle (a sandbox eSIM's simulated install to its signed esim.installed webhook, at half the sustainable rate, against the receiver's own round trip) or usage (usage readings applied by ordering over its Postgres store, against pgbench updating the same rows) or pipeline (a backlog of order events delivered after the webhook service was paused, against pgbench doing a delivery's writes, then an order's webhook at half that rate); all by default", func(v string) error {
-		if v != onlyPlans && v != onlyOrders && v != onlyWebhooks && v != onlyLifecycle && v != onlyUsage && v != onlyPipeline {
-			return fmt.Errorf("want %s, %s, %s, %s, %s or %s", onlyPlans, onlyOrders, onlyWebhooks, onlyLifecycle, onlyUsage, onlyPipeline)
+	fs.Func("only", "run only the `phases` named: plans (GET /v1/plans/{id} against a bare handler), orders (POST /v1/orders against pgbench, of 1 and 50 eSIMs, and GET /v1/orders/{id} against a bare handler) webhooks (an order's 201 to its signed webhook at a local receiver, against the receiver's own round trip), lifecycle (a sandbox eSIM's simulated install to its signed esim.installed webhook, at half the sustainable rate, against the receiver's own round trip), usage (usage readings applied by ordering over its Postgres store, against pgbench updating the same rows), lists (GET /v1/orders, /v1/esims and /v1/events for an account of 1,000 rows against one of 1,000,000) or pipeline (a backlog of order events delivered after the webhook service was paused, against pgbench doing a delivery's writes, then an order's webhook at half that rate); all by default", func(v string) error {
+		phases := []string{onlyPlans, onlyOrders, onlyWebhooks, onlyLifecycle, onlyUsage, onlyLists, onlyPipeline}
+		if !slices.Contains(phases, v) {
+			return fmt.Errorf("want one of %s", strings.Join(phases, ", "))
 		}
 		cfg.only = v
 		return nil
@@ -316,6 +318,13 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 			return err
 		}
 		rep.usage = &res
+	}
+	if cfg.runs(onlyLists) {
+		res, err := listsPhase(ctx, cfg, p, say)
+		if err != nil {
+			return err
+		}
+		rep.lists = &res
 	}
 
 	if cfg.runs(onlyPipeline) {

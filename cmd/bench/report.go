@@ -165,6 +165,7 @@ type report struct {
 	installs *installResults
 	usage    *usageResults
 	pipeline *pipelineResults
+	lists    *listResults
 	mem      []memory
 	wake     wakeCost
 }
@@ -221,6 +222,9 @@ func (r report) markdown() string {
 	if r.usage != nil {
 		r.usage.method(p, r.cfg)
 	}
+	if r.lists != nil {
+		r.lists.method(p)
+	}
 	if r.pipeline != nil {
 		r.pipeline.method(p)
 	}
@@ -240,6 +244,9 @@ func (r report) markdown() string {
 	}
 	if r.usage != nil {
 		r.usage.section(p)
+	}
+	if r.lists != nil {
+		r.lists.section(p)
 	}
 	if r.pipeline != nil {
 		r.pipeline.section(p)

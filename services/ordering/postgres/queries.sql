@@ -104,6 +104,45 @@ WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment):
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 
+-- name: ListOrdersInScopeFromOldest :many
+-- The same list read from its oldest end, oldest first: a page past the
+-- middle of the list skips the fewer rows from there (the store turns it
+-- round).
+SELECT o.* FROM orders o
+WHERE o.account_id = sqlc.arg(account_id) AND o.environment = sqlc.arg(environment)::text AND o.kind = 'esims'
+  AND (o.created_at, o.id) >= (
+    SELECT s.created_at, s.id FROM orders s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.environment >= sqlc.arg(environment)::text AND s.environment <= sqlc.arg(environment)::text AND s.kind = 'esims'
+    ORDER BY s.environment DESC, s.created_at, s.id
+    LIMIT 1 OFFSET sqlc.arg(row_offset)::bigint)
+ORDER BY o.created_at, o.id
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: ListOrdersInScopeFrom :many
+-- The unfiltered list, as ListOrdersInScope: the page's first row is found
+-- by an index-only scan of orders_list_idx, which skips a deep page's
+-- offset without reading the skipped orders, and the page is read from it.
+-- The subquery names its environment as a range and orders by it: the
+-- scope's index gives that order and the operators' index across scopes
+-- (created_at, id) does not, so the planner cannot take the latter and
+-- walk past every other scope's newer rows, which it would for a scope
+-- holding most of the table.
+SELECT o.* FROM orders o
+WHERE o.account_id = sqlc.arg(account_id) AND o.environment = sqlc.arg(environment)::text AND o.kind = 'esims'
+  AND (o.created_at, o.id) <= (
+    SELECT s.created_at, s.id FROM orders s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.environment >= sqlc.arg(environment)::text AND s.environment <= sqlc.arg(environment)::text AND s.kind = 'esims'
+    ORDER BY s.environment, s.created_at DESC, s.id DESC
+    LIMIT 1 OFFSET sqlc.arg(row_offset)::bigint)
+ORDER BY o.created_at DESC, o.id DESC
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: ListTotal :one
+-- The total of a scope's unfiltered list ('orders' or 'esims'), kept by
+-- 00010's triggers: 0 before its first row.
+SELECT COALESCE((SELECT total FROM list_totals
+    WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text AND list = sqlc.arg(list)::text), 0)::bigint AS total;
+
 -- name: CountOrdersInScope :one
 SELECT count(*) FROM orders
 WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text AND kind = 'esims'
@@ -140,6 +179,38 @@ WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment):
   AND (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text)
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: ListEsimsInScopeFromOldest :many
+-- The same list read from its oldest end, oldest first: a page past the
+-- middle of the list skips the fewer rows from there (the store turns it
+-- round).
+SELECT e.* FROM esims e
+WHERE e.account_id = sqlc.arg(account_id) AND e.environment = sqlc.arg(environment)::text
+  AND (e.created_at, e.id) >= (
+    SELECT s.created_at, s.id FROM esims s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.environment >= sqlc.arg(environment)::text AND s.environment <= sqlc.arg(environment)::text
+    ORDER BY s.environment DESC, s.created_at, s.id
+    LIMIT 1 OFFSET sqlc.arg(row_offset)::bigint)
+ORDER BY e.created_at, e.id
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: ListEsimsInScopeFrom :many
+-- The unfiltered list, as ListEsimsInScope: the page's first row found by
+-- an index-only scan of esims_scope_created_at_idx, the page read from it.
+-- The subquery names its environment as a range and orders by it: the
+-- scope's index gives that order and the operators' index across scopes
+-- (created_at, id) does not, so the planner cannot take the latter and
+-- walk past every other scope's newer rows, which it would for a scope
+-- holding most of the table.
+SELECT e.* FROM esims e
+WHERE e.account_id = sqlc.arg(account_id) AND e.environment = sqlc.arg(environment)::text
+  AND (e.created_at, e.id) <= (
+    SELECT s.created_at, s.id FROM esims s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.environment >= sqlc.arg(environment)::text AND s.environment <= sqlc.arg(environment)::text
+    ORDER BY s.environment, s.created_at DESC, s.id DESC
+    LIMIT 1 OFFSET sqlc.arg(row_offset)::bigint)
+ORDER BY e.created_at DESC, e.id DESC
+LIMIT sqlc.arg(row_limit)::integer;
 
 -- name: CountEsimsInScope :one
 SELECT count(*) FROM esims

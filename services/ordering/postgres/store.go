@@ -589,14 +589,26 @@ func (s *Store) ListOrders(ctx context.Context, oq ordering.OrderQuery) ([]order
 		q := s.q.WithTx(tx)
 		var rows []db.Order
 		var err error
-		if oq.Scope != nil {
+		switch {
+		case oq.Scope != nil && len(statuses) == 0 && oq.Reference == "":
+			// A partner's whole list, however long: its total kept, its
+			// page found by keyset from an index-only scan.
+			account, env := oq.Scope.AccountID, string(oq.Scope.Environment)
+			if total, err = q.ListTotal(ctx, db.ListTotalParams{AccountID: account, Environment: env, List: "orders"}); err == nil {
+				rows, err = wholeListPage(total, oq.Offset, oq.Limit, func(skip int64, n int32) ([]db.Order, error) {
+					return q.ListOrdersInScopeFrom(ctx, db.ListOrdersInScopeFromParams{AccountID: account, Environment: env, RowOffset: skip, RowLimit: n})
+				}, func(skip int64, n int32) ([]db.Order, error) {
+					return q.ListOrdersInScopeFromOldest(ctx, db.ListOrdersInScopeFromOldestParams{AccountID: account, Environment: env, RowOffset: skip, RowLimit: n})
+				})
+			}
+		case oq.Scope != nil:
 			scoped := db.ListOrdersInScopeParams{AccountID: oq.Scope.AccountID, Environment: string(oq.Scope.Environment),
 				Statuses: statuses, Reference: oq.Reference, RowLimit: oq.Limit, RowOffset: oq.Offset}
 			if rows, err = q.ListOrdersInScope(ctx, scoped); err == nil {
 				total, err = q.CountOrdersInScope(ctx, db.CountOrdersInScopeParams{AccountID: scoped.AccountID,
 					Environment: scoped.Environment, Statuses: statuses, Reference: oq.Reference})
 			}
-		} else {
+		default:
 			if rows, err = q.ListAllOrders(ctx, db.ListAllOrdersParams{Statuses: statuses, Reference: oq.Reference,
 				RowLimit: oq.Limit, RowOffset: oq.Offset}); err == nil {
 				total, err = q.CountAllOrders(ctx, db.CountAllOrdersParams{Statuses: statuses, Reference: oq.Reference})
@@ -612,6 +624,22 @@ func (s *Store) ListOrders(ctx context.Context, oq ordering.OrderQuery) ([]order
 		return nil, 0, fmt.Errorf("list orders: %w", err)
 	}
 	return orders, total, nil
+}
+
+// wholeListPage reads the page at offset of a scope's unfiltered list of
+// total rows, newest first: from the newest end while the page is in the
+// list's first half, else from the oldest end, turned round, so that the
+// index-only scan that finds the page skips at most half the list.
+func wholeListPage[T any](total, offset int64, limit int32, fromNewest, fromOldest func(skip int64, n int32) ([]T, error)) ([]T, error) {
+	switch {
+	case offset >= total:
+		return nil, nil
+	case offset*2 < total:
+		return fromNewest(offset, limit)
+	}
+	rows, err := fromOldest(max(0, total-offset-int64(limit)), int32(min(int64(limit), total-offset)))
+	slices.Reverse(rows)
+	return rows, err
 }
 
 // ordersWithEsims is the orders of rows, each completed one with its
@@ -753,14 +781,26 @@ func (s *Store) ListEsims(ctx context.Context, eq ordering.EsimQuery) ([]orderin
 		q := s.q.WithTx(tx)
 		var rows []db.Esim
 		var err error
-		if eq.Scope != nil {
+		switch {
+		case eq.Scope != nil && eq.OrderID == uuid.Nil && eq.ICCID == "" && eq.Status == "":
+			// As ListOrders: the whole list's total kept, its page found
+			// by keyset.
+			account, env := eq.Scope.AccountID, string(eq.Scope.Environment)
+			if total, err = q.ListTotal(ctx, db.ListTotalParams{AccountID: account, Environment: env, List: "esims"}); err == nil {
+				rows, err = wholeListPage(total, eq.Offset, eq.Limit, func(skip int64, n int32) ([]db.Esim, error) {
+					return q.ListEsimsInScopeFrom(ctx, db.ListEsimsInScopeFromParams{AccountID: account, Environment: env, RowOffset: skip, RowLimit: n})
+				}, func(skip int64, n int32) ([]db.Esim, error) {
+					return q.ListEsimsInScopeFromOldest(ctx, db.ListEsimsInScopeFromOldestParams{AccountID: account, Environment: env, RowOffset: skip, RowLimit: n})
+				})
+			}
+		case eq.Scope != nil:
 			p := db.ListEsimsInScopeParams{AccountID: eq.Scope.AccountID, Environment: string(eq.Scope.Environment),
 				OrderID: eq.OrderID, Iccid: eq.ICCID, Status: eq.Status, RowLimit: eq.Limit, RowOffset: eq.Offset}
 			if rows, err = q.ListEsimsInScope(ctx, p); err == nil {
 				total, err = q.CountEsimsInScope(ctx, db.CountEsimsInScopeParams{AccountID: p.AccountID,
 					Environment: p.Environment, OrderID: p.OrderID, Iccid: p.Iccid, Status: p.Status})
 			}
-		} else {
+		default:
 			if rows, err = q.ListAllEsims(ctx, db.ListAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID, Status: eq.Status,
 				RowLimit: eq.Limit, RowOffset: eq.Offset}); err == nil {
 				total, err = q.CountAllEsims(ctx, db.CountAllEsimsParams{OrderID: eq.OrderID, Iccid: eq.ICCID, Status: eq.Status})

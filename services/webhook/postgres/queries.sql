@@ -117,6 +117,45 @@ WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment):
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(row_limit)::integer OFFSET sqlc.arg(row_offset)::bigint;
 
+-- name: ListEventsInScopeFromOldest :many
+-- The same list read from its oldest end, oldest first: a page past the
+-- middle of the list skips the fewer rows from there (the store turns it
+-- round).
+SELECT e.* FROM events e
+WHERE e.account_id = sqlc.arg(account_id) AND e.environment = sqlc.arg(environment)::text
+  AND (e.created_at, e.id) >= (
+    SELECT s.created_at, s.id FROM events s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.environment >= sqlc.arg(environment)::text AND s.environment <= sqlc.arg(environment)::text
+    ORDER BY s.environment DESC, s.created_at, s.id
+    LIMIT 1 OFFSET sqlc.arg(row_offset)::bigint)
+ORDER BY e.created_at, e.id
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: ListEventsInScopeFrom :many
+-- The unfiltered list, as ListEventsInScope: the page's first row is found
+-- by an index-only scan of events_listing_idx, which skips a deep page's
+-- offset without reading the skipped events, and the page is read from it.
+-- The subquery names its environment as a range and orders by it: the
+-- scope's index gives that order and the operators' index across scopes
+-- (created_at, id) does not, so the planner cannot take the latter and
+-- walk past every other scope's newer rows, which it would for a scope
+-- holding most of the table.
+SELECT e.* FROM events e
+WHERE e.account_id = sqlc.arg(account_id) AND e.environment = sqlc.arg(environment)::text
+  AND (e.created_at, e.id) <= (
+    SELECT s.created_at, s.id FROM events s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.environment >= sqlc.arg(environment)::text AND s.environment <= sqlc.arg(environment)::text
+    ORDER BY s.environment, s.created_at DESC, s.id DESC
+    LIMIT 1 OFFSET sqlc.arg(row_offset)::bigint)
+ORDER BY e.created_at DESC, e.id DESC
+LIMIT sqlc.arg(row_limit)::integer;
+
+-- name: EventTotal :one
+-- The total of a scope's unfiltered list, kept by 00004's trigger: 0
+-- before its first event.
+SELECT COALESCE((SELECT total FROM event_totals
+    WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text), 0)::bigint AS total;
+
 -- name: CountEventsInScope :one
 SELECT count(*) FROM events
 WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text

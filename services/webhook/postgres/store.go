@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -409,7 +410,19 @@ func (s *Store) ListEvents(ctx context.Context, f webhook.EventFilter, limit int
 		q := s.q.WithTx(tx)
 		var rows []db.Event
 		var err error
-		if f.Scope != nil {
+		switch {
+		case f.Scope != nil && f.Type == "" && orderID == nil && f.Status == "":
+			// A partner's whole list, however long: its total kept, its
+			// page found by keyset from an index-only scan.
+			account, env := f.Scope.AccountID, string(f.Scope.Environment)
+			if total, err = q.EventTotal(ctx, db.EventTotalParams{AccountID: account, Environment: env}); err == nil {
+				rows, err = wholeListPage(total, offset, limit, func(skip int64, n int32) ([]db.Event, error) {
+					return q.ListEventsInScopeFrom(ctx, db.ListEventsInScopeFromParams{AccountID: account, Environment: env, RowOffset: skip, RowLimit: n})
+				}, func(skip int64, n int32) ([]db.Event, error) {
+					return q.ListEventsInScopeFromOldest(ctx, db.ListEventsInScopeFromOldestParams{AccountID: account, Environment: env, RowOffset: skip, RowLimit: n})
+				})
+			}
+		case f.Scope != nil:
 			rows, err = q.ListEventsInScope(ctx, db.ListEventsInScopeParams{
 				AccountID: f.Scope.AccountID, Environment: string(f.Scope.Environment),
 				Type: string(f.Type), OrderID: orderID, Status: string(f.Status), RowLimit: limit, RowOffset: offset,
@@ -420,7 +433,7 @@ func (s *Store) ListEvents(ctx context.Context, f webhook.EventFilter, limit int
 					Type: string(f.Type), OrderID: orderID, Status: string(f.Status),
 				})
 			}
-		} else {
+		default:
 			rows, err = q.ListAllEvents(ctx, db.ListAllEventsParams{
 				Type: string(f.Type), OrderID: orderID, Status: string(f.Status), RowLimit: limit, RowOffset: offset,
 			})
@@ -511,4 +524,20 @@ func attempt(r db.Attempt) webhook.Attempt {
 		a.Duration = time.Duration(*r.DurationMs) * time.Millisecond
 	}
 	return a
+}
+
+// wholeListPage reads the page at offset of a scope's unfiltered list of
+// total rows, newest first: from the newest end while the page is in the
+// list's first half, else from the oldest end, turned round, so that the
+// index-only scan that finds the page skips at most half the list.
+func wholeListPage[T any](total, offset int64, limit int32, fromNewest, fromOldest func(skip int64, n int32) ([]T, error)) ([]T, error) {
+	switch {
+	case offset >= total:
+		return nil, nil
+	case offset*2 < total:
+		return fromNewest(offset, limit)
+	}
+	rows, err := fromOldest(max(0, total-offset-int64(limit)), int32(min(int64(limit), total-offset)))
+	slices.Reverse(rows)
+	return rows, err
 }

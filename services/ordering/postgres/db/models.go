@@ -53,6 +53,13 @@ type Esim struct {
 	ExpiringNotified bool
 }
 
+type ListTotal struct {
+	AccountID   uuid.UUID
+	Environment string
+	List        string
+	Total       int64
+}
+
 type Order struct {
 	ID                uuid.UUID
 	AccountID         uuid.UUID

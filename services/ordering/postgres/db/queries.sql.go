@@ -748,6 +748,156 @@ func (q *Queries) ListEsimsInScope(ctx context.Context, arg ListEsimsInScopePara
 	return items, nil
 }
 
+const listEsimsInScopeFrom = `-- name: ListEsimsInScopeFrom :many
+SELECT e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at, e.plan_id, e.per_day, e.countries, e.installed_at, e.activated_at, e.expires_at, e.usage_notified, e.expiring_notified FROM esims e
+WHERE e.account_id = $1 AND e.environment = $2::text
+  AND (e.created_at, e.id) <= (
+    SELECT s.created_at, s.id FROM esims s
+    WHERE s.account_id = $1 AND s.environment >= $2::text AND s.environment <= $2::text
+    ORDER BY s.environment, s.created_at DESC, s.id DESC
+    LIMIT 1 OFFSET $3::bigint)
+ORDER BY e.created_at DESC, e.id DESC
+LIMIT $4::integer
+`
+
+type ListEsimsInScopeFromParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	RowOffset   int64
+	RowLimit    int32
+}
+
+// The unfiltered list, as ListEsimsInScope: the page's first row found by
+// an index-only scan of esims_scope_created_at_idx, the page read from it.
+// The subquery names its environment as a range and orders by it: the
+// scope's index gives that order and the operators' index across scopes
+// (created_at, id) does not, so the planner cannot take the latter and
+// walk past every other scope's newer rows, which it would for a scope
+// holding most of the table.
+func (q *Queries) ListEsimsInScopeFrom(ctx context.Context, arg ListEsimsInScopeFromParams) ([]Esim, error) {
+	rows, err := q.db.Query(ctx, listEsimsInScopeFrom,
+		arg.AccountID,
+		arg.Environment,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Esim
+	for rows.Next() {
+		var i Esim
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderID,
+			&i.AccountID,
+			&i.Environment,
+			&i.Position,
+			&i.PlanName,
+			&i.Iccid,
+			&i.MatchingID,
+			&i.SmdpAddress,
+			&i.QrToken,
+			&i.Status,
+			&i.ValidityDays,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.UsedBytes,
+			&i.DataUpdatedAt,
+			&i.CreatedAt,
+			&i.PlanID,
+			&i.PerDay,
+			&i.Countries,
+			&i.InstalledAt,
+			&i.ActivatedAt,
+			&i.ExpiresAt,
+			&i.UsageNotified,
+			&i.ExpiringNotified,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEsimsInScopeFromOldest = `-- name: ListEsimsInScopeFromOldest :many
+SELECT e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at, e.plan_id, e.per_day, e.countries, e.installed_at, e.activated_at, e.expires_at, e.usage_notified, e.expiring_notified FROM esims e
+WHERE e.account_id = $1 AND e.environment = $2::text
+  AND (e.created_at, e.id) >= (
+    SELECT s.created_at, s.id FROM esims s
+    WHERE s.account_id = $1 AND s.environment >= $2::text AND s.environment <= $2::text
+    ORDER BY s.environment DESC, s.created_at, s.id
+    LIMIT 1 OFFSET $3::bigint)
+ORDER BY e.created_at, e.id
+LIMIT $4::integer
+`
+
+type ListEsimsInScopeFromOldestParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	RowOffset   int64
+	RowLimit    int32
+}
+
+// The same list read from its oldest end, oldest first: a page past the
+// middle of the list skips the fewer rows from there (the store turns it
+// round).
+func (q *Queries) ListEsimsInScopeFromOldest(ctx context.Context, arg ListEsimsInScopeFromOldestParams) ([]Esim, error) {
+	rows, err := q.db.Query(ctx, listEsimsInScopeFromOldest,
+		arg.AccountID,
+		arg.Environment,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Esim
+	for rows.Next() {
+		var i Esim
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderID,
+			&i.AccountID,
+			&i.Environment,
+			&i.Position,
+			&i.PlanName,
+			&i.Iccid,
+			&i.MatchingID,
+			&i.SmdpAddress,
+			&i.QrToken,
+			&i.Status,
+			&i.ValidityDays,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.UsedBytes,
+			&i.DataUpdatedAt,
+			&i.CreatedAt,
+			&i.PlanID,
+			&i.PerDay,
+			&i.Countries,
+			&i.InstalledAt,
+			&i.ActivatedAt,
+			&i.ExpiresAt,
+			&i.UsageNotified,
+			&i.ExpiringNotified,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listOrdersInScope = `-- name: ListOrdersInScope :many
 SELECT id, account_id, environment, idempotency_key, fingerprint, plan_id, plan_name, per_day, unlimited, total_bytes, validity_days, quantity, days, currency, unit_minor, total_minor, customer_name, customer_email, customer_reference, status, error_code, error_message, created_at, updated_at, kind, esim_id, countries FROM orders
 WHERE account_id = $1 AND environment = $2::text AND kind = 'esims'
@@ -822,6 +972,181 @@ func (q *Queries) ListOrdersInScope(ctx context.Context, arg ListOrdersInScopePa
 		return nil, err
 	}
 	return items, nil
+}
+
+const listOrdersInScopeFrom = `-- name: ListOrdersInScopeFrom :many
+SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, o.kind, o.esim_id, o.countries FROM orders o
+WHERE o.account_id = $1 AND o.environment = $2::text AND o.kind = 'esims'
+  AND (o.created_at, o.id) <= (
+    SELECT s.created_at, s.id FROM orders s
+    WHERE s.account_id = $1 AND s.environment >= $2::text AND s.environment <= $2::text AND s.kind = 'esims'
+    ORDER BY s.environment, s.created_at DESC, s.id DESC
+    LIMIT 1 OFFSET $3::bigint)
+ORDER BY o.created_at DESC, o.id DESC
+LIMIT $4::integer
+`
+
+type ListOrdersInScopeFromParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	RowOffset   int64
+	RowLimit    int32
+}
+
+// The unfiltered list, as ListOrdersInScope: the page's first row is found
+// by an index-only scan of orders_list_idx, which skips a deep page's
+// offset without reading the skipped orders, and the page is read from it.
+// The subquery names its environment as a range and orders by it: the
+// scope's index gives that order and the operators' index across scopes
+// (created_at, id) does not, so the planner cannot take the latter and
+// walk past every other scope's newer rows, which it would for a scope
+// holding most of the table.
+func (q *Queries) ListOrdersInScopeFrom(ctx context.Context, arg ListOrdersInScopeFromParams) ([]Order, error) {
+	rows, err := q.db.Query(ctx, listOrdersInScopeFrom,
+		arg.AccountID,
+		arg.Environment,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Order
+	for rows.Next() {
+		var i Order
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Environment,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.PlanID,
+			&i.PlanName,
+			&i.PerDay,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.ValidityDays,
+			&i.Quantity,
+			&i.Days,
+			&i.Currency,
+			&i.UnitMinor,
+			&i.TotalMinor,
+			&i.CustomerName,
+			&i.CustomerEmail,
+			&i.CustomerReference,
+			&i.Status,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listOrdersInScopeFromOldest = `-- name: ListOrdersInScopeFromOldest :many
+SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, o.kind, o.esim_id, o.countries FROM orders o
+WHERE o.account_id = $1 AND o.environment = $2::text AND o.kind = 'esims'
+  AND (o.created_at, o.id) >= (
+    SELECT s.created_at, s.id FROM orders s
+    WHERE s.account_id = $1 AND s.environment >= $2::text AND s.environment <= $2::text AND s.kind = 'esims'
+    ORDER BY s.environment DESC, s.created_at, s.id
+    LIMIT 1 OFFSET $3::bigint)
+ORDER BY o.created_at, o.id
+LIMIT $4::integer
+`
+
+type ListOrdersInScopeFromOldestParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	RowOffset   int64
+	RowLimit    int32
+}
+
+// The same list read from its oldest end, oldest first: a page past the
+// middle of the list skips the fewer rows from there (the store turns it
+// round).
+func (q *Queries) ListOrdersInScopeFromOldest(ctx context.Context, arg ListOrdersInScopeFromOldestParams) ([]Order, error) {
+	rows, err := q.db.Query(ctx, listOrdersInScopeFromOldest,
+		arg.AccountID,
+		arg.Environment,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Order
+	for rows.Next() {
+		var i Order
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Environment,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.PlanID,
+			&i.PlanName,
+			&i.PerDay,
+			&i.Unlimited,
+			&i.TotalBytes,
+			&i.ValidityDays,
+			&i.Quantity,
+			&i.Days,
+			&i.Currency,
+			&i.UnitMinor,
+			&i.TotalMinor,
+			&i.CustomerName,
+			&i.CustomerEmail,
+			&i.CustomerReference,
+			&i.Status,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Kind,
+			&i.EsimID,
+			&i.Countries,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listTotal = `-- name: ListTotal :one
+SELECT COALESCE((SELECT total FROM list_totals
+    WHERE account_id = $1 AND environment = $2::text AND list = $3::text), 0)::bigint AS total
+`
+
+type ListTotalParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	List        string
+}
+
+// The total of a scope's unfiltered list ('orders' or 'esims'), kept by
+// 00010's triggers: 0 before its first row.
+func (q *Queries) ListTotal(ctx context.Context, arg ListTotalParams) (int64, error) {
+	row := q.db.QueryRow(ctx, listTotal, arg.AccountID, arg.Environment, arg.List)
+	var total int64
+	err := row.Scan(&total)
+	return total, err
 }
 
 const markOrderCompleted = `-- name: MarkOrderCompleted :execrows

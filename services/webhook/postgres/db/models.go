@@ -44,3 +44,9 @@ type Event struct {
 	Status       string
 	Url          *string
 }
+
+type EventTotal struct {
+	AccountID   uuid.UUID
+	Environment string
+	Total       int64
+}

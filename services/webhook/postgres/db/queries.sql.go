@@ -194,6 +194,25 @@ func (q *Queries) EventInScope(ctx context.Context, arg EventInScopeParams) (Eve
 	return i, err
 }
 
+const eventTotal = `-- name: EventTotal :one
+SELECT COALESCE((SELECT total FROM event_totals
+    WHERE account_id = $1 AND environment = $2::text), 0)::bigint AS total
+`
+
+type EventTotalParams struct {
+	AccountID   uuid.UUID
+	Environment string
+}
+
+// The total of a scope's unfiltered list, kept by 00004's trigger: 0
+// before its first event.
+func (q *Queries) EventTotal(ctx context.Context, arg EventTotalParams) (int64, error) {
+	row := q.db.QueryRow(ctx, eventTotal, arg.AccountID, arg.Environment)
+	var total int64
+	err := row.Scan(&total)
+	return total, err
+}
+
 const finishAttempt = `-- name: FinishAttempt :execrows
 UPDATE attempts
 SET finished = true, duration_ms = $3, status_code = $4,
@@ -479,6 +498,127 @@ func (q *Queries) ListEventsInScope(ctx context.Context, arg ListEventsInScopePa
 		arg.Type,
 		arg.OrderID,
 		arg.Status,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Event
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.AccountID,
+			&i.Environment,
+			&i.OrderID,
+			&i.CreatedAt,
+			&i.Payload,
+			&i.TraceContext,
+			&i.Status,
+			&i.Url,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEventsInScopeFrom = `-- name: ListEventsInScopeFrom :many
+SELECT e.id, e.type, e.account_id, e.environment, e.order_id, e.created_at, e.payload, e.trace_context, e.status, e.url FROM events e
+WHERE e.account_id = $1 AND e.environment = $2::text
+  AND (e.created_at, e.id) <= (
+    SELECT s.created_at, s.id FROM events s
+    WHERE s.account_id = $1 AND s.environment >= $2::text AND s.environment <= $2::text
+    ORDER BY s.environment, s.created_at DESC, s.id DESC
+    LIMIT 1 OFFSET $3::bigint)
+ORDER BY e.created_at DESC, e.id DESC
+LIMIT $4::integer
+`
+
+type ListEventsInScopeFromParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	RowOffset   int64
+	RowLimit    int32
+}
+
+// The unfiltered list, as ListEventsInScope: the page's first row is found
+// by an index-only scan of events_listing_idx, which skips a deep page's
+// offset without reading the skipped events, and the page is read from it.
+// The subquery names its environment as a range and orders by it: the
+// scope's index gives that order and the operators' index across scopes
+// (created_at, id) does not, so the planner cannot take the latter and
+// walk past every other scope's newer rows, which it would for a scope
+// holding most of the table.
+func (q *Queries) ListEventsInScopeFrom(ctx context.Context, arg ListEventsInScopeFromParams) ([]Event, error) {
+	rows, err := q.db.Query(ctx, listEventsInScopeFrom,
+		arg.AccountID,
+		arg.Environment,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Event
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.AccountID,
+			&i.Environment,
+			&i.OrderID,
+			&i.CreatedAt,
+			&i.Payload,
+			&i.TraceContext,
+			&i.Status,
+			&i.Url,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEventsInScopeFromOldest = `-- name: ListEventsInScopeFromOldest :many
+SELECT e.id, e.type, e.account_id, e.environment, e.order_id, e.created_at, e.payload, e.trace_context, e.status, e.url FROM events e
+WHERE e.account_id = $1 AND e.environment = $2::text
+  AND (e.created_at, e.id) >= (
+    SELECT s.created_at, s.id FROM events s
+    WHERE s.account_id = $1 AND s.environment >= $2::text AND s.environment <= $2::text
+    ORDER BY s.environment DESC, s.created_at, s.id
+    LIMIT 1 OFFSET $3::bigint)
+ORDER BY e.created_at, e.id
+LIMIT $4::integer
+`
+
+type ListEventsInScopeFromOldestParams struct {
+	AccountID   uuid.UUID
+	Environment string
+	RowOffset   int64
+	RowLimit    int32
+}
+
+// The same list read from its oldest end, oldest first: a page past the
+// middle of the list skips the fewer rows from there (the store turns it
+// round).
+func (q *Queries) ListEventsInScopeFromOldest(ctx context.Context, arg ListEventsInScopeFromOldestParams) ([]Event, error) {
+	rows, err := q.db.Query(ctx, listEventsInScopeFromOldest,
+		arg.AccountID,
+		arg.Environment,
 		arg.RowOffset,
 		arg.RowLimit,
 	)
