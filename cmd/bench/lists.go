@@ -309,7 +309,7 @@ FROM generate_series(0, @rows::int - 1) AS i,
 	seedListTotalsSQL = `
 INSERT INTO list_totals (account_id, environment, list, total)
 VALUES (@account::uuid, 'sandbox', 'orders', @rows::int), (@account::uuid, 'sandbox', 'esims', @rows::int)
-ON CONFLICT (account_id, environment, list) DO UPDATE SET total = list_totals.total + EXCLUDED.total`
+ON CONFLICT (account_id, environment, list, slot) DO UPDATE SET total = list_totals.total + EXCLUDED.total`
 
 	seedEventTotalsSQL = `
 INSERT INTO event_totals (account_id, environment, total) VALUES (@account::uuid, 'sandbox', @rows::int)

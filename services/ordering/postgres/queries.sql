@@ -139,8 +139,8 @@ LIMIT sqlc.arg(row_limit)::integer;
 
 -- name: ListTotal :one
 -- The total of a scope's unfiltered list ('orders' or 'esims'), kept by
--- 00010's triggers: 0 before its first row.
-SELECT COALESCE((SELECT total FROM list_totals
+-- 00010's triggers in up to 8 slots: 0 before its first row.
+SELECT COALESCE((SELECT sum(total) FROM list_totals
     WHERE account_id = sqlc.arg(account_id) AND environment = sqlc.arg(environment)::text AND list = sqlc.arg(list)::text), 0)::bigint AS total;
 
 -- name: CountOrdersInScope :one

@@ -57,6 +57,7 @@ type ListTotal struct {
 	AccountID   uuid.UUID
 	Environment string
 	List        string
+	Slot        int16
 	Total       int64
 }
 

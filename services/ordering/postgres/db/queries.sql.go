@@ -1130,7 +1130,7 @@ func (q *Queries) ListOrdersInScopeFromOldest(ctx context.Context, arg ListOrder
 }
 
 const listTotal = `-- name: ListTotal :one
-SELECT COALESCE((SELECT total FROM list_totals
+SELECT COALESCE((SELECT sum(total) FROM list_totals
     WHERE account_id = $1 AND environment = $2::text AND list = $3::text), 0)::bigint AS total
 `
 
@@ -1141,7 +1141,7 @@ type ListTotalParams struct {
 }
 
 // The total of a scope's unfiltered list ('orders' or 'esims'), kept by
-// 00010's triggers: 0 before its first row.
+// 00010's triggers in up to 8 slots: 0 before its first row.
 func (q *Queries) ListTotal(ctx context.Context, arg ListTotalParams) (int64, error) {
 	row := q.db.QueryRow(ctx, listTotal, arg.AccountID, arg.Environment, arg.List)
 	var total int64

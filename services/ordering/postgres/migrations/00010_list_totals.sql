@@ -3,13 +3,16 @@
 -- /v1/esims), kept as rows are inserted: counting a million rows for
 -- every page took longer than the page. Orders and eSIMs are never
 -- deleted, so inserts are all that changes them. Filtered lists still
--- count.
+-- count. A scope's total is the sum of up to 8 slots, each connection
+-- adding to its own (its backend pid's): one row per scope would queue
+-- every order of an account behind the one before it until it commits.
 CREATE TABLE list_totals (
-    account_id  uuid   NOT NULL,
-    environment text   NOT NULL,
-    list        text   NOT NULL CHECK (list IN ('orders', 'esims')),
-    total       bigint NOT NULL CHECK (total >= 0),
-    PRIMARY KEY (account_id, environment, list)
+    account_id  uuid     NOT NULL,
+    environment text     NOT NULL,
+    list        text     NOT NULL CHECK (list IN ('orders', 'esims')),
+    slot        smallint NOT NULL DEFAULT 0 CHECK (slot BETWEEN 0 AND 7),
+    total       bigint   NOT NULL CHECK (total >= 0),
+    PRIMARY KEY (account_id, environment, list, slot)
 );
 
 -- Per statement, not per row: rows inserted in one statement add to
@@ -18,10 +21,10 @@ CREATE TABLE list_totals (
 -- +goose StatementBegin
 CREATE FUNCTION orders_count_list() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO list_totals (account_id, environment, list, total)
-    SELECT account_id, environment, 'orders', count(*) FROM inserted WHERE kind = 'esims'
+    INSERT INTO list_totals (account_id, environment, list, slot, total)
+    SELECT account_id, environment, 'orders', pg_backend_pid() % 8, count(*) FROM inserted WHERE kind = 'esims'
     GROUP BY account_id, environment ORDER BY account_id, environment
-    ON CONFLICT (account_id, environment, list) DO UPDATE SET total = list_totals.total + EXCLUDED.total;
+    ON CONFLICT (account_id, environment, list, slot) DO UPDATE SET total = list_totals.total + EXCLUDED.total;
     RETURN NULL;
 END;
 $$;
@@ -37,7 +40,7 @@ CREATE TRIGGER orders_count_list AFTER INSERT ON orders
 
 INSERT INTO list_totals (account_id, environment, list, total)
 SELECT account_id, environment, 'orders', count(*) FROM orders WHERE kind = 'esims' GROUP BY account_id, environment
-ON CONFLICT (account_id, environment, list) DO UPDATE SET total = EXCLUDED.total;
+ON CONFLICT (account_id, environment, list, slot) DO UPDATE SET total = EXCLUDED.total;
 
 -- +goose Down
 DROP TRIGGER orders_count_list ON orders;
