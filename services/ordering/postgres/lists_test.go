@@ -17,7 +17,8 @@ import (
 
 // The unfiltered lists' totals are kept by triggers, not counted: they
 // must still be each scope's count of its orders and eSIMs, an order
-// inserted twice (its key replayed) counted once.
+// inserted twice (its key replayed) counted once, a refused one deleted
+// not at all.
 func TestListTotalsFollowInserts(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
@@ -33,6 +34,12 @@ func TestListTotalsFollowInserts(t *testing.T) {
 		return nil
 	})
 	complete(t, s, insert(t, s, newOrder(other, "k0", at(time.Hour))))
+	// A pending order refused before it was charged is deleted: it takes
+	// itself off the total again.
+	refused := insert(t, s, newOrder(acme, "refused", at(2*time.Minute)))
+	locked(t, s, func(ctx context.Context, l ordering.Locked) error {
+		return l.DeletePending(ctx, refused.ID)
+	})
 
 	for _, scope := range []ordering.Scope{acme, other} {
 		var wantOrders, wantEsims int64
