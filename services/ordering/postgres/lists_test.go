@@ -2,16 +2,13 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
 )
 
@@ -130,12 +127,7 @@ func esimIDs(esims []ordering.Esim) string {
 // scopes (dropped in the transaction, rolled back): on an empty table the
 // planner takes either, and only the scope's serves the index-only scan.
 func TestListsUseTheIndexes(t *testing.T) {
-	ctx := context.Background()
 	_, pool := newStore(t)
-	generated, err := os.ReadFile("db/queries.sql.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	keyset := regexp.MustCompile(`Index Cond: .*ROW\((\w+\.)?created_at, (\w+\.)?id\) [<>]= `)
 	for _, c := range []struct {
 		name, index, across string
@@ -145,34 +137,12 @@ func TestListsUseTheIndexes(t *testing.T) {
 		{"listEsimsInScopeFrom", "esims_scope_created_at_idx", "esims_created_at_idx"},
 		{"listEsimsInScopeFromOldest", "esims_scope_created_at_idx", "esims_created_at_idx"},
 	} {
-		m := regexp.MustCompile("(?s)const " + c.name + " = `(.*?)`").FindSubmatch(generated)
-		if m == nil {
-			t.Fatalf("no query %s in db/queries.sql.go", c.name)
-		}
-		var plan []string
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; DROP INDEX "+c.across); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, "EXPLAIN "+string(m[1]), acme.AccountID, "sandbox", int64(9000), int32(100))
-			if err != nil {
-				return err
-			}
-			if plan, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-				return err
-			}
-			return errRollBack
-		})
-		if !errors.Is(err, errRollBack) {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := pgtest.ExplainGenerated(t, pool, "db/queries.sql.go", c.name,
+			"SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; DROP INDEX "+c.across,
+			acme.AccountID, "sandbox", int64(9000), int32(100))
 		indexOnly := regexp.MustCompile(`Index Only Scan (Backward )?using ` + c.index + ` `)
 		if !indexOnly.MatchString(text) || !keyset.MatchString(text) || strings.Contains(text, "Sort") {
 			t.Errorf("%s does not skip to its page by an index-only scan of %s and read the page as a range:\n%s", c.name, c.index, text)
 		}
 	}
 }
-
-// errRollBack ends a transaction whose changes must not last.
-var errRollBack = errors.New("roll back")

@@ -2,14 +2,11 @@ package postgres_test
 
 import (
 	"context"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/ordering"
 )
 
@@ -99,12 +96,7 @@ func TestSearchByPrefix(t *testing.T) {
 // planned with the planner told to avoid anything else, the plan names
 // the search index with the prefix's bounds as its condition.
 func TestSearchUsesTheIndexes(t *testing.T) {
-	ctx := context.Background()
 	_, pool := newStore(t)
-	generated, err := os.ReadFile("db/queries.sql.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name, index string
 		args        []any
@@ -113,26 +105,8 @@ func TestSearchUsesTheIndexes(t *testing.T) {
 		{"searchOrdersByEmail", "orders_search_email_idx", []any{acme.AccountID, "sandbox", "Mia%", 21}},
 		{"searchEsimsByICCID", "esims_search_iccid_idx", []any{acme.AccountID, "sandbox", "8999%", 21}},
 	} {
-		m := regexp.MustCompile("(?s)const " + c.name + " = `(.*?)`").FindSubmatch(generated)
-		if m == nil {
-			t.Fatalf("no query %s in db/queries.sql.go", c.name)
-		}
-		var plan []string
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off"); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, "EXPLAIN "+string(m[1]), c.args...)
-			if err != nil {
-				return err
-			}
-			plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := pgtest.ExplainGenerated(t, pool, "db/queries.sql.go", c.name,
+			"SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off", c.args...)
 		if !strings.Contains(text, "Index Scan using "+c.index) || !strings.Contains(text, "~>=~") && !strings.Contains(text, ">=") {
 			t.Errorf("%s reads no range of %s:\n%s", c.name, c.index, text)
 		}

@@ -2,15 +2,12 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/esimplatform/esim/libs/postgres/pgtest"
 	"github.com/esimplatform/esim/services/webhook"
 )
 
@@ -43,37 +40,13 @@ func TestEventTotalsFollowInserts(t *testing.T) {
 // rolled back): on an empty table the planner takes either, and only the
 // scope's serves the index-only scan.
 func TestListUsesTheIndex(t *testing.T) {
-	ctx := context.Background()
 	_, pool := newStore(t)
-	generated, err := os.ReadFile("db/queries.sql.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	indexOnly := regexp.MustCompile(`Index Only Scan (Backward )?using events_listing_idx `)
 	keyset := regexp.MustCompile(`Index Cond: .*ROW\((\w+\.)?created_at, (\w+\.)?id\) [<>]= `)
 	for _, name := range []string{"listEventsInScopeFrom", "listEventsInScopeFromOldest"} {
-		m := regexp.MustCompile("(?s)const " + name + " = `(.*?)`").FindSubmatch(generated)
-		if m == nil {
-			t.Fatalf("no query %s in db/queries.sql.go", name)
-		}
-		var plan []string
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; DROP INDEX events_created_idx"); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, "EXPLAIN "+string(m[1]), scope().AccountID, "sandbox", int64(9000), int32(100))
-			if err != nil {
-				return err
-			}
-			if plan, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-				return err
-			}
-			return errRollBack
-		})
-		if !errors.Is(err, errRollBack) {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := pgtest.ExplainGenerated(t, pool, "db/queries.sql.go", name,
+			"SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; DROP INDEX events_created_idx",
+			scope().AccountID, "sandbox", int64(9000), int32(100))
 		if !indexOnly.MatchString(text) || !keyset.MatchString(text) || strings.Contains(text, "Sort") {
 			t.Errorf("%s does not skip to its page by an index-only scan of events_listing_idx and read the page as a range:\n%s", name, text)
 		}
@@ -118,6 +91,3 @@ func TestWholeListPagesAreOffsetPages(t *testing.T) {
 		}
 	}
 }
-
-// errRollBack ends a transaction whose changes must not last.
-var errRollBack = errors.New("roll back")
