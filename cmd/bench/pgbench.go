@@ -160,8 +160,15 @@ func databaseURL(serverURL, name string) (string, error) {
 }
 
 // preparePgbench creates the scratch database named name on the server of
-// serverURL, makes its tables anew and writes the script.
+// serverURL, makes its tables anew and writes the order-shaped script.
 func preparePgbench(ctx context.Context, serverURL, name, dir string) (*pgbench, error) {
+	return prepareControl(ctx, serverURL, name, dir, "pgbench's", pgbenchSchema, "order.sql", pgbenchScript)
+}
+
+// prepareControl creates a pgbench control's scratch database, name on the
+// server of serverURL, runs schema in it (its tables made anew) and writes
+// script into dir as file. what names the control in errors.
+func prepareControl(ctx context.Context, serverURL, name, dir, what, schema, file, script string) (*pgbench, error) {
 	path, err := findPgbench()
 	if err != nil {
 		return nil, err
@@ -171,15 +178,15 @@ func preparePgbench(ctx context.Context, serverURL, name, dir string) (*pgbench,
 		return nil, err
 	}
 	if err := postgres.EnsureDatabase(ctx, db); err != nil {
-		return nil, fmt.Errorf("pgbench's database: %w", err)
+		return nil, fmt.Errorf("%s database: %w", what, err)
 	}
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("pgbench's database: %w", err)
+		return nil, fmt.Errorf("%s database: %w", what, err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SET client_min_messages = warning;"+pgbenchSchema); err != nil {
-		return nil, fmt.Errorf("pgbench's tables: %w", err)
+	if _, err := conn.Exec(ctx, "SET client_min_messages = warning;"+schema); err != nil {
+		return nil, fmt.Errorf("%s tables: %w", what, err)
 	}
 	env, err := pgbenchConnEnv(db)
 	if err != nil {
@@ -188,11 +195,11 @@ func preparePgbench(ctx context.Context, serverURL, name, dir string) (*pgbench,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(dir, "order.sql")
-	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
+	scriptPath := filepath.Join(dir, file)
+	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
 		return nil, err
 	}
-	return &pgbench{path: path, env: env, dir: dir, script: script}, nil
+	return &pgbench{path: path, env: env, dir: dir, script: scriptPath}, nil
 }
 
 // maxClients is how many more connections the server takes, less

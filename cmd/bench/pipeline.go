@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/esimplatform/esim/cmd/internal/platform"
 	"github.com/esimplatform/esim/libs/internalauth"
-	"github.com/esimplatform/esim/libs/postgres"
 )
 
 // The pipeline rows (issue 33): how fast the webhook service clears a
@@ -293,37 +289,7 @@ func pipelinePhase(ctx context.Context, cfg config, p *platform.Platform, b *ben
 // preparePipelineControl makes the control's scratch database, name on
 // the server of serverURL, its tables anew, and its script.
 func preparePipelineControl(ctx context.Context, serverURL, name, dir string) (*pgbench, error) {
-	path, err := findPgbench()
-	if err != nil {
-		return nil, err
-	}
-	db, err := databaseURL(serverURL, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := postgres.EnsureDatabase(ctx, db); err != nil {
-		return nil, fmt.Errorf("the pipeline control's database: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return nil, fmt.Errorf("the pipeline control's database: %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SET client_min_messages = warning;"+pipelineSchema); err != nil {
-		return nil, fmt.Errorf("the pipeline control's tables: %w", err)
-	}
-	env, err := pgbenchConnEnv(db)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	script := filepath.Join(dir, "pipeline.sql")
-	if err := os.WriteFile(script, []byte(pipelineScript), 0o644); err != nil {
-		return nil, err
-	}
-	return &pgbench{path: path, env: env, dir: dir, script: script}, nil
+	return prepareControl(ctx, serverURL, name, dir, "the pipeline control's", pipelineSchema, "pipeline.sql", pipelineScript)
 }
 
 // method says how the pipeline rows were measured.
