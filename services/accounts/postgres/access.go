@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres/db"
@@ -63,14 +61,7 @@ func (s *Store) InsertReset(ctx context.Context, r accounts.ResetRecord) error {
 	err := s.q.InsertPasswordReset(ctx, db.InsertPasswordResetParams{
 		TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 	})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
-		return accounts.ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("insert password reset: %w", err)
-	}
-	return nil
+	return parentNotFound(err, "insert password reset")
 }
 
 // Reset implements accounts.AccessStore.
@@ -129,14 +120,7 @@ func (s *Store) SpendReset(ctx context.Context, tokenHash []byte, passwordHash s
 // InsertLiveRequest implements accounts.AccessStore.
 func (s *Store) InsertLiveRequest(ctx context.Context, accountID uuid.UUID, by string, at time.Time) error {
 	err := s.q.InsertLiveRequest(ctx, db.InsertLiveRequestParams{AccountID: accountID, RequestedBy: by, RequestedAt: at})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
-		return accounts.ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("insert live request: %w", err)
-	}
-	return nil
+	return parentNotFound(err, "insert live request")
 }
 
 // LiveRequest implements accounts.AccessStore.

@@ -142,14 +142,7 @@ func (s *Store) InsertKey(ctx context.Context, k accounts.APIKey, secretHash []b
 		SecretHash:  secretHash,
 		CreatedAt:   k.CreatedAt,
 	})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
-		return accounts.ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("insert key: %w", err)
-	}
-	return nil
+	return parentNotFound(err, "insert key")
 }
 
 // ListKeys implements accounts.Store. As in ListAccounts, the page and the
@@ -203,6 +196,19 @@ func (s *Store) KeyByHash(ctx context.Context, secretHash []byte) (accounts.KeyR
 
 // notFound turns "no row" into the domain's ErrNotFound and wraps anything
 // else with what was being done.
+// parentNotFound is an insert's error: accounts.ErrNotFound when the row
+// it refers to (an account, a user) is not there.
+func parentNotFound(err error, doing string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
+		return accounts.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	return nil
+}
+
 func notFound(err error, doing string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.ErrNotFound

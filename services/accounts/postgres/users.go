@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/esimplatform/esim/services/accounts"
 	"github.com/esimplatform/esim/services/accounts/postgres/db"
@@ -111,14 +110,7 @@ func (s *Store) InsertInvite(ctx context.Context, inv accounts.InviteRecord) err
 		CreatedAt: inv.CreatedAt,
 		ExpiresAt: inv.ExpiresAt,
 	})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
-		return accounts.ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("insert invite: %w", err)
-	}
-	return nil
+	return parentNotFound(err, "insert invite")
 }
 
 // Invite implements accounts.UserStore.
