@@ -171,6 +171,10 @@ func TestTopUpMovesTheExpiry(t *testing.T) {
 		}, event(ordering.EventTopUpCompleted, topUp.ID))
 	})
 	got, _ := s.Esim(ctx, nil, e.ID)
+	// The order's read asks for top-ups only of eSIMs that have some.
+	if o, err := s.Order(ctx, nil, e.OrderID); err != nil || len(o.Esims) != 1 || len(o.Esims[0].TopUps) != 1 || o.Esims[0].TopUps[0].ID != topUp.ID {
+		t.Fatalf("the order after the top-up: %+v, %v", o, err)
+	}
 	newExpiry := expires.Add(7 * 24 * time.Hour)
 	if !got.ExpiresAt.Equal(newExpiry) || got.Data.TotalBytes != 6<<30 || got.ValidityDays != 37 || len(got.TopUps) != 1 || got.TopUps[0].Status != ordering.StatusCompleted {
 		t.Fatalf("after the top-up: %+v", got)

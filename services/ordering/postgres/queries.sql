@@ -43,8 +43,10 @@ WHERE id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
 -- name: CompletedOrderInScope :many
 -- A completed order and its eSIMs in one round trip, the commonest read;
 -- no rows for an order without eSIMs (pending, failed) or out of scope,
--- which OrderInScope then reads.
-SELECT sqlc.embed(o), sqlc.embed(e)
+-- which OrderInScope then reads. has_top_ups spares the commonest read a
+-- second round trip for top-ups it does not have.
+SELECT sqlc.embed(o), sqlc.embed(e),
+    EXISTS (SELECT 1 FROM orders t WHERE t.esim_id = e.id) AS has_top_ups
 FROM orders o
 JOIN esims e ON e.order_id = o.id
 WHERE o.id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean

@@ -525,11 +525,15 @@ func (s *Store) Order(ctx context.Context, scope *ordering.Scope, id uuid.UUID) 
 	}
 	if len(completed) > 0 {
 		o := order(completed[0].Order)
+		topUps := false
 		for _, r := range completed {
 			o.Esims = append(o.Esims, esim(r.Esim))
+			topUps = topUps || r.HasTopUps
 		}
-		if err := withTopUps(ctx, s.q, o.Esims); err != nil {
-			return ordering.Order{}, err
+		if topUps {
+			if err := withTopUps(ctx, s.q, o.Esims); err != nil {
+				return ordering.Order{}, err
+			}
 		}
 		return o, nil
 	}

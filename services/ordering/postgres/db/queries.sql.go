@@ -57,7 +57,8 @@ func (q *Queries) ClaimInFlightSlot(ctx context.Context, arg ClaimInFlightSlotPa
 }
 
 const completedOrderInScope = `-- name: CompletedOrderInScope :many
-SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, o.kind, o.esim_id, o.countries, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at, e.plan_id, e.per_day, e.countries, e.installed_at, e.activated_at, e.expires_at, e.usage_notified, e.expiring_notified
+SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, o.kind, o.esim_id, o.countries, e.id, e.order_id, e.account_id, e.environment, e.position, e.plan_name, e.iccid, e.matching_id, e.smdp_address, e.qr_token, e.status, e.validity_days, e.unlimited, e.total_bytes, e.used_bytes, e.data_updated_at, e.created_at, e.plan_id, e.per_day, e.countries, e.installed_at, e.activated_at, e.expires_at, e.usage_notified, e.expiring_notified,
+    EXISTS (SELECT 1 FROM orders t WHERE t.esim_id = e.id) AS has_top_ups
 FROM orders o
 JOIN esims e ON e.order_id = o.id
 WHERE o.id = $1 AND ($2::boolean
@@ -73,13 +74,15 @@ type CompletedOrderInScopeParams struct {
 }
 
 type CompletedOrderInScopeRow struct {
-	Order Order
-	Esim  Esim
+	Order     Order
+	Esim      Esim
+	HasTopUps bool
 }
 
 // A completed order and its eSIMs in one round trip, the commonest read;
 // no rows for an order without eSIMs (pending, failed) or out of scope,
-// which OrderInScope then reads.
+// which OrderInScope then reads. has_top_ups spares the commonest read a
+// second round trip for top-ups it does not have.
 func (q *Queries) CompletedOrderInScope(ctx context.Context, arg CompletedOrderInScopeParams) ([]CompletedOrderInScopeRow, error) {
 	rows, err := q.db.Query(ctx, completedOrderInScope,
 		arg.ID,
@@ -147,6 +150,7 @@ func (q *Queries) CompletedOrderInScope(ctx context.Context, arg CompletedOrderI
 			&i.Esim.ExpiresAt,
 			&i.Esim.UsageNotified,
 			&i.Esim.ExpiringNotified,
+			&i.HasTopUps,
 		); err != nil {
 			return nil, err
 		}
