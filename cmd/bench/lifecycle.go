@@ -100,7 +100,7 @@ func installPhase(ctx context.Context, cfg config, p *platform.Platform, b *benc
 		return res, fmt.Errorf("no %s service in services.yaml to deliver webhooks", webhookService)
 	}
 	operator := internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken)
-	hooks, scope, rcv := b.hooks, b.scope, b.rcv
+	rcv := b.rcv
 	planID, plan, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey, "type=fixed&")
 	if err != nil {
 		return res, err
@@ -116,15 +116,7 @@ func installPhase(ctx context.Context, cfg config, p *platform.Platform, b *benc
 		say("installs: ordering %d sandbox eSIMs, %d an order", n, installOrderSize)
 		return sandboxEsims(ctx, api, planID, n, "bench-"+runID+"-install-"+batch+"-")
 	}
-	drain := func() backlog {
-		say("installs: waiting for earlier events to leave ordering, Kafka and the webhook service")
-		started := time.Now()
-		left, err := drainPipeline(ctx, p, hooks, scope, drainTimeout)
-		if err != nil || left.total() > 0 {
-			say("warning: installs: the pipeline is not empty after %s (%s; %v)", time.Since(started).Round(time.Second), left, err)
-		}
-		return left
-	}
+	drain := func() backlog { return b.settle(ctx, p, "installs", say) }
 
 	// 1. The sustainable rate: a closed loop of installs, and how fast
 	// their webhooks came.

@@ -106,6 +106,18 @@ type target struct {
 	// partner's client would: a closed loop of more workers than the cap
 	// measures the orders the platform completes, not its refusals.
 	throttled *atomic.Uint64
+	// spread, when set, are the targets a closed loop's workers take in
+	// turn: worker i sends spread[i % len(spread)]'s requests, as the
+	// many-partner row's workers each order for a partner of their own.
+	spread []target
+}
+
+// forWorker is the target closed-loop worker i sends to.
+func (t target) forWorker(i int) target {
+	if len(t.spread) == 0 {
+		return t
+	}
+	return t.spread[i%len(t.spread)]
 }
 
 // throttlePause is how long an order refused for its account's orders in
@@ -278,7 +290,7 @@ func closedLoop(ctx context.Context, t target, workers int, d time.Duration) res
 		rec := &recorder{latencies: make([]time.Duration, 0, 1<<14)}
 		recs[i] = rec
 		wg.Go(func() {
-			c := t.conn()
+			c := t.forWorker(i).conn()
 			defer c.close()
 			for ctx.Err() == nil && time.Now().Before(end) {
 				began := time.Now()

@@ -288,7 +288,7 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 		}
 	}
 	if cfg.runs(onlyOrders) {
-		orders, bare, err := orderPhases(ctx, cfg, p, runDir, say)
+		orders, bare, err := orderPhases(ctx, cfg, p, hooks, runDir, say)
 		if bare != nil {
 			defer func() { _ = bare.stop() }()
 			servers = append(servers, proc{bareReadTarget, bare.pid()})
@@ -301,6 +301,9 @@ func benchmark(ctx context.Context, cfg config, stdout, stderr io.Writer) (err e
 	if cfg.runs(onlyWebhooks) {
 		res, err := webhookPhase(ctx, cfg, p, hooks, say)
 		if err != nil {
+			return err
+		}
+		if res.pgbenchCPU, res.pgbenchUsage, res.pgbenchRun, err = pgbenchCPUPerOrder(ctx, cfg, runDir, say); err != nil {
 			return err
 		}
 		rep.webhooks = &res

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,6 +45,9 @@ type orderResults struct {
 	// and of 50 eSIMs; pgbench: the control of createOne; readGateway and
 	// readBare: GET /v1/orders/{id} and its control.
 	createOne, pgbench, createFifty, readGateway, readBare measurement
+	// createMany and pgbenchMany: the same order and its control spread
+	// over pgbenchAccounts partners, each ordering from its own balance.
+	createMany, pgbenchMany measurement
 	// pgbenchMaxClients is what the server's free connections allowed
 	// pgbench; a concurrency above it ran with this many clients.
 	pgbenchMaxClients int
@@ -54,7 +58,7 @@ type orderResults struct {
 // pgbench at the same concurrencies, then reads of one order through the
 // gateway and from a bare handler serving the same body (started here
 // and returned, also on error, for the caller to stop).
-func orderPhases(ctx context.Context, cfg config, p *platform.Platform, runDir string, say func(string, ...any)) (res orderResults, bare *childProcess, err error) {
+func orderPhases(ctx context.Context, cfg config, p *platform.Platform, hooks *benchReceiver, runDir string, say func(string, ...any)) (res orderResults, bare *childProcess, err error) {
 	runID := randomHex(6)
 
 	// 1. Money: orders are real, and are debited.
@@ -134,12 +138,37 @@ func orderPhases(ctx context.Context, cfg config, p *platform.Platform, runDir s
 	}
 
 	// 4. The control: the same server, the order's writes in one
-	// transaction.
-	if res.pgbench, res.pgbenchMaxClients, err = pgbenchPhases(ctx, cfg, runDir, say); err != nil {
+	// transaction. Each phase from here on starts once the orders' events
+	// are delivered, so none measures the one before's backlog.
+	hooks.settle(ctx, p, pgbenchTarget, say)
+	if res.pgbench, res.pgbenchMaxClients, err = pgbenchPhases(ctx, cfg, runDir, pgbenchTarget, pgbenchScript, say); err != nil {
 		return res, bare, err
 	}
 
-	// 5. Reads, and theirs.
+	// 5. Many partners at once, and their control.
+	partners, err := ensureBenchPartners(ctx, p, runID, say)
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		err = errors.Join(err, partners.revoke(stopCtx))
+	}()
+	if err != nil {
+		return res, bare, err
+	}
+	many, err := partners.orderTarget(ordersManyTarget, p.APIBaseURL+"/orders", keyPrefix+"many-", orderBody(1))
+	if err != nil {
+		return res, bare, err
+	}
+	if res.createMany, err = closedLoops(ctx, cfg, many, cfg.workers, say); err != nil {
+		return res, bare, err
+	}
+	hooks.settle(ctx, p, pgbenchManyTarget, say)
+	if res.pgbenchMany, _, err = pgbenchPhases(ctx, cfg, runDir, pgbenchManyTarget, pgbenchManyScript, say); err != nil {
+		return res, bare, err
+	}
+
+	// 6. Reads, and theirs.
+	hooks.settle(ctx, p, orderReadTarget, say)
 	if res.readGateway, err = closedLoops(ctx, cfg, readGateway, cfg.workers, say); err != nil {
 		return res, bare, err
 	}
@@ -177,11 +206,12 @@ func closedLoops(ctx context.Context, cfg config, t target, workers []int, say f
 	return m, nil
 }
 
-// pgbenchPhases runs the control at each concurrency, with no more
-// clients than the server has connections to spare.
-func pgbenchPhases(ctx context.Context, cfg config, runDir string, say func(string, ...any)) (measurement, int, error) {
-	m := measurement{name: pgbenchTarget}
-	b, err := preparePgbench(ctx, cfg.pgURL, pgbenchDatabase, filepath.Join(runDir, "pgbench"))
+// pgbenchPhases runs script, an order-shaped control named name, at each
+// concurrency, with no more clients than the server has connections to
+// spare.
+func pgbenchPhases(ctx context.Context, cfg config, runDir, name, script string, say func(string, ...any)) (measurement, int, error) {
+	m := measurement{name: name}
+	b, err := preparePgbench(ctx, cfg.pgURL, pgbenchDatabase, filepath.Join(runDir, "pgbench"), script)
 	if err != nil {
 		return m, 0, err
 	}
@@ -190,19 +220,19 @@ func pgbenchPhases(ctx context.Context, cfg config, runDir string, say func(stri
 		return m, 0, err
 	}
 	if cfg.warmup > 0 {
-		say("%s: warming up for %s", pgbenchTarget, cfg.warmup)
+		say("%s: warming up for %s", name, cfg.warmup)
 		if _, err := b.run(ctx, min(cfg.workers[0], limit), cfg.warmup); err != nil {
 			return m, limit, err
 		}
 	}
 	for _, w := range cfg.workers {
 		clients := min(w, limit)
-		say("%s: %s, %d clients, %s", pgbenchTarget, b.path, clients, cfg.duration)
+		say("%s: %s, %d clients, %s", name, b.path, clients, cfg.duration)
 		res, err := b.run(ctx, clients, cfg.duration)
 		if err != nil {
 			return m, limit, err
 		}
-		say("%s: %.0f tx/s, p50 %s, p99 %s, %d failed", pgbenchTarget, res.RPS(), ms(res.P50), ms(res.P99), res.Errors)
+		say("%s: %.0f tx/s, p50 %s, p99 %s, %d failed", name, res.RPS(), ms(res.P50), ms(res.P99), res.Errors)
 		m.closedRuns = append(m.closedRuns, closedRun{workers: w, clients: clients, result: res})
 	}
 	return m, limit, nil

@@ -32,10 +32,12 @@ import (
 const pgbenchDatabase = "esim_bench_pgbench"
 
 // pgbenchSchema is an order's tables cut to what the transaction writes:
-// the keys and unique indexes the services' tables also maintain, and one
-// balance that every order debits, as every bench order debits the demo
-// partner's.
-const pgbenchSchema = `
+// the keys and unique indexes the services' tables also maintain, and a
+// balance for each of pgbenchAccounts accounts. The one-account control
+// debits the first, as every bench order debits the demo partner's; the
+// many-account control spreads its clients over all of them, as the
+// many-partner row spreads its workers.
+var pgbenchSchema = `
 DROP TABLE IF EXISTS esims, ledger, orders, balances;
 CREATE TABLE balances (
     account_id   int PRIMARY KEY,
@@ -65,18 +67,30 @@ CREATE TABLE esims (
     iccid      text NOT NULL UNIQUE,
     created_at timestamptz NOT NULL
 );
-INSERT INTO balances VALUES (1, 9000000000000000000, now());
+INSERT INTO balances SELECT g, 9000000000000000000, now() FROM generate_series(1, ` + strconv.Itoa(pgbenchAccounts) + `) g;
 `
+
+// pgbenchAccounts is how many partners order at once in the many-partner
+// rows, and how many balances their control debits.
+const pgbenchAccounts = 64
 
 // pgbenchOrderPrice is what the control's order debits, in minor units.
 const pgbenchOrderPrice = 500
 
-// pgbenchScript is one order of one eSIM: five writes, one commit. With
-// -M prepared the :variables are parameters, so they need no quoting.
-var pgbenchScript = `BEGIN;
+// pgbenchScript is one order of one eSIM of the first account: five
+// writes, one commit. With -M prepared the :variables are parameters, so
+// they need no quoting.
+var pgbenchScript = "\\set account 1\n" + pgbenchOrder
+
+// pgbenchManyScript is the same order of the client's own account, client
+// n of pgbenchAccounts ordering for account n as the bench's worker n does.
+var pgbenchManyScript = "\\set account 1 + :client_id % " + strconv.Itoa(pgbenchAccounts) + "\n" + pgbenchOrder
+
+// pgbenchOrder is the order's transaction, debiting :account.
+var pgbenchOrder = `BEGIN;
 INSERT INTO orders (id, idempotency_key, status, quantity, total_minor, created_at, updated_at) VALUES (gen_random_uuid(), gen_random_uuid()::text, 'pending', 1, ` + strconv.Itoa(pgbenchOrderPrice) + `, now(), now()) RETURNING id AS order_id \gset
-UPDATE balances SET amount_minor = amount_minor - ` + strconv.Itoa(pgbenchOrderPrice) + `, updated_at = now() WHERE account_id = 1 RETURNING amount_minor AS balance_after \gset
-INSERT INTO ledger (id, account_id, amount_minor, reference, balance_after_minor, created_at) VALUES (gen_random_uuid(), 1, ` + strconv.Itoa(pgbenchOrderPrice) + `, :order_id, :balance_after, now());
+UPDATE balances SET amount_minor = amount_minor - ` + strconv.Itoa(pgbenchOrderPrice) + `, updated_at = now() WHERE account_id = :account RETURNING amount_minor AS balance_after \gset
+INSERT INTO ledger (id, account_id, amount_minor, reference, balance_after_minor, created_at) VALUES (gen_random_uuid(), :account, ` + strconv.Itoa(pgbenchOrderPrice) + `, :order_id, :balance_after, now());
 INSERT INTO esims (id, order_id, iccid, created_at) VALUES (gen_random_uuid(), :order_id, gen_random_uuid()::text, now());
 UPDATE orders SET status = 'completed', updated_at = now() WHERE id = :order_id;
 END;
@@ -160,9 +174,9 @@ func databaseURL(serverURL, name string) (string, error) {
 }
 
 // preparePgbench creates the scratch database named name on the server of
-// serverURL, makes its tables anew and writes the order-shaped script.
-func preparePgbench(ctx context.Context, serverURL, name, dir string) (*pgbench, error) {
-	return prepareControl(ctx, serverURL, name, dir, "pgbench's", pgbenchSchema, "order.sql", pgbenchScript)
+// serverURL, makes its tables anew and writes script, an order-shaped one.
+func preparePgbench(ctx context.Context, serverURL, name, dir, script string) (*pgbench, error) {
+	return prepareControl(ctx, serverURL, name, dir, "pgbench's", pgbenchSchema, "order.sql", script)
 }
 
 // prepareControl creates a pgbench control's scratch database, name on the
@@ -228,8 +242,8 @@ func maxClients(ctx context.Context, serverURL string) (int, error) {
 // run runs the script with clients connections for d (whole seconds, at
 // least one), and returns its transactions as a result: RPS is pgbench's
 // tps without the initial connection time, the latencies are each
-// transaction's from the latency log.
-func (b *pgbench) run(ctx context.Context, clients int, d time.Duration) (result, error) {
+// transaction's from the latency log. extra are further pgbench options.
+func (b *pgbench) run(ctx context.Context, clients int, d time.Duration, extra ...string) (result, error) {
 	logs, err := os.MkdirTemp(b.dir, "latency-")
 	if err != nil {
 		return result{}, err
@@ -239,6 +253,7 @@ func (b *pgbench) run(ctx context.Context, clients int, d time.Duration) (result
 	cmd := exec.CommandContext(ctx, b.path, "-n", "-f", b.script,
 		"-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)), "-T", strconv.Itoa(secs), "-M", "prepared",
 		"-l", "--log-prefix", filepath.Join(logs, "tx"))
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(withoutLibpqSettings(os.Environ()), b.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

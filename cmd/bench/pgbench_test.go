@@ -105,7 +105,7 @@ func TestPgbenchScriptPlacesOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	b, err := preparePgbench(ctx, db, strings.TrimPrefix(u.Path, "/"), t.TempDir())
+	b, err := preparePgbench(ctx, db, strings.TrimPrefix(u.Path, "/"), t.TempDir(), pgbenchScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPgbenchScriptPlacesOrders(t *testing.T) {
 	err = conn.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM orders WHERE status = 'completed'), (SELECT count(*) FROM orders WHERE status <> 'completed'),
 		(SELECT count(*) FROM esims), (SELECT count(*) FROM ledger),
-		(SELECT 9000000000000000000 - amount_minor FROM balances)`).Scan(&completed, &pending, &esims, &ledger, &debited)
+		(SELECT 9000000000000000000 - amount_minor FROM balances WHERE account_id = 1)`).Scan(&completed, &pending, &esims, &ledger, &debited)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +137,24 @@ func TestPgbenchScriptPlacesOrders(t *testing.T) {
 		t.Errorf("%d transactions left %d orders completed, %d not, %d eSIMs, %d ledger rows, %d debited", res.Requests, completed, pending, esims, ledger, debited)
 	}
 
-	// A second run starts from empty tables.
-	if _, err := preparePgbench(ctx, db, strings.TrimPrefix(u.Path, "/"), t.TempDir()); err != nil {
+	// A second run starts from empty tables; the many-account script has
+	// each client debit its own account.
+	many, err := preparePgbench(ctx, db, strings.TrimPrefix(u.Path, "/"), t.TempDir(), pgbenchManyScript)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&completed); err != nil || completed != 0 {
 		t.Errorf("%d orders after preparing again (%v)", completed, err)
+	}
+	if res, err = many.run(ctx, 3, 500*time.Millisecond); err != nil || res.Errors != 0 {
+		t.Fatalf("many accounts: %v, %d failed", err, res.Errors)
+	}
+	var accounts int
+	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE amount_minor < 9000000000000000000), sum(9000000000000000000 - amount_minor)::bigint FROM balances`).Scan(&accounts, &debited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accounts != 3 || debited != int64(res.Requests)*pgbenchOrderPrice {
+		t.Errorf("3 clients' %d orders debited %d accounts by %d in all; want 3 accounts, %d", res.Requests, accounts, debited, int64(res.Requests)*pgbenchOrderPrice)
 	}
 }

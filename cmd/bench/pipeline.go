@@ -161,10 +161,7 @@ func pipelinePhase(ctx context.Context, cfg config, p *platform.Platform, b *ben
 	}
 	operator := internalauth.Client(&http.Client{Timeout: 10 * time.Second}, p.OperatorToken)
 
-	say("pipeline: waiting for earlier order events to leave the pipeline")
-	if bl, err := drainPipeline(ctx, p, b.hooks, b.scope, drainTimeout); err != nil || bl.total() > 0 {
-		say("warning: pipeline: not empty before the backlog (%s; %v)", bl, err)
-	}
+	b.settle(ctx, p, "pipeline", say)
 	planID, plan, err := pickPlan(ctx, p.APIBaseURL, p.SandboxKey, "type=fixed&")
 	if err != nil {
 		return res, err

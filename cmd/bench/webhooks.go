@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +135,13 @@ type webhookResults struct {
 	// machine's.
 	cpu   []cpuShare
 	usage usage
+	// pgbenchCPU is the control of cpu: the whole machine's CPU per
+	// order-shaped transaction of pgbench at the same rate for as long,
+	// measured the same way; pgbenchUsage the machine's then, and
+	// pgbenchRun the transactions.
+	pgbenchCPU   time.Duration
+	pgbenchUsage usage
+	pgbenchRun   result
 }
 
 // stage is one leg of a webhook's way, over the measured orders.
@@ -279,6 +287,34 @@ func webhookPhase(ctx context.Context, cfg config, p *platform.Platform, b *benc
 		return res, fmt.Errorf("interrupted: %w", err)
 	}
 	return res, nil
+}
+
+// pgbenchCPUClients is how many connections the CPU control spreads its
+// rate over: enough that a slow transaction never holds up the schedule.
+const pgbenchCPUClients = 4
+
+// pgbenchCPUPerOrder is the control of the webhook phase's CPU per order:
+// the order-shaped pgbench transaction open-loop at the phase's rate for
+// its warm-up and duration (-R: pgbench's own schedule), and the whole
+// machine's CPU per transaction then, read from /proc as the orders' is.
+func pgbenchCPUPerOrder(ctx context.Context, cfg config, runDir string, say func(string, ...any)) (time.Duration, usage, result, error) {
+	b, err := preparePgbench(ctx, cfg.pgURL, pgbenchDatabase, filepath.Join(runDir, "pgbench"), pgbenchScript)
+	if err != nil {
+		return 0, usage{}, result{}, err
+	}
+	say("%s: %.0f/s for %s, for its CPU per transaction", pgbenchTarget, cfg.webhookRate, cfg.warmup+cfg.webhookDuration)
+	meter := startCPUMeter(nil)
+	res, err := b.run(ctx, pgbenchCPUClients, cfg.warmup+cfg.webhookDuration, "-R", strconv.FormatFloat(cfg.webhookRate, 'f', -1, 64))
+	if err != nil {
+		return 0, usage{}, res, err
+	}
+	shares, u := meter.perRequest(res.Requests)
+	if len(shares) == 0 {
+		return 0, u, res, nil
+	}
+	total := shares[len(shares)-1].perRequest
+	say("%s: %d transactions, %s of CPU each", pgbenchTarget, res.Requests, us(total))
+	return total, u, res, nil
 }
 
 // placedOrder is one order of the phase.
@@ -978,4 +1014,21 @@ func (r *receiver) controlTarget(d delivery) (target, error) {
 		standardwebhooks.HeaderWebhookTimestamp, now.Unix(), standardwebhooks.HeaderWebhookSignature, signature)
 	t.request = append([]byte(req.String()), d.body...)
 	return t, nil
+}
+
+// settle waits until earlier phases' events have left ordering's outbox,
+// Kafka and the webhook service, or drainTimeout, so that the next phase
+// measures its own work and not their backlog; it returns what was still
+// on its way. what names the phase in what it says.
+func (b *benchReceiver) settle(ctx context.Context, p *platform.Platform, what string, say func(string, ...any)) backlog {
+	if b == nil {
+		return backlog{}
+	}
+	say("%s: waiting for earlier events to leave ordering, Kafka and the webhook service", what)
+	started := time.Now()
+	left, err := drainPipeline(ctx, p, b.hooks, b.scope, drainTimeout)
+	if err != nil || left.total() > 0 {
+		say("warning: %s: the pipeline is not empty after %s (%s; %v)", what, time.Since(started).Round(time.Second), left, err)
+	}
+	return left
 }
