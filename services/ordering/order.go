@@ -24,6 +24,49 @@ func (s *Service) GetOrder(ctx context.Context, scope *Scope, id uuid.UUID) (Ord
 	return o, nil
 }
 
+// OrderLookup is an order asked for by its id in its scope.
+type OrderLookup struct {
+	Scope Scope
+	ID    uuid.UUID
+}
+
+// MaxOrderLookups bounds the lookups of one GetOrders call: one store read
+// of that many orders stays as short as a page of ListOrders.
+const MaxOrderLookups = MaxPageLimit
+
+// GetOrders answers each lookup as GetOrder would, from one read of the
+// store: the order, or nil where GetOrder answers not found. Concurrent
+// reads share it, so each lookup carries its own scope and only ever
+// finds an order of that scope.
+func (s *Service) GetOrders(ctx context.Context, lookups []OrderLookup) ([]*Order, error) {
+	if len(lookups) == 0 || len(lookups) > MaxOrderLookups {
+		return nil, invalid("lookups", fmt.Sprintf("want 1 to %d", MaxOrderLookups))
+	}
+	for i := range lookups {
+		if err := validScope(&lookups[i].Scope); err != nil {
+			return nil, err
+		}
+	}
+	found, err := s.store.Orders(ctx, lookups)
+	if err != nil {
+		return nil, fmt.Errorf("get %d orders: %w", len(lookups), err)
+	}
+	byLookup := make(map[OrderLookup]*Order, len(found))
+	for i := range found {
+		o := &found[i]
+		if o.Kind == KindTopUp {
+			continue // a top-up is shown with its eSIM
+		}
+		s.present(o)
+		byLookup[OrderLookup{Scope: o.Scope, ID: o.ID}] = o
+	}
+	out := make([]*Order, len(lookups))
+	for i, l := range lookups {
+		out[i] = byLookup[l]
+	}
+	return out, nil
+}
+
 // OrderFilter is what ListOrders selects.
 type OrderFilter struct {
 	// Scope nil lists every account's and environment's (operators).

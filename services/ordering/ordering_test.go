@@ -213,6 +213,20 @@ func (m *memStore) Order(_ context.Context, scope *Scope, id uuid.UUID) (Order, 
 	return m.get(func(o Order) bool { return o.ID == id && (scope == nil || o.Scope == *scope) })
 }
 
+// Orders returns every order of a looked-up id, whatever its scope: more
+// than the real store, so the domain's own matching of scopes is tested.
+func (m *memStore) Orders(_ context.Context, lookups []OrderLookup) ([]Order, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Order
+	for _, l := range lookups {
+		if o, ok := m.orders[l.ID]; ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
 func (m *memStore) ListOrders(_ context.Context, q OrderQuery) ([]Order, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1100,6 +1114,36 @@ func TestReadsCheckScopeAndPaging(t *testing.T) {
 	for _, token := range []string{"", "short", strings.Repeat("a", 42) + "=", strings.Repeat("a", 44)} {
 		if _, err := fx.svc.ActivationCode(ctx, token); !errors.Is(err, ErrNotFound) {
 			t.Errorf("ActivationCode(%q) = %v, want ErrNotFound", token, err)
+		}
+	}
+}
+
+// GetOrders finds each order only in its lookup's scope, leaves top-ups
+// out as GetOrder does, and refuses a batch out of bounds or a bad scope.
+func TestGetOrdersMatchesEachLookupsScope(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, 10_000)
+	other := Scope{AccountID: uuid.New(), Environment: Sandbox}
+	mine, topUp := Order{ID: uuid.New(), Scope: scope, Status: StatusCompleted}, Order{ID: uuid.New(), Scope: scope, Kind: KindTopUp}
+	fx.store.orders[mine.ID], fx.store.orders[topUp.ID] = mine, topUp
+	got, err := fx.svc.GetOrders(ctx, []OrderLookup{{scope, mine.ID}, {other, mine.ID}, {scope, topUp.ID}, {scope, uuid.New()}, {scope, mine.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 || got[0] == nil || got[0].ID != mine.ID || got[1] != nil || got[2] != nil || got[3] != nil || got[4] == nil {
+		t.Errorf("GetOrders = %v", got)
+	}
+	for _, tc := range []struct {
+		lookups []OrderLookup
+		field   string
+	}{
+		{nil, "lookups"},
+		{make([]OrderLookup, MaxOrderLookups+1), "lookups"},
+		{[]OrderLookup{{Scope{AccountID: scope.AccountID, Environment: "prod"}, mine.ID}}, "scope.environment"},
+		{[]OrderLookup{{Scope{Environment: Sandbox}, mine.ID}}, "scope.account_id"},
+	} {
+		if _, err := fx.svc.GetOrders(ctx, tc.lookups); !isInvalid(err, tc.field) {
+			t.Errorf("GetOrders(%d lookups) = %v, want invalid %s", len(tc.lookups), err, tc.field)
 		}
 	}
 }

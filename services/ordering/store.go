@@ -52,6 +52,10 @@ type Store interface {
 	// Order returns the order with its eSIMs, or the top-up; ErrNotFound
 	// outside scope (nil scope: any).
 	Order(ctx context.Context, scope *Scope, id uuid.UUID) (Order, error)
+	// Orders returns the orders of lookups found in their scopes, each
+	// with its eSIMs, or the top-up, in no particular order: a few round
+	// trips however many lookups there are.
+	Orders(ctx context.Context, lookups []OrderLookup) ([]Order, error)
 	// ListOrders returns a page of orders of eSIMs (no top-ups), each with its eSIMs, newest
 	// first (ties by id), and the total count, in one snapshot.
 	ListOrders(ctx context.Context, q OrderQuery) ([]Order, int64, error)

@@ -1360,6 +1360,141 @@ func (x *GetOrderRequest) GetScope() *Scope {
 	return nil
 }
 
+type GetOrdersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1..100 lookups, each with its scope (required).
+	Lookups       []*GetOrderRequest `protobuf:"bytes,1,rep,name=lookups,proto3" json:"lookups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrdersRequest) Reset() {
+	*x = GetOrdersRequest{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrdersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrdersRequest) ProtoMessage() {}
+
+func (x *GetOrdersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrdersRequest.ProtoReflect.Descriptor instead.
+func (*GetOrdersRequest) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetOrdersRequest) GetLookups() []*GetOrderRequest {
+	if x != nil {
+		return x.Lookups
+	}
+	return nil
+}
+
+type GetOrdersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per lookup, in the lookups' order.
+	Results       []*OrderLookup `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrdersResponse) Reset() {
+	*x = GetOrdersResponse{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrdersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrdersResponse) ProtoMessage() {}
+
+func (x *GetOrdersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrdersResponse.ProtoReflect.Descriptor instead.
+func (*GetOrdersResponse) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetOrdersResponse) GetResults() []*OrderLookup {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type OrderLookup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset where GetOrder would answer not_found.
+	Order         *Order `protobuf:"bytes,1,opt,name=order,proto3" json:"order,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderLookup) Reset() {
+	*x = OrderLookup{}
+	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderLookup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderLookup) ProtoMessage() {}
+
+func (x *OrderLookup) ProtoReflect() protoreflect.Message {
+	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderLookup.ProtoReflect.Descriptor instead.
+func (*OrderLookup) Descriptor() ([]byte, []int) {
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *OrderLookup) GetOrder() *Order {
+	if x != nil {
+		return x.Order
+	}
+	return nil
+}
+
 type ListOrdersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Scope *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
@@ -1377,7 +1512,7 @@ type ListOrdersRequest struct {
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1524,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[15]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1537,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{15}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListOrdersRequest) GetScope() *Scope {
@@ -1451,7 +1586,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1598,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[16]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1611,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{16}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListOrdersResponse) GetOrders() []*Order {
@@ -1503,7 +1638,7 @@ type GetEsimRequest struct {
 
 func (x *GetEsimRequest) Reset() {
 	*x = GetEsimRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1650,7 @@ func (x *GetEsimRequest) String() string {
 func (*GetEsimRequest) ProtoMessage() {}
 
 func (x *GetEsimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[17]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1663,7 @@ func (x *GetEsimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEsimRequest.ProtoReflect.Descriptor instead.
 func (*GetEsimRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{17}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetEsimRequest) GetId() string {
@@ -1562,7 +1697,7 @@ type ListEsimsRequest struct {
 
 func (x *ListEsimsRequest) Reset() {
 	*x = ListEsimsRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1709,7 @@ func (x *ListEsimsRequest) String() string {
 func (*ListEsimsRequest) ProtoMessage() {}
 
 func (x *ListEsimsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[18]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1722,7 @@ func (x *ListEsimsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEsimsRequest.ProtoReflect.Descriptor instead.
 func (*ListEsimsRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{18}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListEsimsRequest) GetScope() *Scope {
@@ -1642,7 +1777,7 @@ type ListEsimsResponse struct {
 
 func (x *ListEsimsResponse) Reset() {
 	*x = ListEsimsResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1789,7 @@ func (x *ListEsimsResponse) String() string {
 func (*ListEsimsResponse) ProtoMessage() {}
 
 func (x *ListEsimsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[19]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1802,7 @@ func (x *ListEsimsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEsimsResponse.ProtoReflect.Descriptor instead.
 func (*ListEsimsResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{19}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListEsimsResponse) GetEsims() []*Esim {
@@ -1693,7 +1828,7 @@ type GetActivationCodeRequest struct {
 
 func (x *GetActivationCodeRequest) Reset() {
 	*x = GetActivationCodeRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[20]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1840,7 @@ func (x *GetActivationCodeRequest) String() string {
 func (*GetActivationCodeRequest) ProtoMessage() {}
 
 func (x *GetActivationCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[20]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1853,7 @@ func (x *GetActivationCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActivationCodeRequest.ProtoReflect.Descriptor instead.
 func (*GetActivationCodeRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{20}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetActivationCodeRequest) GetQrToken() string {
@@ -1737,7 +1872,7 @@ type GetActivationCodeResponse struct {
 
 func (x *GetActivationCodeResponse) Reset() {
 	*x = GetActivationCodeResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[21]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1884,7 @@ func (x *GetActivationCodeResponse) String() string {
 func (*GetActivationCodeResponse) ProtoMessage() {}
 
 func (x *GetActivationCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[21]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1897,7 @@ func (x *GetActivationCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActivationCodeResponse.ProtoReflect.Descriptor instead.
 func (*GetActivationCodeResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{21}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetActivationCodeResponse) GetActivationCode() string {
@@ -1781,7 +1916,7 @@ type CheckProviderRequest struct {
 
 func (x *CheckProviderRequest) Reset() {
 	*x = CheckProviderRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[22]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1928,7 @@ func (x *CheckProviderRequest) String() string {
 func (*CheckProviderRequest) ProtoMessage() {}
 
 func (x *CheckProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[22]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1941,7 @@ func (x *CheckProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckProviderRequest.ProtoReflect.Descriptor instead.
 func (*CheckProviderRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{22}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CheckProviderRequest) GetEnvironment() v1.Environment {
@@ -1832,7 +1967,7 @@ type CheckProviderResponse struct {
 
 func (x *CheckProviderResponse) Reset() {
 	*x = CheckProviderResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[23]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1979,7 @@ func (x *CheckProviderResponse) String() string {
 func (*CheckProviderResponse) ProtoMessage() {}
 
 func (x *CheckProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[23]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +1992,7 @@ func (x *CheckProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckProviderResponse.ProtoReflect.Descriptor instead.
 func (*CheckProviderResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{23}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckProviderResponse) GetProvider() string {
@@ -1899,7 +2034,7 @@ type SearchRequest struct {
 
 func (x *SearchRequest) Reset() {
 	*x = SearchRequest{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[24]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2046,7 @@ func (x *SearchRequest) String() string {
 func (*SearchRequest) ProtoMessage() {}
 
 func (x *SearchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[24]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2059,7 @@ func (x *SearchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
 func (*SearchRequest) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{24}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SearchRequest) GetScope() *Scope {
@@ -1963,7 +2098,7 @@ type SearchResponse struct {
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_ordering_v1_ordering_proto_msgTypes[25]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2110,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ordering_v1_ordering_proto_msgTypes[25]
+	mi := &file_ordering_v1_ordering_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2123,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{25}
+	return file_ordering_v1_ordering_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SearchResponse) GetOrders() []*Order {
@@ -2148,7 +2283,13 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\breplayed\x18\x02 \x01(\bR\breplayed\"P\n" +
 	"\x0fGetOrderRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
-	"\x05scope\x18\x02 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\"\xc1\x01\n" +
+	"\x05scope\x18\x02 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\"O\n" +
+	"\x10GetOrdersRequest\x12;\n" +
+	"\alookups\x18\x01 \x03(\v2!.esim.ordering.v1.GetOrderRequestR\alookups\"L\n" +
+	"\x11GetOrdersResponse\x127\n" +
+	"\aresults\x18\x01 \x03(\v2\x1d.esim.ordering.v1.OrderLookupR\aresults\"<\n" +
+	"\vOrderLookup\x12-\n" +
+	"\x05order\x18\x01 \x01(\v2\x17.esim.ordering.v1.OrderR\x05order\"\xc1\x01\n" +
 	"\x11ListOrdersRequest\x12-\n" +
 	"\x05scope\x18\x01 \x01(\v2\x17.esim.ordering.v1.ScopeR\x05scope\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\x05R\x04page\x12\x14\n" +
@@ -2195,10 +2336,11 @@ const file_ordering_v1_ordering_proto_rawDesc = "" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ORDER_STATUS_PENDING\x10\x01\x12\x1a\n" +
 	"\x16ORDER_STATUS_COMPLETED\x10\x02\x12\x17\n" +
-	"\x13ORDER_STATUS_FAILED\x10\x032\xea\x06\n" +
+	"\x13ORDER_STATUS_FAILED\x10\x032\xc0\a\n" +
 	"\bOrdering\x12Z\n" +
 	"\vCreateOrder\x12$.esim.ordering.v1.CreateOrderRequest\x1a%.esim.ordering.v1.CreateOrderResponse\x12F\n" +
-	"\bGetOrder\x12!.esim.ordering.v1.GetOrderRequest\x1a\x17.esim.ordering.v1.Order\x12W\n" +
+	"\bGetOrder\x12!.esim.ordering.v1.GetOrderRequest\x1a\x17.esim.ordering.v1.Order\x12T\n" +
+	"\tGetOrders\x12\".esim.ordering.v1.GetOrdersRequest\x1a#.esim.ordering.v1.GetOrdersResponse\x12W\n" +
 	"\n" +
 	"ListOrders\x12#.esim.ordering.v1.ListOrdersRequest\x1a$.esim.ordering.v1.ListOrdersResponse\x12C\n" +
 	"\aGetEsim\x12 .esim.ordering.v1.GetEsimRequest\x1a\x16.esim.ordering.v1.Esim\x12Z\n" +
@@ -2222,7 +2364,7 @@ func file_ordering_v1_ordering_proto_rawDescGZIP() []byte {
 }
 
 var file_ordering_v1_ordering_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_ordering_v1_ordering_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_ordering_v1_ordering_proto_goTypes = []any{
 	(OrderStatus)(0),                  // 0: esim.ordering.v1.OrderStatus
 	(*Scope)(nil),                     // 1: esim.ordering.v1.Scope
@@ -2240,43 +2382,46 @@ var file_ordering_v1_ordering_proto_goTypes = []any{
 	(*CreateOrderRequest)(nil),        // 13: esim.ordering.v1.CreateOrderRequest
 	(*CreateOrderResponse)(nil),       // 14: esim.ordering.v1.CreateOrderResponse
 	(*GetOrderRequest)(nil),           // 15: esim.ordering.v1.GetOrderRequest
-	(*ListOrdersRequest)(nil),         // 16: esim.ordering.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),        // 17: esim.ordering.v1.ListOrdersResponse
-	(*GetEsimRequest)(nil),            // 18: esim.ordering.v1.GetEsimRequest
-	(*ListEsimsRequest)(nil),          // 19: esim.ordering.v1.ListEsimsRequest
-	(*ListEsimsResponse)(nil),         // 20: esim.ordering.v1.ListEsimsResponse
-	(*GetActivationCodeRequest)(nil),  // 21: esim.ordering.v1.GetActivationCodeRequest
-	(*GetActivationCodeResponse)(nil), // 22: esim.ordering.v1.GetActivationCodeResponse
-	(*CheckProviderRequest)(nil),      // 23: esim.ordering.v1.CheckProviderRequest
-	(*CheckProviderResponse)(nil),     // 24: esim.ordering.v1.CheckProviderResponse
-	(*SearchRequest)(nil),             // 25: esim.ordering.v1.SearchRequest
-	(*SearchResponse)(nil),            // 26: esim.ordering.v1.SearchResponse
-	(v1.Environment)(0),               // 27: esim.accounts.v1.Environment
-	(*timestamppb.Timestamp)(nil),     // 28: google.protobuf.Timestamp
+	(*GetOrdersRequest)(nil),          // 16: esim.ordering.v1.GetOrdersRequest
+	(*GetOrdersResponse)(nil),         // 17: esim.ordering.v1.GetOrdersResponse
+	(*OrderLookup)(nil),               // 18: esim.ordering.v1.OrderLookup
+	(*ListOrdersRequest)(nil),         // 19: esim.ordering.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),        // 20: esim.ordering.v1.ListOrdersResponse
+	(*GetEsimRequest)(nil),            // 21: esim.ordering.v1.GetEsimRequest
+	(*ListEsimsRequest)(nil),          // 22: esim.ordering.v1.ListEsimsRequest
+	(*ListEsimsResponse)(nil),         // 23: esim.ordering.v1.ListEsimsResponse
+	(*GetActivationCodeRequest)(nil),  // 24: esim.ordering.v1.GetActivationCodeRequest
+	(*GetActivationCodeResponse)(nil), // 25: esim.ordering.v1.GetActivationCodeResponse
+	(*CheckProviderRequest)(nil),      // 26: esim.ordering.v1.CheckProviderRequest
+	(*CheckProviderResponse)(nil),     // 27: esim.ordering.v1.CheckProviderResponse
+	(*SearchRequest)(nil),             // 28: esim.ordering.v1.SearchRequest
+	(*SearchResponse)(nil),            // 29: esim.ordering.v1.SearchResponse
+	(v1.Environment)(0),               // 30: esim.accounts.v1.Environment
+	(*timestamppb.Timestamp)(nil),     // 31: google.protobuf.Timestamp
 }
 var file_ordering_v1_ordering_proto_depIdxs = []int32{
-	27, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
-	27, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
+	30, // 0: esim.ordering.v1.Scope.environment:type_name -> esim.accounts.v1.Environment
+	30, // 1: esim.ordering.v1.Order.environment:type_name -> esim.accounts.v1.Environment
 	0,  // 2: esim.ordering.v1.Order.status:type_name -> esim.ordering.v1.OrderStatus
 	3,  // 3: esim.ordering.v1.Order.price:type_name -> esim.ordering.v1.Price
 	2,  // 4: esim.ordering.v1.Order.customer:type_name -> esim.ordering.v1.Customer
 	4,  // 5: esim.ordering.v1.Order.error:type_name -> esim.ordering.v1.OrderError
-	28, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	31, // 6: esim.ordering.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 7: esim.ordering.v1.Order.esims:type_name -> esim.ordering.v1.Esim
-	28, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
+	31, // 8: esim.ordering.v1.EsimData.updated_at:type_name -> google.protobuf.Timestamp
 	6,  // 9: esim.ordering.v1.Esim.data:type_name -> esim.ordering.v1.EsimData
 	7,  // 10: esim.ordering.v1.Esim.install:type_name -> esim.ordering.v1.Install
-	28, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
-	28, // 12: esim.ordering.v1.Esim.installed_at:type_name -> google.protobuf.Timestamp
-	28, // 13: esim.ordering.v1.Esim.activated_at:type_name -> google.protobuf.Timestamp
-	28, // 14: esim.ordering.v1.Esim.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 11: esim.ordering.v1.Esim.created_at:type_name -> google.protobuf.Timestamp
+	31, // 12: esim.ordering.v1.Esim.installed_at:type_name -> google.protobuf.Timestamp
+	31, // 13: esim.ordering.v1.Esim.activated_at:type_name -> google.protobuf.Timestamp
+	31, // 14: esim.ordering.v1.Esim.expires_at:type_name -> google.protobuf.Timestamp
 	9,  // 15: esim.ordering.v1.Esim.topups:type_name -> esim.ordering.v1.TopUp
-	27, // 16: esim.ordering.v1.Esim.environment:type_name -> esim.accounts.v1.Environment
+	30, // 16: esim.ordering.v1.Esim.environment:type_name -> esim.accounts.v1.Environment
 	3,  // 17: esim.ordering.v1.TopUp.price:type_name -> esim.ordering.v1.Price
 	0,  // 18: esim.ordering.v1.TopUp.status:type_name -> esim.ordering.v1.OrderStatus
 	4,  // 19: esim.ordering.v1.TopUp.error:type_name -> esim.ordering.v1.OrderError
-	28, // 20: esim.ordering.v1.TopUp.created_at:type_name -> google.protobuf.Timestamp
-	27, // 21: esim.ordering.v1.TopUp.environment:type_name -> esim.accounts.v1.Environment
+	31, // 20: esim.ordering.v1.TopUp.created_at:type_name -> google.protobuf.Timestamp
+	30, // 21: esim.ordering.v1.TopUp.environment:type_name -> esim.accounts.v1.Environment
 	1,  // 22: esim.ordering.v1.CreateTopUpRequest.scope:type_name -> esim.ordering.v1.Scope
 	9,  // 23: esim.ordering.v1.CreateTopUpResponse.topup:type_name -> esim.ordering.v1.TopUp
 	1,  // 24: esim.ordering.v1.SimulateEsimRequest.scope:type_name -> esim.ordering.v1.Scope
@@ -2284,42 +2429,47 @@ var file_ordering_v1_ordering_proto_depIdxs = []int32{
 	2,  // 26: esim.ordering.v1.CreateOrderRequest.customer:type_name -> esim.ordering.v1.Customer
 	5,  // 27: esim.ordering.v1.CreateOrderResponse.order:type_name -> esim.ordering.v1.Order
 	1,  // 28: esim.ordering.v1.GetOrderRequest.scope:type_name -> esim.ordering.v1.Scope
-	1,  // 29: esim.ordering.v1.ListOrdersRequest.scope:type_name -> esim.ordering.v1.Scope
-	0,  // 30: esim.ordering.v1.ListOrdersRequest.status:type_name -> esim.ordering.v1.OrderStatus
-	5,  // 31: esim.ordering.v1.ListOrdersResponse.orders:type_name -> esim.ordering.v1.Order
-	1,  // 32: esim.ordering.v1.GetEsimRequest.scope:type_name -> esim.ordering.v1.Scope
-	1,  // 33: esim.ordering.v1.ListEsimsRequest.scope:type_name -> esim.ordering.v1.Scope
-	8,  // 34: esim.ordering.v1.ListEsimsResponse.esims:type_name -> esim.ordering.v1.Esim
-	27, // 35: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
-	1,  // 36: esim.ordering.v1.SearchRequest.scope:type_name -> esim.ordering.v1.Scope
-	5,  // 37: esim.ordering.v1.SearchResponse.orders:type_name -> esim.ordering.v1.Order
-	8,  // 38: esim.ordering.v1.SearchResponse.esims:type_name -> esim.ordering.v1.Esim
-	9,  // 39: esim.ordering.v1.SearchResponse.topups:type_name -> esim.ordering.v1.TopUp
-	13, // 40: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
-	15, // 41: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
-	16, // 42: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
-	18, // 43: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
-	10, // 44: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
-	12, // 45: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
-	19, // 46: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
-	21, // 47: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
-	23, // 48: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
-	25, // 49: esim.ordering.v1.Ordering.Search:input_type -> esim.ordering.v1.SearchRequest
-	14, // 50: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
-	5,  // 51: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
-	17, // 52: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
-	8,  // 53: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
-	11, // 54: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
-	8,  // 55: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
-	20, // 56: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
-	22, // 57: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
-	24, // 58: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
-	26, // 59: esim.ordering.v1.Ordering.Search:output_type -> esim.ordering.v1.SearchResponse
-	50, // [50:60] is the sub-list for method output_type
-	40, // [40:50] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	15, // 29: esim.ordering.v1.GetOrdersRequest.lookups:type_name -> esim.ordering.v1.GetOrderRequest
+	18, // 30: esim.ordering.v1.GetOrdersResponse.results:type_name -> esim.ordering.v1.OrderLookup
+	5,  // 31: esim.ordering.v1.OrderLookup.order:type_name -> esim.ordering.v1.Order
+	1,  // 32: esim.ordering.v1.ListOrdersRequest.scope:type_name -> esim.ordering.v1.Scope
+	0,  // 33: esim.ordering.v1.ListOrdersRequest.status:type_name -> esim.ordering.v1.OrderStatus
+	5,  // 34: esim.ordering.v1.ListOrdersResponse.orders:type_name -> esim.ordering.v1.Order
+	1,  // 35: esim.ordering.v1.GetEsimRequest.scope:type_name -> esim.ordering.v1.Scope
+	1,  // 36: esim.ordering.v1.ListEsimsRequest.scope:type_name -> esim.ordering.v1.Scope
+	8,  // 37: esim.ordering.v1.ListEsimsResponse.esims:type_name -> esim.ordering.v1.Esim
+	30, // 38: esim.ordering.v1.CheckProviderRequest.environment:type_name -> esim.accounts.v1.Environment
+	1,  // 39: esim.ordering.v1.SearchRequest.scope:type_name -> esim.ordering.v1.Scope
+	5,  // 40: esim.ordering.v1.SearchResponse.orders:type_name -> esim.ordering.v1.Order
+	8,  // 41: esim.ordering.v1.SearchResponse.esims:type_name -> esim.ordering.v1.Esim
+	9,  // 42: esim.ordering.v1.SearchResponse.topups:type_name -> esim.ordering.v1.TopUp
+	13, // 43: esim.ordering.v1.Ordering.CreateOrder:input_type -> esim.ordering.v1.CreateOrderRequest
+	15, // 44: esim.ordering.v1.Ordering.GetOrder:input_type -> esim.ordering.v1.GetOrderRequest
+	16, // 45: esim.ordering.v1.Ordering.GetOrders:input_type -> esim.ordering.v1.GetOrdersRequest
+	19, // 46: esim.ordering.v1.Ordering.ListOrders:input_type -> esim.ordering.v1.ListOrdersRequest
+	21, // 47: esim.ordering.v1.Ordering.GetEsim:input_type -> esim.ordering.v1.GetEsimRequest
+	10, // 48: esim.ordering.v1.Ordering.CreateTopUp:input_type -> esim.ordering.v1.CreateTopUpRequest
+	12, // 49: esim.ordering.v1.Ordering.SimulateEsim:input_type -> esim.ordering.v1.SimulateEsimRequest
+	22, // 50: esim.ordering.v1.Ordering.ListEsims:input_type -> esim.ordering.v1.ListEsimsRequest
+	24, // 51: esim.ordering.v1.Ordering.GetActivationCode:input_type -> esim.ordering.v1.GetActivationCodeRequest
+	26, // 52: esim.ordering.v1.Ordering.CheckProvider:input_type -> esim.ordering.v1.CheckProviderRequest
+	28, // 53: esim.ordering.v1.Ordering.Search:input_type -> esim.ordering.v1.SearchRequest
+	14, // 54: esim.ordering.v1.Ordering.CreateOrder:output_type -> esim.ordering.v1.CreateOrderResponse
+	5,  // 55: esim.ordering.v1.Ordering.GetOrder:output_type -> esim.ordering.v1.Order
+	17, // 56: esim.ordering.v1.Ordering.GetOrders:output_type -> esim.ordering.v1.GetOrdersResponse
+	20, // 57: esim.ordering.v1.Ordering.ListOrders:output_type -> esim.ordering.v1.ListOrdersResponse
+	8,  // 58: esim.ordering.v1.Ordering.GetEsim:output_type -> esim.ordering.v1.Esim
+	11, // 59: esim.ordering.v1.Ordering.CreateTopUp:output_type -> esim.ordering.v1.CreateTopUpResponse
+	8,  // 60: esim.ordering.v1.Ordering.SimulateEsim:output_type -> esim.ordering.v1.Esim
+	23, // 61: esim.ordering.v1.Ordering.ListEsims:output_type -> esim.ordering.v1.ListEsimsResponse
+	25, // 62: esim.ordering.v1.Ordering.GetActivationCode:output_type -> esim.ordering.v1.GetActivationCodeResponse
+	27, // 63: esim.ordering.v1.Ordering.CheckProvider:output_type -> esim.ordering.v1.CheckProviderResponse
+	29, // 64: esim.ordering.v1.Ordering.Search:output_type -> esim.ordering.v1.SearchResponse
+	54, // [54:65] is the sub-list for method output_type
+	43, // [43:54] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_ordering_v1_ordering_proto_init() }
@@ -2336,7 +2486,7 @@ func file_ordering_v1_ordering_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ordering_v1_ordering_proto_rawDesc), len(file_ordering_v1_ordering_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

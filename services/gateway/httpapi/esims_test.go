@@ -89,7 +89,7 @@ func afterSaleAPI(t *testing.T, s *afterSale) (http.Handler, *backends) {
 	return New(Deps{
 		Gate:      gateway.Gate{Accounts: b, Limiter: b, DefaultRateLimit: 1000},
 		Catalogue: b, Wallet: b, Events: b,
-		Orders: twirpclient.NewOrdering(srv.URL, srv.Client(), srv.Client()),
+		Orders: twirpclient.NewOrdering(srv.URL, srv.Client(), srv.Client(), 10*time.Second, nil),
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}), b
 }

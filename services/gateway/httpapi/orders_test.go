@@ -35,6 +35,14 @@ func (s orderingServer) GetOrder(context.Context, *orderingv1.GetOrderRequest) (
 	return s.order, nil
 }
 
+func (s orderingServer) GetOrders(_ context.Context, req *orderingv1.GetOrdersRequest) (*orderingv1.GetOrdersResponse, error) {
+	res := &orderingv1.GetOrdersResponse{}
+	for range req.GetLookups() {
+		res.Results = append(res.Results, &orderingv1.OrderLookup{Order: s.order})
+	}
+	return res, nil
+}
+
 func (s orderingServer) ListOrders(context.Context, *orderingv1.ListOrdersRequest) (*orderingv1.ListOrdersResponse, error) {
 	return &orderingv1.ListOrdersResponse{Orders: []*orderingv1.Order{s.order}, Total: 1}, nil
 }
@@ -57,7 +65,7 @@ func orderingAPI(t *testing.T, o *orderingv1.Order) (http.Handler, *backends) {
 	return New(Deps{
 		Gate:      gateway.Gate{Accounts: b, Limiter: b, DefaultRateLimit: 1000},
 		Catalogue: b, Wallet: b, Events: b,
-		Orders: twirpclient.NewOrdering(srv.URL, srv.Client(), srv.Client()),
+		Orders: twirpclient.NewOrdering(srv.URL, srv.Client(), srv.Client(), 10*time.Second, nil),
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}), b
 }

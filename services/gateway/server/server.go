@@ -63,7 +63,7 @@ func New(ctx context.Context, cfg Config, tel *telemetry.Telemetry) (*Server, er
 	api := httpapi.New(httpapi.Deps{
 		Gate:      gateway.Gate{Accounts: accounts, Limiter: limiter, DefaultRateLimit: cfg.RateLimitPerMinute},
 		Catalogue: twirpclient.NewCatalogue(string(cfg.CatalogueURL), hc, cfg.ServiceTimeout, tel.BatchObserver("catalogue")),
-		Orders:    twirpclient.NewOrdering(string(cfg.OrderingURL), hc, orderClient),
+		Orders:    twirpclient.NewOrdering(string(cfg.OrderingURL), hc, orderClient, cfg.ServiceTimeout, tel.BatchObserver("ordering")),
 		Wallet:    twirpclient.NewWallet(string(cfg.WalletURL), hc),
 		Events:    twirpclient.NewWebhook(string(cfg.WebhookURL), hc),
 		Log:       log,

@@ -6,6 +6,11 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/esimplatform/esim/libs/coalesce"
 
 	accountsv1 "github.com/esimplatform/esim/proto/accounts/v1"
 	orderingv1 "github.com/esimplatform/esim/proto/ordering/v1"
@@ -21,15 +26,70 @@ type Ordering struct {
 	// orders is the client for CreateOrder, whose HTTP client waits as
 	// long as issuing may take.
 	orders orderingv1.Ordering
+	// reads coalesces GetOrder, as Catalogue's plans do.
+	reads   *coalesce.Batcher[orderLookup, *orderingv1.Order]
+	timeout time.Duration
 }
+
+// orderLookup is one caller's GetOrder.
+type orderLookup struct {
+	req    *orderingv1.GetOrderRequest
+	caller trace.SpanContext
+}
+
+// CoalescedGetOrdersSpan names the span of a GetOrders call shared by
+// several reads.
+const CoalescedGetOrdersSpan = "ordering.GetOrders coalesced"
+
+// OrderReadsInFlight is how many GetOrders calls one gateway keeps
+// outstanding; reads beyond them share the next. One, as for plans: every
+// call saved is a wake-up of ordering and of Postgres saved.
+const OrderReadsInFlight = 1
 
 // NewOrdering returns a client of the ordering service at baseURL: hc for
 // reads, create for placing orders.
-func NewOrdering(baseURL string, hc, create *http.Client) *Ordering {
-	return &Ordering{
-		client: orderingv1.NewOrderingProtobufClient(baseURL, hc),
-		orders: orderingv1.NewOrderingProtobufClient(baseURL, create),
+//
+// Order reads are coalesced as plan lookups are (NewCatalogue): one made
+// while ordering is idle goes out alone; those made while earlier ones are
+// in flight share one GetOrders call, each lookup in its own partner's
+// scope. timeout bounds a read from the moment it is made, its wait for a
+// call included; observe, when not nil, hears of every GetOrders call.
+func NewOrdering(baseURL string, hc, create *http.Client, timeout time.Duration, observe coalesce.Observer) *Ordering {
+	o := &Ordering{
+		client:  orderingv1.NewOrderingProtobufClient(baseURL, hc),
+		orders:  orderingv1.NewOrderingProtobufClient(baseURL, create),
+		timeout: timeout,
 	}
+	o.reads = coalesce.New(o.getOrders, coalesce.Options{MaxBatch: OrderLookupsPerGet, MaxInFlight: OrderReadsInFlight, Observe: observe})
+	return o
+}
+
+// OrderLookupsPerGet is the most reads one GetOrders call carries:
+// ordering's bound.
+const OrderLookupsPerGet = 100
+
+// getOrders answers each lookup with its order, or nil where ordering
+// found none in the lookup's scope.
+func (o *Ordering) getOrders(ctx context.Context, batch []orderLookup) ([]*orderingv1.Order, error) {
+	req := &orderingv1.GetOrdersRequest{Lookups: make([]*orderingv1.GetOrderRequest, len(batch))}
+	callers := make([]trace.SpanContext, len(batch))
+	for i, l := range batch {
+		req.Lookups[i], callers[i] = l.req, l.caller
+	}
+	ctx, end := batchSpan(ctx, CoalescedGetOrdersSpan, callers, "esim.order_lookups")
+	defer end()
+	res, err := o.client.GetOrders(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.GetResults()) != len(batch) {
+		return nil, fmt.Errorf("ordering: GetOrders answered %d results for %d lookups", len(res.GetResults()), len(batch))
+	}
+	out := make([]*orderingv1.Order, len(batch))
+	for i, r := range res.GetResults() {
+		out[i] = r.GetOrder()
+	}
+	return out, nil
 }
 
 func scope(p gateway.Principal) *orderingv1.Scope {
@@ -71,9 +131,14 @@ func (o *Ordering) CreateOrder(ctx context.Context, p gateway.Principal, in gate
 
 // GetOrder implements httpapi.Orders.
 func (o *Ordering) GetOrder(ctx context.Context, p gateway.Principal, id string) (partnerapi.Order, error) {
-	res, err := o.client.GetOrder(ctx, &orderingv1.GetOrderRequest{Id: id, Scope: scope(p)})
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	res, err := o.reads.Do(ctx, orderLookup{req: &orderingv1.GetOrderRequest{Id: id, Scope: scope(p)}, caller: trace.SpanContextFromContext(ctx)})
 	if err != nil {
 		return partnerapi.Order{}, translate("ordering", err)
+	}
+	if res == nil {
+		return partnerapi.Order{}, gateway.ErrNotFound
 	}
 	return orderFromProto(res)
 }

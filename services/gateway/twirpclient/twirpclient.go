@@ -138,29 +138,16 @@ func NewCatalogue(baseURL string, hc *http.Client, timeout time.Duration, observ
 }
 
 // getPlans answers each lookup with its plan, or nil when the catalogue
-// left it out (unknown or retired).
-//
-// A shared call runs in the first caller's trace, so the others' traces
-// would show no catalogue call at all. With tracing on, a shared call gets
-// a span of its own that links every caller's span, OpenTelemetry's way
-// of drawing a batch; its Twirp and Postgres spans are children of it.
+// left it out (unknown or retired). A shared call has a span of its own
+// (batchSpan).
 func (c *Catalogue) getPlans(ctx context.Context, batch []planLookup) ([]*cataloguev1.Plan, error) {
 	ids := make([]string, len(batch))
+	callers := make([]trace.SpanContext, len(batch))
 	for i, l := range batch {
-		ids[i] = l.id
+		ids[i], callers[i] = l.id, l.caller
 	}
-	if first := trace.SpanFromContext(ctx); len(batch) > 1 && first.SpanContext().IsValid() {
-		links := make([]trace.Link, 0, len(batch))
-		for _, l := range batch {
-			if l.caller.IsValid() {
-				links = append(links, trace.Link{SpanContext: l.caller})
-			}
-		}
-		var span trace.Span
-		ctx, span = first.TracerProvider().Tracer("github.com/esimplatform/esim/services/gateway/twirpclient").Start(ctx,
-			CoalescedGetPlansSpan, trace.WithLinks(links...), trace.WithAttributes(attribute.Int("esim.plan_lookups", len(batch))))
-		defer span.End()
-	}
+	ctx, end := batchSpan(ctx, CoalescedGetPlansSpan, callers, "esim.plan_lookups")
+	defer end()
 	res, err := c.client.GetPlans(ctx, &cataloguev1.GetPlansRequest{Ids: ids})
 	if err != nil {
 		return nil, err
@@ -174,6 +161,28 @@ func (c *Catalogue) getPlans(ctx context.Context, batch []planLookup) ([]*catalo
 		out[i] = byID[id]
 	}
 	return out, nil
+}
+
+// batchSpan starts the span of a call that callers share, when there are
+// several and tracing is on; end ends it. A shared call runs in the first
+// caller's trace, so the others' traces would show no call at all: the
+// span links every caller's span, OpenTelemetry's way of drawing a batch,
+// and the call's own spans are its children. count names the attribute
+// that says how many callers it served.
+func batchSpan(ctx context.Context, name string, callers []trace.SpanContext, count string) (context.Context, func()) {
+	first := trace.SpanFromContext(ctx)
+	if len(callers) < 2 || !first.SpanContext().IsValid() {
+		return ctx, func() {}
+	}
+	links := make([]trace.Link, 0, len(callers))
+	for _, c := range callers {
+		if c.IsValid() {
+			links = append(links, trace.Link{SpanContext: c})
+		}
+	}
+	ctx, span := first.TracerProvider().Tracer("github.com/esimplatform/esim/services/gateway/twirpclient").Start(ctx,
+		name, trace.WithLinks(links...), trace.WithAttributes(attribute.Int(count, len(callers))))
+	return ctx, func() { span.End() }
 }
 
 // ListPlans implements gateway.Catalogue.

@@ -53,6 +53,14 @@ WHERE o.id = sqlc.arg(id) AND (sqlc.arg(any_scope)::boolean
     OR (o.account_id = sqlc.arg(account_id) AND o.environment = sqlc.arg(environment)::text))
 ORDER BY e.position;
 
+-- name: OrdersInScopes :many
+-- The orders of many lookups in one round trip, each found only in its own
+-- scope: the gateway's concurrent reads share it.
+SELECT sqlc.embed(o)
+FROM orders o
+JOIN ROWS FROM (unnest(sqlc.arg(ids)::uuid[]), unnest(sqlc.arg(account_ids)::uuid[]), unnest(sqlc.arg(environments)::text[])) AS l(id, account_id, environment)
+    ON o.id = l.id AND o.account_id = l.account_id AND o.environment = l.environment;
+
 -- name: DeletePendingOrder :execrows
 DELETE FROM orders WHERE id = $1 AND status = 'pending';
 

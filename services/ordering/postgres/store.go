@@ -544,6 +544,36 @@ func (s *Store) Order(ctx context.Context, scope *ordering.Scope, id uuid.UUID) 
 	return withEsims(ctx, s.q, row)
 }
 
+// Orders implements ordering.Store. A single lookup takes Order's one
+// round trip; more take three: the orders, their eSIMs, the top-ups.
+func (s *Store) Orders(ctx context.Context, lookups []ordering.OrderLookup) ([]ordering.Order, error) {
+	if len(lookups) == 1 {
+		o, err := s.Order(ctx, &lookups[0].Scope, lookups[0].ID)
+		if errors.Is(err, ordering.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []ordering.Order{o}, nil
+	}
+	var p db.OrdersInScopesParams
+	for _, l := range lookups {
+		p.Ids = append(p.Ids, l.ID)
+		p.AccountIds = append(p.AccountIds, l.Scope.AccountID)
+		p.Environments = append(p.Environments, string(l.Scope.Environment))
+	}
+	found, err := s.q.OrdersInScopes(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("select orders: %w", err)
+	}
+	rows := make([]db.Order, len(found))
+	for i, f := range found {
+		rows[i] = f.Order
+	}
+	return ordersWithEsims(ctx, s.q, rows)
+}
+
 // withEsims returns the order of row with its eSIMs.
 func withEsims(ctx context.Context, q *db.Queries, row db.Order) (ordering.Order, error) {
 	o := order(row)
@@ -662,18 +692,21 @@ func ordersWithEsims(ctx context.Context, q *db.Queries, rows []db.Order) ([]ord
 	if len(completed) == 0 {
 		return orders, nil
 	}
-	esims, err := q.EsimsOfOrders(ctx, completed)
+	esimRows, err := q.EsimsOfOrders(ctx, completed)
 	if err != nil {
 		return nil, fmt.Errorf("select eSIMs of orders: %w", err)
 	}
+	// Every order's top-ups in one query, not one an order.
+	esims := make([]ordering.Esim, len(esimRows))
+	for i, r := range esimRows {
+		esims[i] = esim(r)
+	}
+	if err := withTopUps(ctx, q, esims); err != nil {
+		return nil, err
+	}
 	for _, e := range esims {
 		i := index[e.OrderID]
-		orders[i].Esims = append(orders[i].Esims, esim(e))
-	}
-	for i := range orders {
-		if err := withTopUps(ctx, q, orders[i].Esims); err != nil {
-			return nil, err
-		}
+		orders[i].Esims = append(orders[i].Esims, e)
 	}
 	return orders, nil
 }

@@ -10,6 +10,7 @@ import "github.com/esimplatform/esim/libs/internalauth"
 var Policy = internalauth.Policy{
 	"CreateOrder":       {internalauth.Gateway},
 	"GetOrder":          {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
+	"GetOrders":         {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
 	"ListOrders":        {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
 	"GetEsim":           {internalauth.Gateway, internalauth.Operator, internalauth.Portal},
 	"ListEsims":         {internalauth.Gateway, internalauth.Operator, internalauth.Portal},

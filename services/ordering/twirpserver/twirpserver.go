@@ -6,6 +6,7 @@ package twirpserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -81,6 +82,46 @@ func (s *Server) GetOrder(ctx context.Context, req *orderingv1.GetOrderRequest) 
 		return nil, toTwirp(err)
 	}
 	return orderingpb.Order(o), nil
+}
+
+// GetOrders implements orderingv1.Ordering. Unlike GetOrder's, every
+// lookup's scope is required: a shared read is never one of any scope.
+func (s *Server) GetOrders(ctx context.Context, req *orderingv1.GetOrdersRequest) (*orderingv1.GetOrdersResponse, error) {
+	if len(req.GetLookups()) == 0 || len(req.GetLookups()) > ordering.MaxOrderLookups {
+		return nil, toTwirp(&ordering.ValidationError{Field: "lookups", Reason: fmt.Sprintf("want 1 to %d", ordering.MaxOrderLookups)})
+	}
+	lookups := make([]ordering.OrderLookup, 0, len(req.GetLookups()))
+	results := make([]*orderingv1.OrderLookup, len(req.GetLookups()))
+	// A malformed id finds nothing, as GetOrder's does: it is left out of
+	// the read and its result stays empty.
+	asked := make([]int, 0, len(req.GetLookups()))
+	for i, l := range req.GetLookups() {
+		results[i] = &orderingv1.OrderLookup{}
+		if l.GetScope() == nil {
+			return nil, toTwirp(&ordering.ValidationError{Field: fmt.Sprintf("lookups[%d].scope", i), Reason: "is required"})
+		}
+		scope, err := scopeFromProto(l.GetScope())
+		if err != nil {
+			return nil, toTwirp(err)
+		}
+		if id, err := lookupID(l.GetId()); err == nil {
+			lookups = append(lookups, ordering.OrderLookup{Scope: *scope, ID: id})
+			asked = append(asked, i)
+		}
+	}
+	if len(lookups) == 0 {
+		return &orderingv1.GetOrdersResponse{Results: results}, nil
+	}
+	orders, err := s.svc.GetOrders(ctx, lookups)
+	if err != nil {
+		return nil, toTwirp(err)
+	}
+	for j, o := range orders {
+		if o != nil {
+			results[asked[j]].Order = orderingpb.Order(*o)
+		}
+	}
+	return &orderingv1.GetOrdersResponse{Results: results}, nil
 }
 
 // ListOrders implements orderingv1.Ordering.

@@ -560,3 +560,64 @@ func TestInternalCallsNeedACredential(t *testing.T) {
 		t.Errorf("%d orders after refused calls", len(orders))
 	}
 }
+
+// GetOrders answers every lookup as GetOrder would, in one call: found in
+// its own scope only, empty for another scope, an unknown or malformed id;
+// the whole call is refused for a missing or malformed scope or a batch
+// out of bounds.
+func TestGetOrdersAnswersEachLookupInItsScope(t *testing.T) {
+	ctx := context.Background()
+	p := start(t)
+	mine := p.account(t, sandbox, 100_000)
+	theirs := p.account(t, sandbox, 100_000)
+	var orders []*orderingv1.Order
+	for _, key := range []string{"a", "b"} {
+		res, err := p.gateway.CreateOrder(ctx, request(mine, key, japan5GB))
+		if err != nil {
+			t.Fatal(err)
+		}
+		orders = append(orders, res.GetOrder())
+	}
+	lookups := []*orderingv1.GetOrderRequest{
+		{Id: orders[0].GetId(), Scope: mine}, {Id: orders[0].GetId(), Scope: theirs}, {Id: "nope", Scope: mine},
+		{Id: uuid.NewString(), Scope: mine}, {Id: orders[1].GetId(), Scope: mine},
+	}
+	res, err := p.gateway.GetOrders(ctx, &orderingv1.GetOrdersRequest{Lookups: lookups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*orderingv1.Order{orders[0], nil, nil, nil, orders[1]}
+	if len(res.GetResults()) != len(want) {
+		t.Fatalf("%d results for %d lookups", len(res.GetResults()), len(want))
+	}
+	for i, r := range res.GetResults() {
+		if !proto.Equal(r.GetOrder(), want[i]) {
+			t.Errorf("lookup %d: %v, want %v", i, r.GetOrder(), want[i])
+		}
+	}
+	// One lookup takes GetOrder's path; it answers the same.
+	if one, err := p.gateway.GetOrders(ctx, &orderingv1.GetOrdersRequest{Lookups: lookups[:1]}); err != nil || !proto.Equal(one.GetResults()[0].GetOrder(), orders[0]) {
+		t.Errorf("one lookup: %v, %v", one, err)
+	}
+
+	tooMany := make([]*orderingv1.GetOrderRequest, ordering.MaxOrderLookups+1)
+	for i := range tooMany {
+		tooMany[i] = lookups[0]
+	}
+	for _, tc := range []struct {
+		name    string
+		lookups []*orderingv1.GetOrderRequest
+		field   string
+	}{
+		{"no lookup", nil, "lookups"},
+		{"too many", tooMany, "lookups"},
+		{"no scope", []*orderingv1.GetOrderRequest{lookups[0], {Id: orders[0].GetId()}}, "lookups[1].scope"},
+		{"a malformed account", []*orderingv1.GetOrderRequest{{Id: orders[0].GetId(), Scope: &orderingv1.Scope{AccountId: "x", Environment: sandbox}}}, "scope.account_id"},
+	} {
+		_, err := p.gateway.GetOrders(ctx, &orderingv1.GetOrdersRequest{Lookups: tc.lookups})
+		wantTwirp(t, "GetOrders with "+tc.name, err, twirp.InvalidArgument, "argument", tc.field)
+	}
+	// Even an operator names each lookup's scope.
+	_, err = p.operator.GetOrders(ctx, &orderingv1.GetOrdersRequest{Lookups: []*orderingv1.GetOrderRequest{{Id: orders[0].GetId()}}})
+	wantTwirp(t, "an operator's GetOrders without a scope", err, twirp.InvalidArgument, "argument", "lookups[0].scope")
+}

@@ -1341,6 +1341,73 @@ func (q *Queries) OrderInScope(ctx context.Context, arg OrderInScopeParams) (Ord
 	return i, err
 }
 
+const ordersInScopes = `-- name: OrdersInScopes :many
+SELECT o.id, o.account_id, o.environment, o.idempotency_key, o.fingerprint, o.plan_id, o.plan_name, o.per_day, o.unlimited, o.total_bytes, o.validity_days, o.quantity, o.days, o.currency, o.unit_minor, o.total_minor, o.customer_name, o.customer_email, o.customer_reference, o.status, o.error_code, o.error_message, o.created_at, o.updated_at, o.kind, o.esim_id, o.countries
+FROM orders o
+JOIN ROWS FROM (unnest($1::uuid[]), unnest($2::uuid[]), unnest($3::text[])) AS l(id, account_id, environment)
+    ON o.id = l.id AND o.account_id = l.account_id AND o.environment = l.environment
+`
+
+type OrdersInScopesParams struct {
+	Ids          []uuid.UUID
+	AccountIds   []uuid.UUID
+	Environments []string
+}
+
+type OrdersInScopesRow struct {
+	Order Order
+}
+
+// The orders of many lookups in one round trip, each found only in its own
+// scope: the gateway's concurrent reads share it.
+func (q *Queries) OrdersInScopes(ctx context.Context, arg OrdersInScopesParams) ([]OrdersInScopesRow, error) {
+	rows, err := q.db.Query(ctx, ordersInScopes, arg.Ids, arg.AccountIds, arg.Environments)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrdersInScopesRow
+	for rows.Next() {
+		var i OrdersInScopesRow
+		if err := rows.Scan(
+			&i.Order.ID,
+			&i.Order.AccountID,
+			&i.Order.Environment,
+			&i.Order.IdempotencyKey,
+			&i.Order.Fingerprint,
+			&i.Order.PlanID,
+			&i.Order.PlanName,
+			&i.Order.PerDay,
+			&i.Order.Unlimited,
+			&i.Order.TotalBytes,
+			&i.Order.ValidityDays,
+			&i.Order.Quantity,
+			&i.Order.Days,
+			&i.Order.Currency,
+			&i.Order.UnitMinor,
+			&i.Order.TotalMinor,
+			&i.Order.CustomerName,
+			&i.Order.CustomerEmail,
+			&i.Order.CustomerReference,
+			&i.Order.Status,
+			&i.Order.ErrorCode,
+			&i.Order.ErrorMessage,
+			&i.Order.CreatedAt,
+			&i.Order.UpdatedAt,
+			&i.Order.Kind,
+			&i.Order.EsimID,
+			&i.Order.Countries,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const searchEsimsByICCID = `-- name: SearchEsimsByICCID :many
 SELECT id, order_id, account_id, environment, position, plan_name, iccid, matching_id, smdp_address, qr_token, status, validity_days, unlimited, total_bytes, used_bytes, data_updated_at, created_at, plan_id, per_day, countries, installed_at, activated_at, expires_at, usage_notified, expiring_notified FROM esims
 WHERE account_id = $1 AND environment = $2::text
