@@ -429,3 +429,58 @@ func (res *installResults) met() bool {
 	whole := res.missing == 0 && res.unverified == 0 && res.errors == 0 && res.latency.Requests > 0
 	return whole && res.latency.P99 <= targetInstallP99
 }
+
+// method says how the install rows were measured.
+func (i *installResults) method(p func(string, ...any), cfg config) {
+	p("- **Installs**: sandbox eSIMs of the fixed plan %s, ordered through the gateway %d to an order beforehand, are installed with `POST /v1/sandbox/esims/{id}/simulate` `{\"action\":\"install\"}` through the gateway, each eSIM once; ", i.planID, installOrderSize)
+	p("the same receiver as the webhooks' verifies each `esim.installed` delivery with the Standard Webhooks library and notes when it had read it by the eSIM id in `data.id`. ")
+	p("The sustainable rate is found first: a closed loop of %d workers installs up to %d eSIMs for at most %s, and the rate the path keeps up with is the lower of the installs answered per second and their webhooks per second, from the loop's start to the last webhook. ", installProbeWorkers, cfg.installProbe, cfg.duration)
+	p("Then installs go out open-loop at half of it for %s after %s of unmeasured warm-up, each when it is due, on a goroutine of its own; an install's latency runs from its 200 read to its webhook read ", i.duration, i.warmup)
+	p("(ordering's transaction and River job, Kafka, the webhook service's consumer, its worker's claim, signing and the POST); a webhook read before its 200 counts as 0 ms. ")
+	p("Before each loop earlier events are let through, as for the webhooks; after the open loop, webhooks still on their way get %s, and one not come by then is missing.\n", deliveryGrace)
+	p("- **Install control**: the first `esim.installed` delivery's bytes and headers (%d-byte body), signed afresh, posted to the same receiver at the open loop's rate for as long over %d keep-alive connections, timed from sending to the answer read.\n", i.deliveryBytes, controlConns)
+}
+
+// section is the report's install rows, with the sustainable rate and
+// the goal.
+func (i *installResults) section(p func(string, ...any)) {
+	p("## Install to webhook\n\n")
+	p("Sustainable rate: a closed loop of %d workers installed %d eSIMs at %.0f/s (p50 %s, p99 %s a call, %d errors); %d of their webhooks came within %s of its start (%.0f/s): **%.0f installs/s**, so the open loop ran at %.0f/s.\n\n",
+		installProbeWorkers, i.probe.Requests-i.probe.Errors, i.probe.RPS(), ms(i.probe.P50), ms(i.probe.P99), i.probe.Errors,
+		i.probeWebhooks, i.probeSpan.Round(time.Millisecond), perSecond(i.probeWebhooks, i.probeSpan), i.sustainable, i.rate)
+	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n", installTarget, i.rate, i.latency.Requests, ms(i.latency.P50), ms(i.latency.P90), ms(i.latency.P99), ms(i.latency.Max), i.errors)
+	c := i.control
+	if c.Requests > 0 {
+		p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n", installControlTarget, c.Rate, c.Requests, ms(c.P50), ms(c.P90), ms(c.P99), ms(c.Max), c.Errors)
+	} else {
+		p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", installControlTarget)
+	}
+	k := i.calls
+	p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n\n", installCallsRow, k.Rate, k.Requests, ms(k.P50), ms(k.P90), ms(k.P99), ms(k.Max), k.Errors)
+	p("Deliveries: %d of the %d installs answered 200 had their webhook, verified; %d missing, %d unverified, %d duplicates.", i.latency.Requests, i.installed, i.missing, i.unverified, i.duplicates)
+	if i.early > 0 {
+		p(" %d webhooks were read before their install's 200 (up to %s ahead), counted as 0 ms.", i.early, ms(-i.earliest))
+	}
+	if i.errors > 0 {
+		p(" %d installs were not answered 200 (e.g. %s).", i.errors, i.firstErr)
+	}
+	if i.unverified > 0 {
+		p(" Unverified, e.g.: %s.", i.firstUnverified)
+	}
+	if i.backlog.total() > 0 {
+		p(" The open loop started with earlier events still on their way (%s): the measured ones queued behind them.", i.backlog)
+	}
+	p("\n\n")
+	if c.P50 > 0 && c.P99 > 0 && i.latency.Requests > 0 {
+		p("Install webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",
+			float64(i.latency.P50)/float64(c.P50), ms(i.latency.P50), ms(c.P50), float64(i.latency.P99)/float64(c.P99), ms(i.latency.P99), ms(c.P99))
+	}
+	p("### Targets (install to webhook)\n\n")
+	p("| target | measured | goal | status |\n|---|---:|---:|---|\n")
+	p("| esim.installed webhook p99 after the install's 200, at half the sustainable rate (%.0f/s) | %s | <= %s | %s |\n", i.rate, ms(i.latency.P99), ms(targetInstallP99), metText(i.met()))
+	if c.Requests > 0 {
+		p("| control: the receiver's round trip, p99 | %s | <= %s | %s (not a target) |\n", ms(c.P99), ms(targetInstallP99), metText(c.P99 <= targetInstallP99 && c.Errors == 0))
+	}
+	p("\n")
+}
