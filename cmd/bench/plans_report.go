@@ -45,28 +45,20 @@ func meanCallText(c backendCalls) string {
 // hasCalls reports whether the gateway's calls were read for r.
 func (r result) hasCalls() bool { return r.Calls.catalogue.calls > 0 || r.Calls.redis.calls > 0 }
 
-// planMethod says how the plan rows were measured.
-func (r report) planMethod(p func(string, ...any)) {
-	p("- Request: `GET /v1/plans/%s` (%d-byte JSON answer).\n", r.planID, r.bodyBytes)
-	p("- **gateway**: the platform started as by `make run` (separate processes on loopback), with a real sandbox key: ")
-	p("API-key authentication (accounts over Twirp, behind the gateway's auth cache), the Redis GCRA rate limiter ")
-	p("(limit set far above the load so nothing is rejected), then catalogue over Twirp reading Postgres.\n")
-	p("- **bare net/http**: a separate process serving the same bytes from a plain `net/http` handler, as a ceiling for this machine.\n")
-	p("- Each target: %s unmeasured warm-up; then one closed loop of %s concurrent keep-alive workers for %s each; ", r.cfg.warmup, joinInts(r.cfg.workers), r.cfg.duration)
-	p("the best of them is the target's maximum throughput. Then %d open-loop trials at each offered load (half that maximum, where the latency target is judged, then a quarter), each at a constant rate for %s ", r.cfg.trials, r.cfg.duration)
-	p("over %d keep-alive connections, each connection sending its share of an evenly spaced schedule (as wrk2 does). ", openLoopConns)
-	p("Latency counts from each request's scheduled time when its connection was still busy, so queueing counts, ")
-	p("and from the end of the generator's sleep otherwise, so a late timer is not charged to the target.\n")
-	p("- The load generator shares the cores with what it measures, so it is kept lean: each worker writes the same prebuilt request on its own connection ")
-	p("and reads the answer with net/http's `ReadResponse` on its own goroutine, without the two extra goroutines per connection of net/http's client.\n")
-	p("- Machine busy and stolen: from /proc/stat over each phase, as shares of all cores' time. Stolen time is what the hypervisor ")
-	p("gave other guests while this one had work: where it is more than a few percent, the run was disturbed from outside.\n")
-}
+// plansSection names the plan rows' section, in its heading and in the
+// Goals table.
+const plansSection = "Plans"
 
-// planResults are the plan rows' sections: results, targets, CPU per
+// planSection is the plan rows' sections: the rows, the ratio, CPU per
 // request and the gateway's calls.
-func (r report) planResults(p func(string, ...any)) {
-	p("## Results\n\n")
+func (r report) planSection(p func(string, ...any)) {
+	p("## %s\n\n", plansSection)
+	loads := make([]string, len(openLoadFractions))
+	for i, f := range openLoadFractions {
+		loads[i] = percent(f)
+	}
+	methodLine(p, "plans", "`GET /v1/plans/%s` (%d-byte JSON answer) through the gateway and from a bare net/http handler: closed loops of %s workers for %s each, then %d open-loop trials at %s of the best",
+		r.planID, r.bodyBytes, joinInts(r.cfg.workers), r.cfg.duration, r.cfg.trials, strings.Join(loads, " and "))
 	p("%s\n", r.table())
 	p("Closed loops, requests/s by concurrency:\n\n%s\n", r.concurrencyTable())
 	p("Open loops, by offered load:\n\n%s\n", r.loadTable())
@@ -74,122 +66,126 @@ func (r report) planResults(p func(string, ...any)) {
 	gw, okGW := r.row(gatewayTarget)
 	bare, okBare := r.row(bareTarget)
 	if okGW && okBare {
-		ratio := rpsRatio(gw, bare)
-		p("Throughput ratio, gateway / bare: **%.2f** (%.0f / %.0f req/s)\n\n", ratio, gw.best().result.RPS(), bare.best().result.RPS())
-
-		p("## Targets\n\n")
-		p("| target | measured | status |\n|---|---|---|\n")
-		p("| gateway / bare throughput ratio >= %.2f | %.2f | %s |\n", targetRatio, ratio, metText(ratio >= targetRatio))
-		judged := gw.judged()
-		openErrs, firstErr := judged.errors()
-		p99 := judged.median().P99
-		p("| gateway p99 at half of max < %s (median of %d trials) | %s | %s |\n", ms(targetP99), len(judged.trials), ms(p99), metText(p99 < targetP99 && openErrs == 0))
-		// The same latency bound, applied to the bare handler at half of its
-		// own maximum, tells how much of a miss is the machine's: a handler
-		// that does nothing cannot do better than it.
-		bareP99 := bare.judged().median().P99
-		p("| control: bare net/http p99 at half of its max < %s (median of %d trials) | %s | %s (not a target) |\n", ms(targetP99), len(bare.judged().trials), ms(bareP99), metText(bareP99 < targetP99))
-		if openErrs > 0 {
-			p("\nThe gateway's open loop had %d errors (e.g. %s), so its latency target is not met.\n", openErrs, firstErr)
+		p("Throughput ratio, gateway / bare: **%.2f** (%.0f / %.0f req/s)\n\n", rpsRatio(gw, bare), gw.best().result.RPS(), bare.best().result.RPS())
+		if n, first := gw.judged().errors(); n > 0 {
+			p("The gateway's open loop had %d errors (e.g. %s), so its latency goal is not met.\n\n", n, first)
 		}
-		if bareP99 >= targetP99 {
-			// Said in words, not left to the reader of the table: a miss
-			// here is the machine's before it is the code's.
-			p("\nThe bare handler, which does nothing, missed the latency bound at half of its own maximum (%s): on this machine the gateway's latency target cannot be judged. See the wake-up cost under Machine and the stolen time of each open loop.\n", ms(bareP99))
-		}
-		p("\n")
-	}
-
-	p("## CPU per request\n\n")
-	p("CPU time (user + system, from /proc) spent per answered request, by process; ")
-	p("\"everything else\" is the rest of the machine's busy time: Postgres and Redis for the gateway, the kernel's network work for both. ")
-	p("At the maximum (the best closed loop) and at each open load (its trial with the median p99). ")
-	p("A request costs more at half load than at the maximum: fewer lookups share each catalogue call and fewer checks each Redis call, and every hop wakes ")
-	p("an idle process instead of finding it running, so at half of the maximum the machine is far more than half busy.\n\n")
-	for _, m := range r.rows {
-		best := m.best()
-		if len(best.result.CPU) == 0 {
-			continue
-		}
-		// One column per open load, its median trial; a load whose CPU was
-		// not read (a /proc failure) gets none.
-		type column struct {
-			label string // "50%", as in "at 50% of max"
-			res   result
-		}
-		var cols []column
-		for _, l := range m.loads {
-			if med := l.median(); len(med.CPU) == len(best.result.CPU) {
-				cols = append(cols, column{percent(l.fraction), med})
-			}
-		}
-		p("| %s | at max (%d workers) |", m.name, best.workers)
-		for _, c := range cols {
-			p(" at %s of max |", c.label)
-		}
-		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(cols)))
-		var generator []string
-		for i, share := range best.result.CPU {
-			p("| %s | %s |", share.name, us(share.perRequest))
-			for _, c := range cols {
-				p(" %s |", us(c.res.CPU[i].perRequest))
-			}
-			p("\n")
-			if share.name == loadGeneratorName {
-				generator = append(generator, us(share.perRequest)+" at the maximum")
-				for _, c := range cols {
-					generator = append(generator, fmt.Sprintf("%s at %s of it", us(c.res.CPU[i].perRequest), c.label))
-				}
-			}
-		}
-		p("| machine busy | %s |", percent(best.result.Usage.busy))
-		for _, c := range cols {
-			p(" %s |", percent(c.res.Usage.busy))
-		}
-		p("\n\n")
-		if len(generator) > 1 {
-			// The generator is the control for the wake-up cost: its work per
-			// request is the same at any load and none of it is platform code.
-			last := len(generator) - 1
-			p("The load generator does the same work for every request at any load, yet its CPU per request was %s and %s. ", strings.Join(generator[:last], ", "), generator[last])
-			p("It runs none of the platform's code: the rise is this machine's cost of waking idle processes.\n\n")
+		if bareP99 := bare.judged().median().P99; bareP99 >= targetP99 {
+			// Said in words, not left to the Goals table: a miss here is
+			// the machine's before it is the code's.
+			p("The bare handler missed the latency bound at half of its own maximum (%s): on this machine the gateway's latency target cannot be judged.\n\n", ms(bareP99))
 		}
 	}
-
-	p("## How the gateway keeps up\n\n")
-	p("The bare handler answers in one hop. Every gateway answer takes four in a row: client to gateway, ")
-	p("gateway to Redis (the GCRA rate limit; the auth cache is served from memory on a hot key), gateway to catalogue (Twirp), ")
-	p("catalogue to Postgres. Made one request at a time, each hop costs both ends a round trip of syscalls, parsing and ")
-	p("scheduling on the same cores, and the path could not reach a quarter of the bare handler's throughput.\n\n")
-	p("So the gateway coalesces (`libs/coalesce`) both calls it makes for every request. A plan lookup made while the catalogue is idle goes out alone, ")
-	p("at once; lookups made while earlier ones are in flight share the next `GetPlans` call, one HTTP exchange and one query. ")
-	p("Rate-limit checks made while earlier ones are in flight likewise share one Redis call, which takes a key's checks from its allowance in one script run. ")
-	p("Batches grow only with load, so a quiet gateway adds no wait. Every request still reaches the catalogue and Postgres, so ")
-	p("a retired plan is not found from the next call on (plans are not cached), and every check still draws on the key's one allowance in Redis, shared by all replicas.")
-	p("\n\n")
+	r.cpuSection(p)
 	if okGW && gw.best().result.hasCalls() {
-		// The gateway's own account of its calls (backend_call_* on its
-		// /metrics), at the maximum and at each open load's median trial.
-		best := gw.best()
-		p("The gateway's calls, from its /metrics (`backend_call_batch_size`, `backend_call_duration_seconds`), at the maximum and at each open load (its trial with the median p99). ")
-		p("A request that finds a call in flight waits for it to end, then rides the next one: at each hop it waits between one and two mean calls, one when the backend is idle.\n\n")
-		p("| gateway's calls | at max (%d workers) |", best.workers)
-		var opens []result
-		for _, l := range gw.loads {
-			p(" at %s of max |", percent(l.fraction))
-			opens = append(opens, l.median())
+		callsSection(p, gw)
+	}
+}
+
+// planGoals are the gateway's goals, and the bare handler held to the
+// same latency bound at half of its own maximum.
+func (r report) planGoals() []goal {
+	gw, okGW := r.row(gatewayTarget)
+	bare, okBare := r.row(bareTarget)
+	if !okGW || !okBare {
+		return nil
+	}
+	ratio := rpsRatio(gw, bare)
+	judged := gw.judged()
+	openErrs, _ := judged.errors()
+	p99 := judged.median().P99
+	bareP99 := bare.judged().median().P99
+	return []goal{
+		{section: plansSection, name: "gateway / bare throughput ratio", measured: fmt.Sprintf("%.2f", ratio), want: fmt.Sprintf(">= %.2f", targetRatio), met: ratio >= targetRatio},
+		{section: plansSection, name: fmt.Sprintf("gateway p99 at half of max (median of %d trials)", len(judged.trials)), measured: ms(p99), want: "< " + ms(targetP99),
+			met: p99 < targetP99 && openErrs == 0},
+		// The same bound on a handler that does nothing: how much of a
+		// miss is the machine's.
+		{section: plansSection, name: fmt.Sprintf("control: bare net/http p99 at half of its max (median of %d trials)", len(bare.judged().trials)), measured: ms(bareP99), want: "< " + ms(targetP99),
+			met: bareP99 < targetP99, control: true},
+	}
+}
+
+// cpuSection is CPU per request, by process, for each plan row.
+func (r report) cpuSection(p func(string, ...any)) {
+	p("## CPU per request\n\n")
+	methodLine(p, "cpu-per-request", "CPU time (user + system, from /proc) per answered request, by process, at the maximum and at each open load's trial with the median p99")
+	for _, m := range r.rows {
+		cpuTable(p, m)
+	}
+}
+
+// cpuTable is m's CPU per request at the maximum and at each open load.
+func cpuTable(p func(string, ...any), m measurement) {
+	best := m.best()
+	if len(best.result.CPU) == 0 {
+		return
+	}
+	// One column per open load, its median trial; a load whose CPU was
+	// not read (a /proc failure) gets none.
+	type column struct {
+		label string // "50%", as in "at 50% of max"
+		res   result
+	}
+	var cols []column
+	for _, l := range m.loads {
+		if med := l.median(); len(med.CPU) == len(best.result.CPU) {
+			cols = append(cols, column{percent(l.fraction), med})
 		}
-		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(opens)))
-		for _, row := range callRows {
-			p("| %s | %s |", row.label, row.value(best.result.Calls))
-			for _, o := range opens {
-				p(" %s |", row.value(o.Calls))
+	}
+	p("| %s | at max (%d workers) |", m.name, best.workers)
+	for _, c := range cols {
+		p(" at %s of max |", c.label)
+	}
+	p("\n|---|---:|%s\n", strings.Repeat("---:|", len(cols)))
+	var generator []string
+	for i, share := range best.result.CPU {
+		p("| %s | %s |", share.name, us(share.perRequest))
+		for _, c := range cols {
+			p(" %s |", us(c.res.CPU[i].perRequest))
+		}
+		p("\n")
+		if share.name == loadGeneratorName {
+			generator = append(generator, us(share.perRequest)+" at the maximum")
+			for _, c := range cols {
+				generator = append(generator, fmt.Sprintf("%s at %s of it", us(c.res.CPU[i].perRequest), c.label))
 			}
-			p("\n")
+		}
+	}
+	p("| machine busy | %s |", percent(best.result.Usage.busy))
+	for _, c := range cols {
+		p(" %s |", percent(c.res.Usage.busy))
+	}
+	p("\n\n")
+	if len(generator) > 1 {
+		// The generator is the control for the wake-up cost: its work per
+		// request is the same at any load and none of it is platform code.
+		last := len(generator) - 1
+		p("The load generator's CPU per request was %s and %s.\n\n", strings.Join(generator[:last], ", "), generator[last])
+	}
+}
+
+// callsSection is the gateway's own account of its calls (backend_call_*
+// on its /metrics), at the maximum and at each open load's median trial.
+func callsSection(p func(string, ...any), gw measurement) {
+	p("## How the gateway keeps up\n\n")
+	methodLine(p, "how-the-gateway-keeps-up", "The gateway's coalesced calls to the catalogue and to Redis, from its /metrics, at the maximum and at each open load's trial with the median p99")
+	best := gw.best()
+	p("| gateway's calls | at max (%d workers) |", best.workers)
+	var opens []result
+	for _, l := range gw.loads {
+		p(" at %s of max |", percent(l.fraction))
+		opens = append(opens, l.median())
+	}
+	p("\n|---|---:|%s\n", strings.Repeat("---:|", len(opens)))
+	for _, row := range callRows {
+		p("| %s | %s |", row.label, row.value(best.result.Calls))
+		for _, o := range opens {
+			p(" %s |", row.value(o.Calls))
 		}
 		p("\n")
 	}
-	p("Profile the gateway's own code with `go test -bench GetPlan -cpuprofile cpu.out ./services/gateway/server/`.\n\n")
+	p("\n")
 }
 
 func (r report) table() string {

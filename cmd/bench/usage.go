@@ -60,10 +60,6 @@ const usageOrderSize = 50
 // updates a row and publishes nothing.
 const usageStep = 1 << 20
 
-// usageReadingsSource says where the readings came from, for the report.
-const usageReadingsSource = "read through ordering's network client (`ordering/network`, JSON over HTTPS with mutual TLS) from smdp-sim's network API " +
-	"(its real handlers and TLS configuration, `smdp-sim/server`, serving a loopback port of the bench's process), each eSIM's device having used 1 MiB more since its last reading"
-
 // usageProfileType is the smdp-sim pool the eSIMs' profiles come from.
 const usageProfileType = "bench-usage"
 
@@ -462,21 +458,15 @@ func usagePgbench(s *usageScratch, path, dir string) (*pgbench, error) {
 	return &pgbench{path: path, env: env, dir: dir, script: script}, nil
 }
 
-// method says how the usage rows were measured.
-func (u *usageResults) method(p func(string, ...any), cfg config) {
-	p("- **Usage ingestion**: a scratch database `%s` on the same server, made anew each run with ordering's migrations (`ordering/postgres.Open`), holds %d ACTIVE live eSIMs of a 5 GB plan ", cfg.usageDatabase, u.esims)
-	p("(orders of %d completed through ordering's store, their profiles issued by smdp-sim and their devices attached, activated by the network's first reading through `ApplyUsage`). ", usageOrderSize)
-	p("Ordering's usage pass is played in the bench's process, one batch of %d (`ordering.UsageBatch`) after another over every eSIM in turn: the batch's readings %s, ", u.batch, usageReadingsSource)
-	p("then applied by `ordering.Service.ApplyUsage` over the real store (`ordering/postgres`). No reading crosses a usage threshold, so each updates its row and publishes nothing. ")
-	p("The devices' use before each batch is the network's doing and is not timed: the rate is readings over the time spent reading and applying them. ")
-	p("A batch is one transaction: its rows locked by ICCID, each reading applied by the domain, the changed rows written in one statement.\n")
-	p("- **Usage control**: pgbench (`-M prepared`, 1 client) on the same database updating one batch of the same rows (a random one of the %d batches, its ICCIDs read by number from a table of the bench's) in one statement: `used_bytes` and `data_updated_at`, found by ICCID as ordering finds them. ", u.esims/max(1, u.batch))
-	p("Both run for %s after %s of warm-up, one batch at a time; readings/s is batches/s times %d.\n", cfg.duration, cfg.warmup, u.batch)
-}
+// usageSection names the usage rows' section, in its heading and in the
+// Goals table.
+const usageSection = "Usage ingestion"
 
-// section is the report's usage rows and their goal.
-func (u *usageResults) section(p func(string, ...any)) {
-	p("## Usage ingestion\n\n")
+// section is the report's usage rows and their ratio.
+func (u *usageResults) section(p func(string, ...any), cfg config) {
+	p("## %s\n\n", usageSection)
+	methodLine(p, "usage-ingestion", "Ordering's usage pass over %d ACTIVE eSIMs in the scratch database `%s`, batches of %d read from smdp-sim's network API through ordering's network client and applied by `ApplyUsage`, against pgbench updating the same rows, each for %s after %s of warm-up",
+		u.esims, cfg.usageDatabase, u.batch, cfg.duration, cfg.warmup)
 	p("| row | readings/s | batches | p50 a batch | p99 a batch | errors |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range []struct {
 		name string
@@ -484,13 +474,16 @@ func (u *usageResults) section(p func(string, ...any)) {
 	}{{usageTarget, u.ordering}, {usageControlTarget, u.control}} {
 		p("| %s | %.0f | %d | %s | %s | %d |\n", r.name, readingsPerSecond(r.res, u.batch), r.res.Requests, ms(r.res.P50), ms(r.res.P99), r.res.Errors)
 	}
-	ratio := u.ratio()
-	p("\nOrdering / pgbench: **%.2f** (%.0f / %.0f readings/s)\n\n", ratio, readingsPerSecond(u.ordering, u.batch), readingsPerSecond(u.control, u.batch))
-	p("Readings: %s.", usageReadingsSource)
+	p("\nOrdering / pgbench: **%.2f** (%.0f / %.0f readings/s)\n\n", u.ratio(), readingsPerSecond(u.ordering, u.batch), readingsPerSecond(u.control, u.batch))
 	if u.ordering.Errors > 0 {
-		p(" %d of ordering's batches failed (e.g. %s), %d readings changing no eSIM.", u.ordering.Errors, u.ordering.FirstErr, u.unchanged)
+		p("%d of ordering's batches failed (e.g. %s), %d readings changing no eSIM.\n\n", u.ordering.Errors, u.ordering.FirstErr, u.unchanged)
 	}
-	p("\n\n### Targets (usage ingestion)\n\n")
-	p("| target | measured | goal | status |\n|---|---:|---:|---|\n")
-	p("| usage readings applied by ordering / pgbench batch UPDATE of the same rows, per second | %.2f | >= %.2f | %s |\n\n", ratio, targetUsageRatio, metText(ratio >= targetUsageRatio && u.ordering.Errors == 0))
+}
+
+// goals are the usage rows' goal: a failed batch misses it, whatever the
+// rate.
+func (u *usageResults) goals() []goal {
+	ratio := u.ratio()
+	return []goal{{section: usageSection, name: "usage readings applied by ordering / pgbench batch UPDATE of the same rows, per second",
+		measured: fmt.Sprintf("%.2f", ratio), want: fmt.Sprintf(">= %.2f", targetUsageRatio), met: ratio >= targetUsageRatio && u.ordering.Errors == 0}}
 }

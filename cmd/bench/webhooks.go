@@ -980,24 +980,16 @@ func (r *receiver) controlTarget(d delivery) (target, error) {
 	return t, nil
 }
 
-// method says how the webhook rows were measured.
-func (w *webhookResults) method(p func(string, ...any)) {
-	p("- **Webhooks**: a receiver in the bench process (`net/http` on a port of 127.0.0.1 of its own) is the demo partner's sandbox webhook URL (set with the webhook service's `SetEndpoint`, and put back afterwards): ")
-	p("it reads each delivery, verifies its signature with the Standard Webhooks library (`github.com/standard-webhooks/standard-webhooks/libraries/go`) and the endpoint's secret, notes when it had read it by the order id in `data.id`, and answers 204. ")
-	p("Sandbox orders of one eSIM of the fixed plan %s go through the gateway, each with its own `Idempotency-Key`, open-loop at a steady %g orders/s for %s after %s of unmeasured warm-up: ", w.planID, w.rate, w.duration, w.warmup)
-	p("each order is sent when it is due, on a goroutine of its own over keep-alive connections, whatever became of the earlier ones. ")
-	p("An order's latency runs from the moment its 201 had been read to the moment its webhook had been read: ordering's outbox row, its relay, Kafka (the broker embedded in the bench process), ")
-	p("the webhook service's consumer, its worker's claim, signing and the POST. A webhook read before its order's 201 counts as 0 ms. ")
-	p("Before the load, earlier phases' events are let through (ordering's outbox empty, the webhook service's consumer group caught up, no delivery pending), so none queues ahead; ")
-	p("after it, webhooks still on their way get %s, and one not come by then is missing.\n", deliveryGrace)
-	p("- **Webhook control**: the first delivery's bytes and headers (%d-byte body), signed afresh, posted by the bench to the same receiver, which verifies and reads them the same way, ", w.deliveryBytes)
-	p("at the same rate for the same time over %d keep-alive connections (as many as the webhook service keeps to one endpoint), timed from sending to the answer read: one loopback hop on this machine, the floor under the pipeline's latency.\n", controlConns)
-}
+// webhooksSection names the webhook rows' section, in its heading and in
+// the Goals table.
+const webhooksSection = "Webhooks"
 
 // section is the report's Webhooks section: the rows, what became of the
-// deliveries, the goals and the split by stage.
+// deliveries, CPU per order and the split by stage.
 func (w *webhookResults) section(p func(string, ...any)) {
-	p("## Webhooks\n\n")
+	p("## %s\n\n", webhooksSection)
+	methodLine(p, "webhooks", "Sandbox orders of one eSIM of plan %s through the gateway at a steady %g orders/s for %s after %s of warm-up, each timed from its 201 to its signed webhook read by the bench's receiver, against the receiver's own round trip for the first delivery (%d-byte body)",
+		w.planID, w.rate, w.duration, w.warmup, w.deliveryBytes)
 	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	p("| %s | %g | %d | %s | %s | %s | %s | %d |\n", webhookTarget, w.rate, w.latency.Requests, ms(w.latency.P50), ms(w.latency.P90), ms(w.latency.P99), ms(w.latency.Max), w.errors)
 	c := w.control
@@ -1008,8 +1000,19 @@ func (w *webhookResults) section(p func(string, ...any)) {
 	}
 	o := w.orders
 	p("| %s | %g | %d | %s | %s | %s | %s | %d |\n\n", webhookOrdersRow, o.Rate, o.Requests, ms(o.P50), ms(o.P90), ms(o.P99), ms(o.Max), o.Errors)
+	w.deliveries(p)
+	if c.P50 > 0 && c.P99 > 0 {
+		p("Webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",
+			float64(w.latency.P50)/float64(c.P50), ms(w.latency.P50), ms(c.P50), float64(w.latency.P99)/float64(c.P99), ms(w.latency.P99), ms(c.P99))
+	}
+	w.cpuTable(p)
+	w.stagesTable(p)
+}
 
-	p("Deliveries: %d of the %d orders answered 201 had their webhook, verified; %d missing, %d unverified, %d duplicates (an event delivered again).", w.latency.Requests, w.placed, w.missing, w.unverified, w.duplicates)
+// deliveries says what became of the measured orders' webhooks, and where
+// they queued.
+func (w *webhookResults) deliveries(p func(string, ...any)) {
+	p("Deliveries: %d of the %d orders answered 201 had their webhook, verified; %d missing, %d unverified, %d duplicates.", w.latency.Requests, w.placed, w.missing, w.unverified, w.duplicates)
 	if w.early > 0 {
 		p(" %d webhooks were read before their order's 201 (up to %s ahead), counted as 0 ms.", w.early, ms(-w.earliest))
 	}
@@ -1023,7 +1026,7 @@ func (w *webhookResults) section(p func(string, ...any)) {
 		p(" Unverified, e.g.: %s.", w.firstUnverified)
 	}
 	if q := w.queues; q.reads > 0 {
-		p(" The largest queue at each hop while the orders went out and their webhooks came (read every %s): %s", queueSampleInterval, q.peak)
+		p(" The largest queue at each hop (read every %s): %s", queueSampleInterval, q.peak)
 		if q.failed > 0 {
 			p(" (%d of %d reads failed, e.g. %s)", q.failed, q.reads, q.err)
 		}
@@ -1033,47 +1036,55 @@ func (w *webhookResults) section(p func(string, ...any)) {
 		p(" The load started with earlier events still on their way (%s): the measured ones queued behind them.", w.backlog)
 	}
 	p("\n\n")
-	if c.P50 > 0 && c.P99 > 0 {
-		p("Webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",
-			float64(w.latency.P50)/float64(c.P50), ms(w.latency.P50), ms(c.P50), float64(w.latency.P99)/float64(c.P99), ms(w.latency.P99), ms(c.P99))
-	}
+}
 
-	p("### Targets (webhooks)\n\n")
-	p("| target | measured | goal | status |\n|---|---:|---:|---|\n")
-	// Latency of the webhooks that came says nothing of those that did
-	// not: any missing, unverified or refused misses both goals.
-	whole := w.missing == 0 && w.unverified == 0 && w.errors == 0 && w.latency.Requests > 0
-	p("| webhook p50 after the order's 201, at %g orders/s | %s | < %s | %s |\n", w.rate, ms(w.latency.P50), ms(targetWebhookP50), metText(whole && w.latency.P50 < targetWebhookP50))
-	p("| webhook p99 after the order's 201, at %g orders/s | %s | < %s | %s |\n", w.rate, ms(w.latency.P99), ms(targetWebhookP99), metText(whole && w.latency.P99 < targetWebhookP99))
-	if c.Requests > 0 {
-		p("| control: the receiver's round trip, p99 | %s | < %s | %s (not a target) |\n", ms(c.P99), ms(targetWebhookP99), metText(c.P99 < targetWebhookP99 && c.Errors == 0))
+// cpuTable is the CPU each process spent per order placed.
+func (w *webhookResults) cpuTable(p func(string, ...any)) {
+	if len(w.cpu) == 0 {
+		return
+	}
+	methodLine(p, "cpu-per-order", "CPU per order placed (user + system, from /proc, warm-up included) from the first order to the last webhook, by process; the machine was %s busy, %s stolen by the hypervisor",
+		percent(w.usage.busy), percent(w.usage.steal))
+	p("| process | CPU per order |\n|---|---:|\n")
+	for _, c := range w.cpu {
+		p("| %s | %s |\n", c.name, us(c.perRequest))
 	}
 	p("\n")
+}
 
-	if len(w.cpu) > 0 {
-		p("CPU per order placed (user + system, from /proc, warm-up included) from the first order to the last webhook, by process; ")
-		p("\"everything else\" is the rest of the machine's busy time: Postgres, Redis, the kernel, and whatever else the machine ran meanwhile. ")
-		p("The machine was %s busy, %s stolen by the hypervisor.\n\n", percent(w.usage.busy), percent(w.usage.steal))
-		p("| process | CPU per order |\n|---|---:|\n")
-		for _, c := range w.cpu {
-			p("| %s | %s |\n", c.name, us(c.perRequest))
+// stagesTable splits the latency at the points the platform records.
+func (w *webhookResults) stagesTable(p func(string, ...any)) {
+	if len(w.stages) == 0 && w.stagesErr == "" {
+		return
+	}
+	p("### Where a webhook's time goes\n\n")
+	methodLine(p, "where-a-webhooks-time-goes", "Split at the order's completion in ordering and the start of the webhook service's attempt that delivered it; a webhook's latency is the second and third rows less the first")
+	if w.stagesErr != "" {
+		p("Attempts not read (%s).\n\n", w.stagesErr)
+	}
+	if len(w.stages) > 0 {
+		p("| stage | measured | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, s := range w.stages {
+			p("| %s | %d | %s | %s | %s | %s |\n", s.name, s.spread.Requests, ms(s.spread.P50), ms(s.spread.P90), ms(s.spread.P99), ms(s.spread.Max))
 		}
 		p("\n")
 	}
+}
 
-	if len(w.stages) > 0 || w.stagesErr != "" {
-		p("### Where a webhook's time goes\n\n")
-		p("Split at the points the platform records: the order's completion in ordering (the event's `created_at`, in the payload) and the start of the webhook service's attempt that delivered it (`ListEvents`); every clock is this machine's. ")
-		p("A webhook's latency is the second and third rows less the first.\n\n")
-		if w.stagesErr != "" {
-			p("Attempts not read (%s): ", w.stagesErr)
-		}
-		if len(w.stages) > 0 {
-			p("| stage | measured | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|\n")
-			for _, s := range w.stages {
-				p("| %s | %d | %s | %s | %s | %s |\n", s.name, s.spread.Requests, ms(s.spread.P50), ms(s.spread.P90), ms(s.spread.P99), ms(s.spread.Max))
-			}
-		}
-		p("\n")
+// goals are the webhook rows' goals. Latency of the webhooks that came
+// says nothing of those that did not: any missing, unverified or refused
+// misses both.
+func (w *webhookResults) goals() []goal {
+	whole := w.missing == 0 && w.unverified == 0 && w.errors == 0 && w.latency.Requests > 0
+	gs := []goal{
+		{section: webhooksSection, name: fmt.Sprintf("webhook p50 after the order's 201, at %g orders/s", w.rate),
+			measured: ms(w.latency.P50), want: "< " + ms(targetWebhookP50), met: whole && w.latency.P50 < targetWebhookP50},
+		{section: webhooksSection, name: fmt.Sprintf("webhook p99 after the order's 201, at %g orders/s", w.rate),
+			measured: ms(w.latency.P99), want: "< " + ms(targetWebhookP99), met: whole && w.latency.P99 < targetWebhookP99},
 	}
+	if c := w.control; c.Requests > 0 {
+		gs = append(gs, goal{section: webhooksSection, name: "control: the receiver's round trip, p99",
+			measured: ms(c.P99), want: "< " + ms(targetWebhookP99), met: c.P99 < targetWebhookP99 && c.Errors == 0, control: true})
+	}
+	return gs
 }
