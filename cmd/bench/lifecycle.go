@@ -421,3 +421,61 @@ func (res *installResults) met() bool {
 	whole := res.missing == 0 && res.unverified == 0 && res.errors == 0 && res.latency.Requests > 0
 	return whole && res.latency.P99 <= targetInstallP99
 }
+
+// installsSection names the install rows' section, in its heading and in
+// the Goals table.
+const installsSection = "Install to webhook"
+
+// section is the report's install rows, with the sustainable rate.
+func (i *installResults) section(p func(string, ...any)) {
+	p("## %s\n\n", installsSection)
+	methodLine(p, "install-to-webhook", "Sandbox eSIMs of plan %s installed with `POST /v1/sandbox/esims/{id}/simulate` through the gateway at half the sustainable rate for %s after %s of warm-up, each timed from its 200 to its signed `esim.installed` webhook, against the receiver's own round trip for the first delivery (%d-byte body)",
+		i.planID, i.duration, i.warmup, i.deliveryBytes)
+	p("Sustainable rate: a closed loop of %d workers installed %d eSIMs at %.0f/s (p50 %s, p99 %s a call, %d errors); %d of their webhooks came within %s of its start (%.0f/s): **%.0f installs/s**, so the open loop ran at %.0f/s.\n\n",
+		installProbeWorkers, i.probe.Requests-i.probe.Errors, i.probe.RPS(), ms(i.probe.P50), ms(i.probe.P99), i.probe.Errors,
+		i.probeWebhooks, i.probeSpan.Round(time.Millisecond), perSecond(i.probeWebhooks, i.probeSpan), i.sustainable, i.rate)
+	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n", installTarget, i.rate, i.latency.Requests, ms(i.latency.P50), ms(i.latency.P90), ms(i.latency.P99), ms(i.latency.Max), i.errors)
+	c := i.control
+	if c.Requests > 0 {
+		p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n", installControlTarget, c.Rate, c.Requests, ms(c.P50), ms(c.P90), ms(c.P99), ms(c.Max), c.Errors)
+	} else {
+		p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", installControlTarget)
+	}
+	k := i.calls
+	p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n\n", installCallsRow, k.Rate, k.Requests, ms(k.P50), ms(k.P90), ms(k.P99), ms(k.Max), k.Errors)
+	i.deliveries(p)
+	if c.P50 > 0 && c.P99 > 0 && i.latency.Requests > 0 {
+		p("Install webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",
+			float64(i.latency.P50)/float64(c.P50), ms(i.latency.P50), ms(c.P50), float64(i.latency.P99)/float64(c.P99), ms(i.latency.P99), ms(c.P99))
+	}
+}
+
+// deliveries says what became of the measured installs' webhooks.
+func (i *installResults) deliveries(p func(string, ...any)) {
+	p("Deliveries: %d of the %d installs answered 200 had their webhook, verified; %d missing, %d unverified, %d duplicates.", i.latency.Requests, i.installed, i.missing, i.unverified, i.duplicates)
+	if i.early > 0 {
+		p(" %d webhooks were read before their install's 200 (up to %s ahead), counted as 0 ms.", i.early, ms(-i.earliest))
+	}
+	if i.errors > 0 {
+		p(" %d installs were not answered 200 (e.g. %s).", i.errors, i.firstErr)
+	}
+	if i.unverified > 0 {
+		p(" Unverified, e.g.: %s.", i.firstUnverified)
+	}
+	if i.backlog.total() > 0 {
+		p(" The open loop started with earlier events still on their way (%s): the measured ones queued behind them.", i.backlog)
+	}
+	p("\n\n")
+}
+
+// goals are the install rows' goal (met), and the receiver held to it.
+func (i *installResults) goals() []goal {
+	gs := []goal{{section: installsSection, name: fmt.Sprintf("esim.installed webhook p99 after the install's 200, at half the sustainable rate (%.0f/s)", i.rate),
+		measured: ms(i.latency.P99), want: "<= " + ms(targetInstallP99), met: i.met()}}
+	if c := i.control; c.Requests > 0 {
+		gs = append(gs, goal{section: installsSection, name: "control: the receiver's round trip, p99",
+			measured: ms(c.P99), want: "<= " + ms(targetInstallP99), met: c.P99 <= targetInstallP99 && c.Errors == 0, control: true})
+	}
+	return gs
+}

@@ -289,32 +289,35 @@ func preparePipelineControl(ctx context.Context, serverURL, name, dir string) (*
 	return prepareControl(ctx, serverURL, name, dir, "the pipeline control's", pipelineSchema, "pipeline.sql", pipelineScript)
 }
 
-// method says how the pipeline rows were measured.
-func (r *pipelineResults) method(p func(string, ...any)) {
-	p("- **Webhook pipeline**: %d sandbox orders placed through the gateway (open loop at %d/s, as fast as ordering takes them) while the webhook service is stopped with SIGSTOP, ", pipelineBacklogOrders, pipelinePlaceRate)
-	p("so their events wait in Kafka; once ordering's outbox is empty it gets SIGCONT, and the rate is the backlog's webhooks read by the receiver over the time from the release to the last (its consumer's rejoin included). ")
-	p("**Control**: pgbench (`-M prepared`, %d clients: the webhook service's attempts in flight to one endpoint) on a scratch database `%s` writing each event's rows in the service's two transactions: ", pipelineControlClients, pipelineDatabase)
-	p("the event and its job inserted; its attempt inserted, the event marked delivered and its job completed. Then the webhook phase's run at half the pipeline's rate for the p99.\n")
-}
+// pipelineSection names the pipeline rows' section, in its heading and
+// in the Goals table.
+const pipelineSection = "Webhook pipeline"
 
-// section is the report's pipeline rows and their goals.
+// section is the report's pipeline rows.
 func (r *pipelineResults) section(p func(string, ...any)) {
-	p("## Webhook pipeline\n\n")
+	p("## %s\n\n", pipelineSection)
+	methodLine(p, "webhook-pipeline", "A backlog of %d orders' webhooks delivered once the paused webhook service goes on, against pgbench doing a delivery's writes with %d clients; then an order's webhook at half that rate",
+		pipelineBacklogOrders, pipelineControlClients)
 	p("| row | events/s | events | time | errors |\n|---|---:|---:|---:|---:|\n")
 	p("| %s | %.0f | %d | %s | %d missing, %d duplicates |\n", pipelineTarget, r.rate(), r.delivered, r.drain.Round(time.Millisecond), r.missing, r.duplicates)
 	p("| %s | %.0f | %d | %s | %d |\n\n", pipelineControlTarget, r.control.RPS(), r.control.Requests, r.control.Elapsed.Round(time.Millisecond), r.control.Errors)
 	p("Backlog: %d orders placed (%d not placed%s) during %s paused; the first webhook came %s after the release.\n\n",
 		r.placed, r.placeErrors, exampleText(r.firstErr), r.paused.Round(time.Millisecond), ms(r.toFirst))
-	p("### Targets (webhook pipeline)\n\n")
-	p("| target | measured | goal | status |\n|---|---:|---:|---|\n")
+}
+
+// goals are the pipeline rows' goals: a missing or duplicated delivery
+// misses them, whatever the rate.
+func (r *pipelineResults) goals() []goal {
 	ratio := r.ratio()
-	p("| backlog delivered / pgbench control, events per second | %.2f | >= %.2f | %s |\n", ratio, targetPipelineRatio, metText(ratio >= targetPipelineRatio && r.missing+r.duplicates == 0))
+	gs := []goal{{section: pipelineSection, name: "backlog delivered / pgbench control, events per second",
+		measured: fmt.Sprintf("%.2f", ratio), want: fmt.Sprintf(">= %.2f", targetPipelineRatio), met: ratio >= targetPipelineRatio && r.missing+r.duplicates == 0}}
+	want := "<= " + ms(targetPipelineP99)
 	if h := r.half; h != nil {
-		p("| order's 201 → its webhook, p99 at half the pipeline's rate (%.0f/s, %d orders) | %s | <= %s | %s |\n\n", h.rate, h.latency.Requests, ms(h.latency.P99), ms(targetPipelineP99),
-			metText(h.latency.P99 <= targetPipelineP99 && h.missing == 0 && h.errors == 0))
-	} else {
-		p("| order's 201 → its webhook, p99 at half the pipeline's rate | not measured: %s | <= %s | %s |\n\n", r.halfErr, ms(targetPipelineP99), metText(false))
+		return append(gs, goal{section: pipelineSection, name: fmt.Sprintf("order's 201 → its webhook, p99 at half the pipeline's rate (%.0f/s, %d orders)", h.rate, h.latency.Requests),
+			measured: ms(h.latency.P99), want: want, met: h.latency.P99 <= targetPipelineP99 && h.missing == 0 && h.errors == 0})
 	}
+	return append(gs, goal{section: pipelineSection, name: "order's 201 → its webhook, p99 at half the pipeline's rate",
+		measured: "not measured: " + r.halfErr, want: want})
 }
 
 func exampleText(err string) string {

@@ -64,12 +64,19 @@ func TestReportPipeline(t *testing.T) {
 	}}
 	md := r.markdown()
 	for _, want := range []string{
-		"## Webhook pipeline", pipelineTarget + " | 50 | 100 | 2s", pipelineControlTarget + " | 300 |",
-		"events per second | 0.17 | >= 0.50 | not met", "p99 at half the pipeline's rate (25/s, 250 orders) | 40.00 ms | <= 100.00 ms | met",
+		"## Webhook pipeline\n\nA backlog of 2000 orders' webhooks", "with 4 clients; then an order's webhook at half that rate ([method](docs/benchmarks.md#webhook-pipeline)).",
+		pipelineTarget + " | 50 | 100 | 2s", pipelineControlTarget + " | 300 |",
+		"| Webhook pipeline | backlog delivered / pgbench control, events per second: >= 0.50 | 0.17 | not met |",
+		"| Webhook pipeline | order's 201 → its webhook, p99 at half the pipeline's rate (25/s, 250 orders): <= 100.00 ms | 40.00 ms | met |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+	// A half-rate run that failed misses its goal, and says why.
+	r.pipeline.half, r.pipeline.halfErr = nil, "no rate measured"
+	if md := r.markdown(); !strings.Contains(md, "| Webhook pipeline | order's 201 → its webhook, p99 at half the pipeline's rate: <= 100.00 ms | not measured: no rate measured | not met |") {
+		t.Errorf("a half-rate run not made is not a missed goal:\n%s", md)
 	}
 	c := config{only: onlyPipeline}
 	if !c.runs(onlyPipeline) || c.runs(onlyWebhooks) || !(config{}).runs(onlyPipeline) {

@@ -60,10 +60,6 @@ const usageOrderSize = 50
 // updates a row and publishes nothing.
 const usageStep = 1 << 20
 
-// usageReadingsSource says where the readings came from, for the report.
-const usageReadingsSource = "read through ordering's network client (`ordering/network`, JSON over HTTPS with mutual TLS) from smdp-sim's network API " +
-	"(its real handlers and TLS configuration, `smdp-sim/server`, serving a loopback port of the bench's process), each eSIM's device having used 1 MiB more since its last reading"
-
 // usageProfileType is the smdp-sim pool the eSIMs' profiles come from.
 const usageProfileType = "bench-usage"
 
@@ -460,4 +456,34 @@ func usagePgbench(s *usageScratch, path, dir string) (*pgbench, error) {
 		return nil, err
 	}
 	return &pgbench{path: path, env: env, dir: dir, script: script}, nil
+}
+
+// usageSection names the usage rows' section, in its heading and in the
+// Goals table.
+const usageSection = "Usage ingestion"
+
+// section is the report's usage rows and their ratio.
+func (u *usageResults) section(p func(string, ...any), cfg config) {
+	p("## %s\n\n", usageSection)
+	methodLine(p, "usage-ingestion", "Ordering's usage pass over %d ACTIVE eSIMs in the scratch database `%s`, batches of %d read from smdp-sim's network API through ordering's network client and applied by `ApplyUsage`, against pgbench updating the same rows, each for %s after %s of warm-up",
+		u.esims, cfg.usageDatabase, u.batch, cfg.duration, cfg.warmup)
+	p("| row | readings/s | batches | p50 a batch | p99 a batch | errors |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range []struct {
+		name string
+		res  result
+	}{{usageTarget, u.ordering}, {usageControlTarget, u.control}} {
+		p("| %s | %.0f | %d | %s | %s | %d |\n", r.name, readingsPerSecond(r.res, u.batch), r.res.Requests, ms(r.res.P50), ms(r.res.P99), r.res.Errors)
+	}
+	p("\nOrdering / pgbench: **%.2f** (%.0f / %.0f readings/s)\n\n", u.ratio(), readingsPerSecond(u.ordering, u.batch), readingsPerSecond(u.control, u.batch))
+	if u.ordering.Errors > 0 {
+		p("%d of ordering's batches failed (e.g. %s), %d readings changing no eSIM.\n\n", u.ordering.Errors, u.ordering.FirstErr, u.unchanged)
+	}
+}
+
+// goals are the usage rows' goal: a failed batch misses it, whatever the
+// rate.
+func (u *usageResults) goals() []goal {
+	ratio := u.ratio()
+	return []goal{{section: usageSection, name: "usage readings applied by ordering / pgbench batch UPDATE of the same rows, per second",
+		measured: fmt.Sprintf("%.2f", ratio), want: fmt.Sprintf(">= %.2f", targetUsageRatio), met: ratio >= targetUsageRatio && u.ordering.Errors == 0}}
 }

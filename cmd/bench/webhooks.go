@@ -1032,3 +1032,112 @@ func (b *benchReceiver) settle(ctx context.Context, p *platform.Platform, what s
 	}
 	return left
 }
+
+// webhooksSection names the webhook rows' section, in its heading and in
+// the Goals table.
+const webhooksSection = "Webhooks"
+
+// section is the report's Webhooks section: the rows, what became of the
+// deliveries, CPU per order and the split by stage.
+func (w *webhookResults) section(p func(string, ...any)) {
+	p("## %s\n\n", webhooksSection)
+	methodLine(p, "webhooks", "Sandbox orders of one eSIM of plan %s through the gateway at a steady %g orders/s for %s after %s of warm-up, each timed from its 201 to its signed webhook read by the bench's receiver, against the receiver's own round trip for the first delivery (%d-byte body)",
+		w.planID, w.rate, w.duration, w.warmup, w.deliveryBytes)
+	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| %s | %g | %d | %s | %s | %s | %s | %d |\n", webhookTarget, w.rate, w.latency.Requests, ms(w.latency.P50), ms(w.latency.P90), ms(w.latency.P99), ms(w.latency.Max), w.errors)
+	c := w.control
+	if c.Requests > 0 {
+		p("| %s | %g | %d | %s | %s | %s | %s | %d |\n", webhookControlTarget, c.Rate, c.Requests, ms(c.P50), ms(c.P90), ms(c.P99), ms(c.Max), c.Errors)
+	} else {
+		p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", webhookControlTarget)
+	}
+	o := w.orders
+	p("| %s | %g | %d | %s | %s | %s | %s | %d |\n\n", webhookOrdersRow, o.Rate, o.Requests, ms(o.P50), ms(o.P90), ms(o.P99), ms(o.Max), o.Errors)
+	w.deliveries(p)
+	if c.P50 > 0 && c.P99 > 0 {
+		p("Webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",
+			float64(w.latency.P50)/float64(c.P50), ms(w.latency.P50), ms(c.P50), float64(w.latency.P99)/float64(c.P99), ms(w.latency.P99), ms(c.P99))
+	}
+	w.cpuTable(p)
+	w.stagesTable(p)
+}
+
+// deliveries says what became of the measured orders' webhooks, and where
+// they queued.
+func (w *webhookResults) deliveries(p func(string, ...any)) {
+	p("Deliveries: %d of the %d orders answered 201 had their webhook, verified; %d missing, %d unverified, %d duplicates.", w.latency.Requests, w.placed, w.missing, w.unverified, w.duplicates)
+	if w.early > 0 {
+		p(" %d webhooks were read before their order's 201 (up to %s ahead), counted as 0 ms.", w.early, ms(-w.earliest))
+	}
+	if w.others > 0 {
+		p(" The receiver also had %d webhooks of the warm-up's orders.", w.others)
+	}
+	if w.errors > 0 {
+		p(" %d orders were not answered 201 (e.g. %s).", w.errors, w.firstErr)
+	}
+	if w.unverified > 0 {
+		p(" Unverified, e.g.: %s.", w.firstUnverified)
+	}
+	if q := w.queues; q.reads > 0 {
+		p(" The largest queue at each hop (read every %s): %s", queueSampleInterval, q.peak)
+		if q.failed > 0 {
+			p(" (%d of %d reads failed, e.g. %s)", q.failed, q.reads, q.err)
+		}
+		p(".")
+	}
+	if w.backlog.total() > 0 {
+		p(" The load started with earlier events still on their way (%s): the measured ones queued behind them.", w.backlog)
+	}
+	p("\n\n")
+}
+
+// cpuTable is the CPU each process spent per order placed.
+func (w *webhookResults) cpuTable(p func(string, ...any)) {
+	if len(w.cpu) == 0 {
+		return
+	}
+	methodLine(p, "cpu-per-order", "CPU per order placed (user + system, from /proc, warm-up included) from the first order to the last webhook, by process; the machine was %s busy, %s stolen by the hypervisor",
+		percent(w.usage.busy), percent(w.usage.steal))
+	p("| process | CPU per order |\n|---|---:|\n")
+	for _, c := range w.cpu {
+		p("| %s | %s |\n", c.name, us(c.perRequest))
+	}
+	p("\n")
+}
+
+// stagesTable splits the latency at the points the platform records.
+func (w *webhookResults) stagesTable(p func(string, ...any)) {
+	if len(w.stages) == 0 && w.stagesErr == "" {
+		return
+	}
+	p("### Where a webhook's time goes\n\n")
+	methodLine(p, "where-a-webhooks-time-goes", "Split at the order's completion in ordering and the start of the webhook service's attempt that delivered it; a webhook's latency is the second and third rows less the first")
+	if w.stagesErr != "" {
+		p("Attempts not read (%s).\n\n", w.stagesErr)
+	}
+	if len(w.stages) > 0 {
+		p("| stage | measured | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, s := range w.stages {
+			p("| %s | %d | %s | %s | %s | %s |\n", s.name, s.spread.Requests, ms(s.spread.P50), ms(s.spread.P90), ms(s.spread.P99), ms(s.spread.Max))
+		}
+		p("\n")
+	}
+}
+
+// goals are the webhook rows' goals. Latency of the webhooks that came
+// says nothing of those that did not: any missing, unverified or refused
+// misses both.
+func (w *webhookResults) goals() []goal {
+	whole := w.missing == 0 && w.unverified == 0 && w.errors == 0 && w.latency.Requests > 0
+	gs := []goal{
+		{section: webhooksSection, name: fmt.Sprintf("webhook p50 after the order's 201, at %g orders/s", w.rate),
+			measured: ms(w.latency.P50), want: "< " + ms(targetWebhookP50), met: whole && w.latency.P50 < targetWebhookP50},
+		{section: webhooksSection, name: fmt.Sprintf("webhook p99 after the order's 201, at %g orders/s", w.rate),
+			measured: ms(w.latency.P99), want: "< " + ms(targetWebhookP99), met: whole && w.latency.P99 < targetWebhookP99},
+	}
+	if c := w.control; c.Requests > 0 {
+		gs = append(gs, goal{section: webhooksSection, name: "control: the receiver's round trip, p99",
+			measured: ms(c.P99), want: "< " + ms(targetWebhookP99), met: c.P99 < targetWebhookP99 && c.Errors == 0, control: true})
+	}
+	return gs
+}
