@@ -103,6 +103,7 @@ func (r report) planGoals() []goal {
 		// miss is the machine's.
 		{section: plansSection, name: fmt.Sprintf("control: bare net/http p99 at half of its max (median of %d trials)", len(bare.judged().trials)), measured: ms(bareP99), want: "< " + ms(targetP99),
 			met: bareP99 < targetP99, control: true},
+		readsHeld(plansSection, gw),
 	}
 }
 

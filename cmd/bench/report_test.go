@@ -45,7 +45,7 @@ func TestReportGoalsAndMethodLines(t *testing.T) {
 	goalsPart := md[strings.Index(md, "## Goals"):]
 	goalsPart = goalsPart[:strings.Index(goalsPart[1:], "\n## ")+1]
 	gs := r.goals()
-	if want := 3 + 3 + 3 + 2 + 1 + 1 + 2; len(gs) != want {
+	if want := 4 + 3 + 3 + 2 + 1 + 1 + 2; len(gs) != want {
 		t.Errorf("%d goals, want %d", len(gs), want)
 	}
 	var sections []string

@@ -1099,8 +1099,17 @@ func (w *webhookResults) cpuTable(p func(string, ...any)) {
 	methodLine(p, "cpu-per-order", "CPU per order placed (user + system, from /proc, warm-up included) from the first order to the last webhook, by process; the machine was %s busy, %s stolen by the hypervisor",
 		percent(w.usage.busy), percent(w.usage.steal))
 	p("| process | CPU per order |\n|---|---:|\n")
+	var total time.Duration
 	for _, c := range w.cpu {
 		p("| %s | %s |\n", c.name, us(c.perRequest))
+		if c.name == totalShare {
+			total = c.perRequest
+		}
+	}
+	if w.pgbenchCPU > 0 {
+		p("| control: pgbench's order-shaped transaction at %g/s, the whole machine (%d transactions; machine %s busy) | %s |\n",
+			w.rate, w.pgbenchRun.Requests, percent(w.pgbenchUsage.busy), us(w.pgbenchCPU))
+		p("\nAn order end to end with its webhook / pgbench's transaction, CPU: **%.1f×** (%s / %s)\n", float64(total)/float64(w.pgbenchCPU), us(total), us(w.pgbenchCPU))
 	}
 	p("\n")
 }

@@ -175,6 +175,7 @@ func TestReportWebhooks(t *testing.T) {
 		stages:        []stage{{"order completed → attempt", result{Requests: 1998, P50: 10 * ms, P90: 20 * ms, P99: 30 * ms, Max: 40 * ms}}},
 		cpu:           []cpuShare{{webhookBenchProcess, 900 * time.Microsecond}, {totalShare, 9 * ms}},
 		usage:         usage{busy: 0.5},
+		pgbenchCPU:    1500 * time.Microsecond, pgbenchRun: result{Requests: 2200}, pgbenchUsage: usage{busy: 0.2},
 	}
 	r := report{cfg: config{duration: time.Second, warmup: 2 * time.Second, workers: []int{8}, trials: 1, only: onlyWebhooks, webhookRate: 100, webhookDuration: 20 * time.Second},
 		cpus: 2, goVersion: "go1.26", webhooks: hooks}
@@ -196,6 +197,8 @@ func TestReportWebhooks(t *testing.T) {
 		"| Webhooks | control: the receiver's round trip, p99: < 100.00 ms | 2.00 ms | met (not a target) |",
 		"the machine was 50% busy, 0% stolen by the hypervisor ([method](docs/benchmarks.md#cpu-per-order)).", "| bench (orders, receiver, embedded Kafka) | 900 µs |",
 		"| order completed → attempt | 1998 | 10.00 ms | 20.00 ms | 30.00 ms | 40.00 ms |",
+		"| control: pgbench's order-shaped transaction at 100/s, the whole machine (2200 transactions; machine 20% busy) | 1500 µs |",
+		"An order end to end with its webhook / pgbench's transaction, CPU: **6.0×** (9000 µs / 1500 µs)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
