@@ -76,6 +76,15 @@ func (s *Service) purchase(ctx context.Context, scope Scope, key string, fingerp
 		return Created{}, fmt.Errorf("new order id: %w", err)
 	}
 	var out Created
+	// A flood of one partner's orders waits here, bounded, holding neither
+	// a connection nor one of the replica's places, instead of each taking
+	// both only to be refused (issue 33's profile: most of a one-partner
+	// flood's cost was refusals, each retried). The gate only delays: the
+	// store's count decides, so a replay still needs no place.
+	gateKey := scope.AccountID.String() + "/" + string(scope.Environment)
+	if s.inFlight.Enter(ctx, gateKey, inFlightWait) {
+		defer s.inFlight.Leave(gateKey)
+	}
 	// The wait for a call processing the same key is bounded on its own;
 	// the processing, once the lock is held, by orderTimeout.
 	waitCtx, cancelWait := context.WithTimeout(ctx, s.lockWait)

@@ -23,9 +23,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/esimplatform/esim/proto/limits"
-
 	"github.com/google/uuid"
+
+	"github.com/esimplatform/esim/libs/scopegate"
+	"github.com/esimplatform/esim/proto/limits"
 )
 
 // Currency is the ISO 4217 code an order is priced and debited in: the
@@ -316,6 +317,14 @@ const (
 	DefaultProviderTimeout = 15 * time.Second
 	DefaultLockWait        = 30 * time.Second
 	DefaultMaxInFlight     = 8
+	// inFlightWait is how long an order of a scope whose orders in flight
+	// fill this replica's slots waits for one; inFlightWaitersPerScope
+	// (times MaxInFlight) and inFlightWaiters bound how many wait, for a
+	// scope and in all. Past either, or the wait, the order asks the store
+	// as every order does, and is refused there if the scope is full.
+	inFlightWait            = 2 * time.Second
+	inFlightWaitersPerScope = 4
+	inFlightWaiters         = 256
 )
 
 // Deps are what the Service works with.
@@ -373,10 +382,13 @@ type Service struct {
 	providerTimeout time.Duration
 	lockWait        time.Duration
 	maxInFlight     int
-	publisher       Publisher
-	networks        map[Environment]Network
-	now             func() time.Time
-	finished        func(context.Context, Order)
+	// inFlight holds this replica's orders of a scope past maxInFlight
+	// for a slot (inFlightWait) before they ask the store for a place.
+	inFlight  *scopegate.Gate
+	publisher Publisher
+	networks  map[Environment]Network
+	now       func() time.Time
+	finished  func(context.Context, Order)
 }
 
 // NewService returns the use cases over d.
@@ -405,6 +417,7 @@ func NewService(d Deps) *Service {
 		providerTimeout: or(d.ProviderTimeout, DefaultProviderTimeout),
 		lockWait:        or(d.LockWait, DefaultLockWait),
 		maxInFlight:     maxInFlight,
+		inFlight:        scopegate.New(maxInFlight, inFlightWaitersPerScope*maxInFlight, inFlightWaiters),
 		publisher:       d.Publisher,
 		networks:        d.Networks,
 		now:             now,

@@ -1299,6 +1299,51 @@ func TestOrdersInFlightPerScopeAreCapped(t *testing.T) {
 	}
 }
 
+// heldProvider issues nothing until release is closed, saying on started
+// when an order reached it.
+type heldProvider struct {
+	started, release chan struct{}
+	inner            Provider
+}
+
+func (p heldProvider) Issue(ctx context.Context, l Locked, req IssueRequest) ([]Profile, error) {
+	p.started <- struct{}{}
+	<-p.release
+	return p.inner.Issue(ctx, l, req)
+}
+
+// An order of a scope whose orders fill this replica's MaxInFlight waits
+// for one of them to end instead of being refused, then completes.
+func TestAnOrderPastTheCapWaitsForASlot(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, 100_000)
+	held := heldProvider{started: make(chan struct{}, 3), release: make(chan struct{}), inner: fx.provider}
+	fx.svc = NewService(Deps{Store: fx.store, Catalogue: fx.cat, Wallet: fx.wallet, Providers: map[Environment]Provider{Sandbox: held}, MaxInFlight: 2})
+	results := make(chan error, 3)
+	for _, key := range []string{"a", "b"} {
+		go func() { _, err := fx.svc.CreateOrder(ctx, order(fixedPlan, key)); results <- err }()
+	}
+	<-held.started
+	<-held.started
+	go func() { _, err := fx.svc.CreateOrder(ctx, order(fixedPlan, "c")); results <- err }()
+	for fx.svc.inFlight.Waiting(scope.AccountID.String()+"/"+string(scope.Environment)) != 1 {
+		select {
+		case err := <-results:
+			t.Fatalf("an order past the cap did not wait: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	close(held.release)
+	for range 3 {
+		if err := <-results; err != nil {
+			t.Errorf("an order: %v", err)
+		}
+	}
+	if o, err := fx.store.OrderByKey(ctx, scope, "c"); err != nil || o.Status != StatusCompleted {
+		t.Errorf("the order that waited: %+v, %v", o.Status, err)
+	}
+}
+
 // blockingProvider answers nothing until its context ends, and notes the
 // deadline it was given.
 type blockingProvider struct{ deadline chan time.Duration }

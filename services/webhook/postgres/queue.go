@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	libpostgres "github.com/esimplatform/esim/libs/postgres"
+	"github.com/esimplatform/esim/libs/scopegate"
 	"github.com/esimplatform/esim/libs/telemetry"
 	"github.com/esimplatform/esim/services/webhook"
 )
@@ -65,7 +65,7 @@ func queueOf(env webhook.Environment) string { return "webhook_" + string(env) }
 type deliveryArgs struct {
 	EventID string `json:"event_id"`
 	// AccountID and Environment are the event's scope, for the replica's
-	// gate (scopeGate); jobs inserted before they were carried have none.
+	// gate (scopegate); jobs inserted before they were carried have none.
 	AccountID   string `json:"account_id,omitempty"`
 	Environment string `json:"environment,omitempty"`
 }
@@ -102,7 +102,7 @@ type QueueConfig struct {
 	// PerScope, when above 0, is the per-endpoint cap the store enforces
 	// (webhook.AttemptRules.MaxPerScope): a run of a scope that has that
 	// many attempts in flight in this replica waits here for one of them
-	// (scopeGate) instead of asking the database.
+	// (scopegate) instead of asking the database.
 	PerScope int
 }
 
@@ -125,10 +125,12 @@ func NewQueue(pool *pgxpool.Pool, d Deliverer, cfg QueueConfig) (*Queue, error) 
 	workers := river.NewWorkers()
 	w := &deliveryWorker{d: d, q: q, timeout: cfg.AttemptTimeout + recordMargin}
 	if cfg.PerScope > 0 {
-		// Waiters: enough to take a scope's freed slots between two
-		// fetches of the queue, few enough that a flood leaves most
-		// workers to other scopes.
-		w.gate = newScopeGate(cfg.PerScope, max(cfg.PerScope, cfg.Workers/8), max(cfg.PerScope, cfg.Workers/4))
+		// A run of a full scope would otherwise start a transaction, lock
+		// the endpoint and count its attempts only to snooze until the
+		// queue's next poll (issue 33's profile). Waiters: enough to take
+		// a scope's freed slots between two fetches of the queue, few
+		// enough that a flood leaves most workers to other scopes.
+		w.gate = scopegate.New(cfg.PerScope, max(cfg.PerScope, cfg.Workers/8), max(cfg.PerScope, cfg.Workers/4))
 	}
 	if err := river.AddWorkerSafely(workers, w); err != nil {
 		return nil, err
@@ -255,7 +257,7 @@ type deliveryWorker struct {
 	d       Deliverer
 	q       *Queue
 	timeout time.Duration
-	gate    *scopeGate // nil: every run asks the database
+	gate    *scopegate.Gate // nil: every run asks the database
 }
 
 func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration { return w.timeout }
@@ -266,12 +268,12 @@ var errRetry = errors.New("the attempt failed; retrying")
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	if w.gate != nil && job.Args.AccountID != "" {
 		scope := job.Args.Environment + " " + job.Args.AccountID
-		if !w.gate.enter(ctx, scope, maxBusyPause) {
+		if !w.gate.Enter(ctx, scope, maxBusyPause) {
 			// Turned away: the waiters take the scope's next slots, so
 			// this run looks again only once they may have gone.
 			return river.JobSnooze(maxBusyPause)
 		}
-		defer w.gate.leave(scope)
+		defer w.gate.Leave(scope)
 	}
 	out, err := w.d.Deliver(ctx, job.Args.EventID)
 	switch {
@@ -299,92 +301,6 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return errRetry
 	}
 	return nil
-}
-
-// scopeGate counts each scope's runs in flight in this replica, up to
-// the cap. A backlog of one scope otherwise has every run of it start a
-// transaction, lock the endpoint and count its attempts only to learn
-// that the scope is full and snooze, and its snoozed jobs wait for the
-// queue's next poll: with thousands pending, that churn is most of what
-// the service and Postgres do, and the scope's slots stand empty between
-// polls (issue 33's profile). A run of a full scope waits here for a
-// slot instead, up to maxBusyPause; only so many wait, for a scope
-// (perScope) and in all (total), so a flood leaves most workers to other
-// scopes; the rest snooze without a query. The database's count
-// (StartAttempt) stays the rule across replicas.
-type scopeGate struct {
-	limit, perScope, total int
-	mu                     sync.Mutex
-	waiting                int // in all scopes
-	in                     map[string]*gateScope
-}
-
-type gateScope struct {
-	running, waiting int
-	// freed is closed, and replaced, whenever a run leaves.
-	freed chan struct{}
-}
-
-func newScopeGate(limit, perScope, total int) *scopeGate {
-	return &scopeGate{limit: limit, perScope: perScope, total: total, in: map[string]*gateScope{}}
-}
-
-// enter reports whether a run of scope may go on: at once when the scope
-// has a slot, else after waiting up to wait for one; false when it has
-// none by then, or too many wait already, or ctx ended.
-func (g *scopeGate) enter(ctx context.Context, scope string, wait time.Duration) bool {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.in[scope]
-	if s == nil {
-		s = &gateScope{freed: make(chan struct{})}
-		g.in[scope] = s
-	}
-	for s.running >= g.limit {
-		if s.waiting >= g.perScope || g.waiting >= g.total {
-			return false
-		}
-		s.waiting++
-		g.waiting++
-		freed := s.freed
-		g.mu.Unlock()
-		var ok bool
-		select {
-		case <-freed:
-			ok = true
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		g.mu.Lock()
-		s.waiting--
-		g.waiting--
-		if !ok {
-			g.forget(scope, s)
-			return false
-		}
-	}
-	s.running++
-	return true
-}
-
-// leave ends a run that entered.
-func (g *scopeGate) leave(scope string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.in[scope]
-	s.running--
-	close(s.freed)
-	s.freed = make(chan struct{})
-	g.forget(scope, s)
-}
-
-// forget drops an idle scope's entry.
-func (g *scopeGate) forget(scope string, s *gateScope) {
-	if s.running == 0 && s.waiting == 0 {
-		delete(g.in, scope)
-	}
 }
 
 // busyWait is how long a job whose scope is full waits, after the

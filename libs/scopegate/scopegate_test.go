@@ -1,4 +1,4 @@
-package postgres
+package scopegate
 
 import (
 	"context"
@@ -10,20 +10,20 @@ import (
 // taking the slot a run leaves, and the rest are turned away at once, as
 // are waiters whose wait ends first. Other scopes go past, and wait only
 // while fewer than total wait in all.
-func TestScopeGate(t *testing.T) {
+func TestGate(t *testing.T) {
 	ctx := context.Background()
-	g := newScopeGate(2, 2, 3)
+	g := New(2, 2, 3)
 	for range 2 {
-		if !g.enter(ctx, "a", time.Hour) {
+		if !g.Enter(ctx, "a", time.Hour) {
 			t.Fatal("a run under the limit was turned away")
 		}
 	}
-	if !g.enter(ctx, "b", time.Hour) {
+	if !g.Enter(ctx, "b", time.Hour) {
 		t.Fatal("another scope's run was turned away")
 	}
 	entered := make(chan bool, 2)
 	for range 2 {
-		go func() { entered <- g.enter(ctx, "a", time.Hour) }()
+		go func() { entered <- g.Enter(ctx, "a", time.Hour) }()
 	}
 	// Both wait: a third waiter is one too many.
 	for {
@@ -35,15 +35,15 @@ func TestScopeGate(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if g.enter(ctx, "a", time.Hour) {
+	if g.Enter(ctx, "a", time.Hour) {
 		t.Fatal("a run past the scope's waiters went on")
 	}
-	if !g.enter(ctx, "b", time.Hour) {
+	if !g.Enter(ctx, "b", time.Hour) {
 		t.Fatal("another scope's run was turned away")
 	}
 	// b is full, and three wait in all when one of b's waits.
 	bWaits := make(chan bool, 1)
-	go func() { bWaits <- g.enter(ctx, "b", time.Hour) }()
+	go func() { bWaits <- g.Enter(ctx, "b", time.Hour) }()
 	for {
 		g.mu.Lock()
 		waiting := g.waiting
@@ -53,14 +53,14 @@ func TestScopeGate(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if g.enter(ctx, "b", time.Hour) {
+	if g.Enter(ctx, "b", time.Hour) {
 		t.Fatal("a run past the waiters in all went on")
 	}
-	g.leave("b")
+	g.Leave("b")
 	if !<-bWaits {
 		t.Fatal("b's waiter was turned away when a run left")
 	}
-	g.leave("a")
+	g.Leave("a")
 	if !<-entered {
 		t.Fatal("a waiter was turned away when a run left")
 	}
@@ -69,18 +69,18 @@ func TestScopeGate(t *testing.T) {
 		t.Fatalf("both waiters answered (%v) after one run left", ok)
 	default:
 	}
-	g.leave("a")
+	g.Leave("a")
 	if !<-entered {
 		t.Fatal("the second waiter was turned away when a run left")
 	}
 	// Full again: a waiter whose wait ends is turned away.
-	if g.enter(ctx, "a", time.Millisecond) {
+	if g.Enter(ctx, "a", time.Millisecond) {
 		t.Fatal("a run of a full scope went on when its wait ended")
 	}
-	g.leave("a")
-	g.leave("a")
-	g.leave("b")
-	g.leave("b")
+	g.Leave("a")
+	g.Leave("a")
+	g.Leave("b")
+	g.Leave("b")
 	if len(g.in) != 0 {
 		t.Errorf("idle scopes left: %v", g.in)
 	}
