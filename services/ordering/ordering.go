@@ -321,10 +321,12 @@ const (
 	// fill this replica's slots waits for one; inFlightWaitersPerScope
 	// (times MaxInFlight) and inFlightWaiters bound how many wait, for a
 	// scope and in all. Past either, or the wait, the order asks the store
-	// as every order does, and is refused there if the scope is full.
+	// as every order does, and is refused there if the scope is full. A
+	// waiter holds a goroutine and its caller's connection, nothing shared,
+	// so a scope may take many: one left out is only refused as before.
 	inFlightWait            = 2 * time.Second
-	inFlightWaitersPerScope = 4
-	inFlightWaiters         = 256
+	inFlightWaitersPerScope = 32
+	inFlightWaiters         = 1024
 )
 
 // Deps are what the Service works with.
