@@ -17,7 +17,9 @@ import (
 	"time"
 )
 
-// Gate counts each scope's work in flight, up to its limit.
+// Gate counts each scope's work in flight, up to its limit. A slot freed
+// while work of its scope waits passes straight to the longest waiting:
+// one wake-up a slot, first come first served, however many wait.
 type Gate struct {
 	limit, perScope, total int
 	mu                     sync.Mutex
@@ -26,9 +28,10 @@ type Gate struct {
 }
 
 type scope struct {
-	running, waiting int
-	// freed is closed, and replaced, whenever a run leaves.
-	freed chan struct{}
+	running int
+	// queue is the work waiting, oldest first; ready is closed to hand
+	// one a slot.
+	queue []chan struct{}
 }
 
 // New returns a gate of limit slots a scope, with up to perScope of a
@@ -42,56 +45,73 @@ func New(limit, perScope, total int) *Gate {
 // none by then, or too many wait already, or ctx ended. Work that entered
 // calls Leave when it ends.
 func (g *Gate) Enter(ctx context.Context, key string, wait time.Duration) bool {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	s := g.in[key]
 	if s == nil {
-		s = &scope{freed: make(chan struct{})}
+		s = &scope{}
 		g.in[key] = s
 	}
-	for s.running >= g.limit {
-		if s.waiting >= g.perScope || g.waiting >= g.total {
-			return false
-		}
-		s.waiting++
-		g.waiting++
-		freed := s.freed
+	if s.running < g.limit {
+		s.running++
 		g.mu.Unlock()
-		var ok bool
-		select {
-		case <-freed:
-			ok = true
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		g.mu.Lock()
-		s.waiting--
-		g.waiting--
-		if !ok {
-			g.forget(key, s)
-			return false
+		return true
+	}
+	if len(s.queue) >= g.perScope || g.waiting >= g.total {
+		g.mu.Unlock()
+		return false
+	}
+	ready := make(chan struct{})
+	s.queue = append(s.queue, ready)
+	g.waiting++
+	g.mu.Unlock()
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ready:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-ready:
+		// Handed a slot as the wait ended: it is this work's.
+		return true
+	default:
+	}
+	for i, r := range s.queue {
+		if r == ready {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			break
 		}
 	}
-	s.running++
-	return true
+	g.waiting--
+	g.forget(key, s)
+	return false
 }
 
-// Leave ends work that entered.
+// Leave ends work that entered: its slot goes to the work of its scope
+// waiting longest, if any.
 func (g *Gate) Leave(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.in[key]
+	if len(s.queue) > 0 {
+		next := s.queue[0]
+		s.queue = s.queue[1:]
+		g.waiting--
+		close(next)
+		return
+	}
 	s.running--
-	close(s.freed)
-	s.freed = make(chan struct{})
 	g.forget(key, s)
 }
 
 // forget drops an idle scope's entry.
 func (g *Gate) forget(key string, s *scope) {
-	if s.running == 0 && s.waiting == 0 {
+	if s.running == 0 && len(s.queue) == 0 {
 		delete(g.in, key)
 	}
 }
@@ -101,7 +121,7 @@ func (g *Gate) Waiting(key string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.in[key]; s != nil {
-		return s.waiting
+		return len(s.queue)
 	}
 	return 0
 }

@@ -2,6 +2,8 @@ package scopegate
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,10 +29,7 @@ func TestGate(t *testing.T) {
 	}
 	// Both wait: a third waiter is one too many.
 	for {
-		g.mu.Lock()
-		waiting := g.in["a"].waiting
-		g.mu.Unlock()
-		if waiting == 2 {
+		if g.Waiting("a") == 2 {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -83,5 +82,66 @@ func TestGate(t *testing.T) {
 	g.Leave("b")
 	if len(g.in) != 0 {
 		t.Errorf("idle scopes left: %v", g.in)
+	}
+}
+
+// A freed slot goes to the work waiting longest, and to it alone.
+func TestWaitersGoFirstComeFirstServed(t *testing.T) {
+	ctx := context.Background()
+	g := New(1, 2, 2)
+	if !g.Enter(ctx, "a", time.Hour) {
+		t.Fatal("the first run was turned away")
+	}
+	first, second := make(chan bool, 1), make(chan bool, 1)
+	go func() { first <- g.Enter(ctx, "a", time.Hour) }()
+	for g.Waiting("a") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() { second <- g.Enter(ctx, "a", time.Hour) }()
+	for g.Waiting("a") != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	g.Leave("a")
+	if !<-first {
+		t.Fatal("the first waiter was turned away")
+	}
+	if g.Waiting("a") != 1 || len(second) != 0 {
+		t.Fatal("the second waiter went on with the first's slot")
+	}
+	g.Leave("a")
+	if !<-second {
+		t.Fatal("the second waiter was turned away")
+	}
+	g.Leave("a")
+	if len(g.in) != 0 || g.waiting != 0 {
+		t.Errorf("left behind: %v, %d waiting", g.in, g.waiting)
+	}
+}
+
+// Under churn, with waits ending as slots are handed over, no scope ever
+// runs more than its limit and nothing is left behind.
+func TestNeverPastTheLimit(t *testing.T) {
+	ctx := context.Background()
+	const limit = 3
+	g := New(limit, 8, 12)
+	var running [2]atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			key := []string{"a", "b"}[i%2]
+			if !g.Enter(ctx, key, time.Duration(i%5)*100*time.Microsecond) {
+				return
+			}
+			if n := running[i%2].Add(1); n > limit {
+				t.Errorf("%d runs of %s at once", n, key)
+			}
+			time.Sleep(50 * time.Microsecond)
+			running[i%2].Add(-1)
+			g.Leave(key)
+		})
+	}
+	wg.Wait()
+	if len(g.in) != 0 || g.waiting != 0 {
+		t.Errorf("left behind: %v, %d waiting", g.in, g.waiting)
 	}
 }
