@@ -435,15 +435,15 @@ func (i *installResults) section(p func(string, ...any)) {
 		installProbeWorkers, i.probe.Requests-i.probe.Errors, i.probe.RPS(), ms(i.probe.P50), ms(i.probe.P99), i.probe.Errors,
 		i.probeWebhooks, i.probeSpan.Round(time.Millisecond), perSecond(i.probeWebhooks, i.probeSpan), i.sustainable, i.rate)
 	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n", installTarget, i.rate, i.latency.Requests, ms(i.latency.P50), ms(i.latency.P90), ms(i.latency.P99), ms(i.latency.Max), i.errors)
+	p("%s", spreadRow(installTarget, fmt.Sprintf("%.0f", i.rate), i.latency, i.errors))
 	c := i.control
 	if c.Requests > 0 {
-		p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n", installControlTarget, c.Rate, c.Requests, ms(c.P50), ms(c.P90), ms(c.P99), ms(c.Max), c.Errors)
+		p("%s", spreadRow(installControlTarget, fmt.Sprintf("%.0f", c.Rate), c, c.Errors))
 	} else {
 		p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", installControlTarget)
 	}
 	k := i.calls
-	p("| %s | %.0f | %d | %s | %s | %s | %s | %d |\n\n", installCallsRow, k.Rate, k.Requests, ms(k.P50), ms(k.P90), ms(k.P99), ms(k.Max), k.Errors)
+	p("%s\n", spreadRow(installCallsRow, fmt.Sprintf("%.0f", k.Rate), k, k.Errors))
 	i.deliveries(p)
 	if c.P50 > 0 && c.P99 > 0 && i.latency.Requests > 0 {
 		p("Install webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",

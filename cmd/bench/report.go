@@ -370,3 +370,9 @@ func perSecond(n int, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// spreadRow is a table row of a latency spread: name, the rate as text,
+// how many were measured, p50, p90, p99, max and the errors.
+func spreadRow(name, rate string, r result, errors int) string {
+	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %d |\n", name, rate, r.Requests, ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), errors)
+}
