@@ -291,11 +291,14 @@ func (m *memStore) UnfinishedOrders(_ context.Context, before time.Time, limit i
 }
 
 type fakeCatalogue struct {
+	mu    sync.Mutex
 	plans map[uuid.UUID]Plan
 	calls int
 }
 
 func (c *fakeCatalogue) Plan(_ context.Context, id uuid.UUID, currency Currency) (Plan, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.calls++
 	p, ok := c.plans[id]
 	if !ok || currency != USD {
