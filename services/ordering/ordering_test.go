@@ -1310,13 +1310,17 @@ type heldProvider struct {
 }
 
 func (p heldProvider) Issue(ctx context.Context, l Locked, req IssueRequest) ([]Profile, error) {
+	if req.Quantity == 1 {
+		return p.inner.Issue(ctx, l, req) // another partner's, in these tests
+	}
 	p.started <- struct{}{}
 	<-p.release
 	return p.inner.Issue(ctx, l, req)
 }
 
 // An order of a scope whose orders fill this replica's MaxInFlight waits
-// for one of them to end instead of being refused, then completes.
+// for one of them to end instead of being refused, then completes; another
+// partner's order meanwhile goes past the queue at once.
 func TestAnOrderPastTheCapWaitsForASlot(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t, 100_000)
@@ -1335,6 +1339,17 @@ func TestAnOrderPastTheCapWaitsForASlot(t *testing.T) {
 			t.Fatalf("an order past the cap did not wait: %v", err)
 		case <-time.After(time.Millisecond):
 		}
+	}
+	other := order(fixedPlan, "c")
+	other.Scope, other.Quantity = Scope{AccountID: uuid.New(), Environment: Sandbox}, ptr[int32](1)
+	fx.wallet.mu.Lock()
+	fx.wallet.balance[other.Scope] = 10_000
+	fx.wallet.mu.Unlock()
+	if got, err := fx.svc.CreateOrder(ctx, other); err != nil || got.Order.Status != StatusCompleted {
+		t.Fatalf("another partner's order while the first's wait: %+v, %v", got.Order.Status, err)
+	}
+	if len(results) != 0 {
+		t.Fatal("the waiting order went on before a slot of its own partner freed")
 	}
 	close(held.release)
 	for range 3 {
