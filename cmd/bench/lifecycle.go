@@ -434,16 +434,9 @@ func (i *installResults) section(p func(string, ...any)) {
 	p("Sustainable rate: a closed loop of %d workers installed %d eSIMs at %.0f/s (p50 %s, p99 %s a call, %d errors); %d of their webhooks came within %s of its start (%.0f/s): **%.0f installs/s**, so the open loop ran at %.0f/s.\n\n",
 		installProbeWorkers, i.probe.Requests-i.probe.Errors, i.probe.RPS(), ms(i.probe.P50), ms(i.probe.P99), i.probe.Errors,
 		i.probeWebhooks, i.probeSpan.Round(time.Millisecond), perSecond(i.probeWebhooks, i.probeSpan), i.sustainable, i.rate)
-	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	p("%s", spreadRow(installTarget, fmt.Sprintf("%.0f", i.rate), i.latency, i.errors))
 	c := i.control
-	if c.Requests > 0 {
-		p("%s", spreadRow(installControlTarget, fmt.Sprintf("%.0f", c.Rate), c, c.Errors))
-	} else {
-		p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", installControlTarget)
-	}
-	k := i.calls
-	p("%s\n", spreadRow(installCallsRow, fmt.Sprintf("%.0f", k.Rate), k, k.Errors))
+	spreadTable(p, "%.0f", spreadLine{installTarget, i.rate, i.latency, i.errors}, spreadLine{installControlTarget, c.Rate, c, c.Errors},
+		spreadLine{installCallsRow, i.calls.Rate, i.calls, i.calls.Errors})
 	i.deliveries(p)
 	if c.P50 > 0 && c.P99 > 0 && i.latency.Requests > 0 {
 		p("Install webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",

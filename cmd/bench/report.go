@@ -376,3 +376,26 @@ func perSecond(n int, d time.Duration) float64 {
 func spreadRow(name, rate string, r result, errors int) string {
 	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %d |\n", name, rate, r.Requests, ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), errors)
 }
+
+// spreadLine is one row of a spreadTable.
+type spreadLine struct {
+	name   string
+	rate   float64
+	r      result
+	errors int
+}
+
+// spreadTable is a latency section's table: what was measured, its
+// control (or why it did not run: no webhook came to copy) and a row of
+// context, each rate written with rateVerb (%g, %.0f).
+func spreadTable(p func(string, ...any), rateVerb string, measured, control, context spreadLine) {
+	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, l := range []spreadLine{measured, control, context} {
+		if i == 1 && l.r.Requests == 0 {
+			p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", l.name)
+			continue
+		}
+		p("%s", spreadRow(l.name, fmt.Sprintf(rateVerb, l.rate), l.r, l.errors))
+	}
+	p("\n")
+}

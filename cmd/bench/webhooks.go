@@ -1043,16 +1043,9 @@ func (w *webhookResults) section(p func(string, ...any)) {
 	p("## %s\n\n", webhooksSection)
 	methodLine(p, "webhooks", "Sandbox orders of one eSIM of plan %s through the gateway at a steady %g orders/s for %s after %s of warm-up, each timed from its 201 to its signed webhook read by the bench's receiver, against the receiver's own round trip for the first delivery (%d-byte body)",
 		w.planID, w.rate, w.duration, w.warmup, w.deliveryBytes)
-	p("| row | per second | measured | p50 | p90 | p99 | max | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	p("%s", spreadRow(webhookTarget, fmt.Sprintf("%g", w.rate), w.latency, w.errors))
 	c := w.control
-	if c.Requests > 0 {
-		p("%s", spreadRow(webhookControlTarget, fmt.Sprintf("%g", c.Rate), c, c.Errors))
-	} else {
-		p("| %s (not run: no webhook came to copy) | - | - | - | - | - | - | - |\n", webhookControlTarget)
-	}
-	o := w.orders
-	p("%s\n", spreadRow(webhookOrdersRow, fmt.Sprintf("%g", o.Rate), o, o.Errors))
+	spreadTable(p, "%g", spreadLine{webhookTarget, w.rate, w.latency, w.errors}, spreadLine{webhookControlTarget, c.Rate, c, c.Errors},
+		spreadLine{webhookOrdersRow, w.orders.Rate, w.orders, w.orders.Errors})
 	w.deliveries(p)
 	if c.P50 > 0 && c.P99 > 0 {
 		p("Webhook / control: p50 **%.0f×** (%s / %s), p99 **%.0f×** (%s / %s)\n\n",
